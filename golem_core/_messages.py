@@ -1,0 +1,285 @@
+"""The message contract: roles, parts, messages and usage.
+
+Owns the canonical, provider-neutral shape of a conversation. Every type here is a
+frozen, slotted attrs class with tuple fields: equal and hashable by value, never
+mutated (change one with ``attrs.evolve``). No default reads the clock or mints an id;
+identity and timestamps are passed in by whoever creates the message.
+
+Serialization lives apart, in ``_json.py``; these classes know nothing about JSON
+except ``extra``: fields a newer golem wrote that this one does not know, kept as
+``(key, json_text)`` pairs so that decode then encode loses nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from functools import cached_property
+from typing import Literal, TypeAlias
+
+import attrs
+from attrs import field, frozen
+
+__all__ = [
+    "DataPart",
+    "Extra",
+    "Message",
+    "Part",
+    "PartKind",
+    "Role",
+    "TextPart",
+    "ThinkingPart",
+    "ToolCallPart",
+    "URLPart",
+    "UnknownPart",
+    "Usage",
+]
+
+Extra: TypeAlias = tuple[tuple[str, str], ...]
+"""Unknown JSON fields kept verbatim: ``(key, json_text)`` pairs in their original order."""
+
+PartKind: TypeAlias = Literal["image", "audio", "video", "document"]
+"""What a URL or data part holds."""
+
+
+class Role(enum.StrEnum):
+    """Who speaks a message."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+@frozen
+class TextPart:
+    """Plain text."""
+
+    text: str
+    extra: Extra = field(default=(), kw_only=True, repr=False)
+
+
+@frozen
+class ThinkingPart:
+    """A model's reasoning, replayed to the provider that produced it.
+
+    ``signature`` is the provider's opaque proof of the block (Anthropic ``signature``).
+    A redacted block (``redacted=True``) carries the provider's encrypted payload in
+    ``text``; it is never shown to a person and is sent back verbatim.
+    """
+
+    text: str
+    signature: str | None = field(default=None, kw_only=True)
+    redacted: bool = field(default=False, kw_only=True)
+    extra: Extra = field(default=(), kw_only=True, repr=False)
+
+
+@frozen
+class URLPart:
+    """Media named by a URL: an image, audio, video or document."""
+
+    url: str
+    kind: PartKind
+    media_type: str | None = field(default=None, kw_only=True)
+    extra: Extra = field(default=(), kw_only=True, repr=False)
+
+
+@frozen
+class DataPart:
+    """Media carried inline as bytes (base64 in JSON)."""
+
+    data: bytes = field(repr=lambda b: f"<{len(b)} bytes>")
+    kind: PartKind
+    media_type: str
+    extra: Extra = field(default=(), kw_only=True, repr=False)
+
+
+@frozen
+class ToolCallPart:
+    """A model's request to call a tool.
+
+    ``arguments`` holds the bytes exactly as the model sent them; they are never parsed
+    into the type, because a stream that died mid-arguments leaves invalid JSON that is
+    still evidence. ``id`` is the provider's call id; a call without one cannot be
+    paired with a result.
+    """
+
+    id: str | None
+    name: str
+    arguments: str = "{}"
+    extra: Extra = field(default=(), kw_only=True, repr=False)
+
+    @cached_property
+    def arguments_object(self) -> dict[str, object] | None:
+        """The arguments parsed as a JSON object, or ``None`` when they are not one.
+
+        Empty arguments (how some providers stream a call without parameters) are ``{}``.
+        Decided once per part and cached: history passes never re-parse. The returned
+        dict is shared; copy it before changing it.
+        """
+        text = self.arguments
+        if not text or text.isspace():
+            return {}
+        try:
+            value = json.loads(text, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError):
+            return None
+        if type(value) is not dict:
+            return None
+        try:  # lone surrogates cannot be sent as UTF-8: treat them as not an object
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        return value
+
+    @property
+    def arguments_valid(self) -> bool:
+        """Whether the arguments are a JSON object (``False``: truncated or malformed)."""
+        return self.arguments_object is not None
+
+
+def _refuse_constant(name: str) -> object:
+    raise ValueError(f"{name} is not standard JSON")
+
+
+@frozen
+class UnknownPart:
+    """A part of a ``type`` this version does not know, kept so that it survives storage.
+
+    Providers never see it: wire encoders skip unknown parts.
+    """
+
+    type: str
+    extra: Extra = field(default=())
+
+
+Part: TypeAlias = TextPart | ThinkingPart | URLPart | DataPart | ToolCallPart | UnknownPart
+"""Any part of a message."""
+
+
+def _add_optional(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+@frozen
+class Usage:
+    """Token usage with one meaning for every provider.
+
+    ``input_tokens`` counts every prompt token processed, cached or not;
+    ``output_tokens`` every generated token, reasoning included. The cache and reasoning
+    figures are ``None`` where the provider does not report them. Usages add up.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    extra: Extra = field(default=(), kw_only=True, repr=False)
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=_add_optional(self.cache_read_tokens, other.cache_read_tokens),
+            cache_write_tokens=_add_optional(self.cache_write_tokens, other.cache_write_tokens),
+            reasoning_tokens=_add_optional(self.reasoning_tokens, other.reasoning_tokens),
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+def _as_parts(parts: Iterable[Part]) -> tuple[Part, ...]:
+    return parts if type(parts) is tuple else tuple(parts)
+
+
+@frozen
+class Message:
+    """One message of a conversation.
+
+    A tool result is a ``tool`` message: ``tool_call_id`` and ``tool_name`` name the call
+    it answers, ``parts`` carry the evidence, and ``failed`` marks a definitive failure.
+    ``run_id`` and ``conversation_id`` are stamped on the messages a run adds; ``model``,
+    ``usage`` and ``finish_reason`` describe the model turn that produced an assistant
+    message.
+    """
+
+    role: Role
+    parts: tuple[Part, ...] = field(default=(), converter=_as_parts)
+    tool_call_id: str | None = field(default=None, kw_only=True)
+    tool_name: str | None = field(default=None, kw_only=True)
+    failed: bool = field(default=False, kw_only=True)
+    run_id: str | None = field(default=None, kw_only=True)
+    conversation_id: str | None = field(default=None, kw_only=True)
+    created_at: datetime | None = field(default=None, kw_only=True)
+    model: str | None = field(default=None, kw_only=True)
+    usage: Usage | None = field(default=None, kw_only=True)
+    finish_reason: str | None = field(default=None, kw_only=True)
+    extra: Extra = field(default=(), kw_only=True, repr=False)
+
+    # -- named constructors for the common shapes ---------------------------------
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        """A system message holding ``text``."""
+        return cls(Role.SYSTEM, (TextPart(text),))
+
+    @classmethod
+    def user(cls, text: str, *media: URLPart | DataPart) -> Message:
+        """A user message: ``text`` first, then any media parts."""
+        return cls(Role.USER, (TextPart(text), *media))
+
+    @classmethod
+    def assistant(
+        cls,
+        text: str | None = None,
+        *,
+        tool_calls: Iterable[ToolCallPart] = (),
+        thinking: Iterable[ThinkingPart] = (),
+    ) -> Message:
+        """An assistant message: thinking, then ``text`` (if any), then tool calls."""
+        parts: list[Part] = [*thinking]
+        if text is not None:
+            parts.append(TextPart(text))
+        parts.extend(tool_calls)
+        return cls(Role.ASSISTANT, tuple(parts))
+
+    @classmethod
+    def tool_result(
+        cls,
+        call_id: str | None,
+        tool_name: str | None,
+        content: str | Sequence[Part],
+        *,
+        failed: bool = False,
+    ) -> Message:
+        """A tool message answering call ``call_id`` of tool ``tool_name``."""
+        parts = (TextPart(content),) if isinstance(content, str) else tuple(content)
+        return cls(Role.TOOL, parts, tool_call_id=call_id, tool_name=tool_name, failed=failed)
+
+    # -- reading ----------------------------------------------------------------
+
+    @property
+    def text(self) -> str:
+        """The concatenated text of the text parts (thinking excluded)."""
+        return "".join(p.text for p in self.parts if type(p) is TextPart)
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        """The tool calls of this message, in order."""
+        return tuple(p for p in self.parts if type(p) is ToolCallPart)
+
+    def with_ids(self, run_id: str | None, conversation_id: str | None) -> Message:
+        """A copy stamped with the given run and conversation identifiers."""
+        return attrs.evolve(self, run_id=run_id, conversation_id=conversation_id)
