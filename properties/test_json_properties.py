@@ -54,7 +54,9 @@ def test_decode_never_raises_on_arbitrary_json(value: object) -> None:
 
 message_like = st.fixed_dictionaries(
     {
-        "role": st.one_of(st.sampled_from(["user", "assistant", "tool", "system", "x"]), json_values),
+        "role": st.one_of(
+            st.sampled_from(["user", "assistant", "tool", "system", "x"]), json_values
+        ),
         "parts": st.one_of(
             st.lists(
                 st.one_of(
@@ -81,7 +83,9 @@ message_like = st.fixed_dictionaries(
     optional={
         "toolCallId": json_values,
         "failed": json_values,
-        "usage": st.one_of(json_values, st.fixed_dictionaries({}, optional={"inputTokens": json_values})),
+        "usage": st.one_of(
+            json_values, st.fixed_dictionaries({}, optional={"inputTokens": json_values})
+        ),
         "createdAt": st.one_of(json_values, st.just("2026-01-01T00:00:00Z")),
     },
 )
