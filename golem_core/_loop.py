@@ -1,0 +1,667 @@
+"""The agent loop as a sans-IO state machine: every decision of a run, none of its effects.
+
+Owns what a run does next. ``start_run`` prepares the history once (the processor, the
+instructions' replacement of system messages, pairing repair) and returns the first
+state; ``next_command(state)`` says what the driver must do; ``receive(state, outcome)``
+folds the outcome in and returns the next state. The driver (``golem_shell``) performs
+commands and feeds outcomes back; it has no policy of its own, so the loop can be
+embedded in any runtime (asyncio, a job queue, a durable workflow, a test).
+
+Transitions (``Phase`` -> command -> outcome -> phase)::
+
+    REQUEST   -> RequestModel    -> ModelResponded  -> TOOLS | VALIDATE | REQUEST | DONE | FAILED
+                                 -> ModelFailed     -> FAILED (stage request)
+    TOOLS     -> ExecuteTools    -> ToolsReturned   -> REQUEST | PAUSED | FAILED (tool, canceled)
+    VALIDATE  -> ValidateOutput  -> OutputValid     -> DONE
+                                 -> OutputInvalid   -> REQUEST (correction) | FAILED (output)
+    PAUSED    -> Pause           (the run ends; ``resume_run`` continues it)
+    DONE      -> Finish
+    FAILED    -> Fail
+
+``TRANSITIONS`` holds this table as data; the docs and the state-machine property both
+read it.
+
+Rules the loop keeps:
+
+- Instructions are resolved by the driver once per run, before the first request;
+  they replace every system message of the history and lead the canonical conversation.
+- The history is processed and repaired once, in ``start_run``; requests reuse it.
+- Messages the run adds (prompt, model turns, tool results) carry the run's identity;
+  the history it received keeps its own stamps; synthesized no-result results carry
+  none (they equal what repair would produce, so resumes stay cache-friendly).
+- A call without an id gets ``golem_<request>_<index>`` so its result can be paired.
+- A call whose arguments are not a JSON object is never executed: the model gets a
+  failed result saying the arguments were cut off. An unknown tool likewise. Both count
+  against that tool's retries.
+- Structured output arrives through the output tool; a bad value or a text answer gets
+  a correction round, bounded by ``output_retries``.
+- A failure inside a tool batch leaves the evidence ending at the assistant turn that
+  requested it. A deliberate stop (``ToolCanceled``) keeps results recorded before it
+  and closes every unanswered call with the synthesized no-result result, so the
+  partial needs no repair.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, Literal, TypeAlias
+
+import attrs
+from attrs import frozen
+from returns.result import Failure, Result, Success
+
+from golem_core._history import interrupted_result, normalize_history
+from golem_core._messages import Message, Part, Role, TextPart, ToolCallPart, Usage
+from golem_core._model import ModelRequest, ModelSettings, ToolDefinition
+
+__all__ = [
+    "TRANSITIONS",
+    "DeferredCall",
+    "ExecuteTools",
+    "Fail",
+    "FailStage",
+    "Finish",
+    "LoopCommand",
+    "LoopOutcome",
+    "ModelFailed",
+    "ModelResponded",
+    "OutputInvalid",
+    "OutputValid",
+    "Pause",
+    "Phase",
+    "RequestModel",
+    "RunConfig",
+    "RunState",
+    "ToolCanceled",
+    "ToolCrashed",
+    "ToolKind",
+    "ToolOutcome",
+    "ToolRetry",
+    "ToolReturned",
+    "ToolSpec",
+    "ToolsReturned",
+    "ValidateOutput",
+    "next_command",
+    "receive",
+    "start_run",
+]
+
+ToolKind: TypeAlias = Literal["function", "output", "approval", "external"]
+"""How a tool's calls are answered: run now, end the run with output, or wait (deferred)."""
+
+FailStage: TypeAlias = Literal["history", "request", "tool", "output", "limit", "canceled"]
+
+NOT_EXECUTED_TEXT = "not executed: the run ended with its final result before this call ran"
+FINAL_RESULT_TEXT = "final result processed"
+
+
+@frozen
+class ToolSpec:
+    """What the loop knows of a tool: its definition, how it is answered, its retry budget."""
+
+    definition: ToolDefinition
+    kind: ToolKind = "function"
+    max_retries: int = 2
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+
+@frozen
+class RunConfig:
+    """Everything fixed for one run.
+
+    Args:
+        run_id: this run's id (fresh per run, or the caller's).
+        conversation_id: the conversation it joins (explicit, donated, or new).
+        instructions: the resolved instructions (static then dynamic), or ``None``.
+        tools: the tools the model may call, the output tool included.
+        output_tool: the output tool's name when output is structured; ``None`` for text.
+        settings: sampling settings sent with every request.
+        max_requests: the most model requests the run may make.
+        output_retries: how many correction rounds a bad output may get.
+    """
+
+    run_id: str
+    conversation_id: str
+    instructions: str | None = None
+    tools: tuple[ToolSpec, ...] = ()
+    output_tool: str | None = None
+    settings: ModelSettings = ModelSettings()
+    max_requests: int = 50
+    output_retries: int = 2
+
+    def tool(self, name: str) -> ToolSpec | None:
+        for t in self.tools:
+            if t.name == name:
+                return t
+        return None
+
+
+class Phase(enum.Enum):
+    REQUEST = "request"
+    TOOLS = "tools"
+    VALIDATE = "validate"
+    PAUSED = "paused"
+    DONE = "done"
+    FAILED = "failed"
+
+
+@frozen
+class DeferredCall:
+    """A call that waits for an answer from outside the run (approval or external result)."""
+
+    call: ToolCallPart
+    kind: Literal["approval", "external"]
+
+
+@frozen
+class RunState:
+    """The whole state of a run: a value; ``receive`` returns a new one.
+
+    ``history`` is the prepared history (system-free, repaired); ``added`` what the run
+    added, stamped; ``evidence`` how many of ``added`` are completed evidence (through
+    the last completed model turn and the tool results of completed batches).
+    """
+
+    config: RunConfig
+    history: tuple[Message, ...]
+    added: tuple[Message, ...] = ()
+    evidence: int = 0
+    usage: Usage = Usage()
+    requests: int = 0
+    tool_executions: int = 0
+    phase: Phase = Phase.REQUEST
+    to_execute: tuple[ToolCallPart, ...] = ()
+    deferred: tuple[DeferredCall, ...] = ()
+    candidate: ToolCallPart | Message | None = None
+    answered: tuple[Message, ...] = ()
+    output: Any = None
+    output_attempts: int = 0
+    retries: tuple[tuple[str, int], ...] = ()
+    failure: tuple[FailStage, str] | None = None
+
+    @property
+    def system(self) -> tuple[Message, ...]:
+        instructions = self.config.instructions
+        if instructions is None:
+            return ()
+        return (
+            Message.system(instructions).with_ids(self.config.run_id, self.config.conversation_id),
+        )
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The full canonical conversation so far: instructions, history, what the run added."""
+        return self.system + self.history + self.added
+
+    @property
+    def evidence_messages(self) -> tuple[Message, ...]:
+        """The conversation through the last completed evidence (a failed run's partial)."""
+        return self.system + self.history + self.added[: self.evidence]
+
+    @property
+    def produced_evidence(self) -> bool:
+        """Whether the run completed anything (a model turn, a tool execution)."""
+        return self.requests > 0 or self.tool_executions > 0
+
+
+# -- commands --------------------------------------------------------------------------
+
+
+@frozen
+class RequestModel:
+    """Send ``request`` to the model; answer with ``ModelResponded`` or ``ModelFailed``."""
+
+    request: ModelRequest
+
+
+@frozen
+class ExecuteTools:
+    """Run these calls concurrently; answer with ``ToolsReturned`` in any order."""
+
+    calls: tuple[ToolCallPart, ...]
+
+
+@frozen
+class ValidateOutput:
+    """Check a candidate output: a call of the output tool, or an assistant text message."""
+
+    candidate: ToolCallPart | Message
+
+
+@frozen
+class Finish:
+    """The run is done: ``output`` and the final state."""
+
+    output: Any
+    state: RunState
+
+
+@frozen
+class Pause:
+    """The run waits for answers from outside: ``deferred`` calls, in call order."""
+
+    deferred: tuple[DeferredCall, ...]
+    state: RunState
+
+
+@frozen
+class Fail:
+    """The run failed at ``stage`` for ``reason``."""
+
+    stage: FailStage
+    reason: str
+    state: RunState
+
+
+LoopCommand: TypeAlias = RequestModel | ExecuteTools | ValidateOutput | Finish | Pause | Fail
+
+
+# -- outcomes --------------------------------------------------------------------------
+
+
+@frozen
+class ModelResponded:
+    """The model answered with an assistant message."""
+
+    message: Message
+
+
+@frozen
+class ModelFailed:
+    """The request failed for good (after the model's own retries)."""
+
+    reason: str
+
+
+@frozen
+class ToolReturned:
+    """A tool ran and returned evidence (``failed`` for a definitive failure)."""
+
+    call_id: str
+    parts: tuple[Part, ...]
+    failed: bool = False
+
+
+@frozen
+class ToolRetry:
+    """The call could not run as asked (bad arguments, or the tool asked the model to retry)."""
+
+    call_id: str
+    reason: str
+
+
+@frozen
+class ToolCanceled:
+    """The tool stopped the run deliberately."""
+
+    call_id: str
+    reason: str
+
+
+@frozen
+class ToolCrashed:
+    """The tool raised an unexpected exception."""
+
+    call_id: str
+    reason: str
+
+
+ToolOutcome: TypeAlias = ToolReturned | ToolRetry | ToolCanceled | ToolCrashed
+
+
+@frozen
+class ToolsReturned:
+    """Outcomes of an ``ExecuteTools`` batch; calls with no outcome were never answered."""
+
+    outcomes: tuple[ToolOutcome, ...]
+
+
+@frozen
+class OutputValid:
+    """The candidate output is valid; ``value`` is the run's output."""
+
+    value: Any
+
+
+@frozen
+class OutputInvalid:
+    """The candidate output is not valid; ``reason`` tells the model what was wrong."""
+
+    reason: str
+
+
+LoopOutcome: TypeAlias = ModelResponded | ModelFailed | ToolsReturned | OutputValid | OutputInvalid
+
+TRANSITIONS: tuple[tuple[Phase, type, type, tuple[Phase, ...]], ...] = (
+    (
+        Phase.REQUEST,
+        RequestModel,
+        ModelResponded,
+        (Phase.TOOLS, Phase.VALIDATE, Phase.REQUEST, Phase.DONE, Phase.PAUSED, Phase.FAILED),
+    ),
+    (Phase.REQUEST, RequestModel, ModelFailed, (Phase.FAILED,)),
+    (Phase.TOOLS, ExecuteTools, ToolsReturned, (Phase.REQUEST, Phase.PAUSED, Phase.FAILED)),
+    (Phase.VALIDATE, ValidateOutput, OutputValid, (Phase.DONE,)),
+    (Phase.VALIDATE, ValidateOutput, OutputInvalid, (Phase.REQUEST, Phase.FAILED)),
+)
+"""``(phase, command, outcome, phases after)``: every legal step of the loop."""
+
+
+# -- starting --------------------------------------------------------------------------
+
+HistoryProcessorFn: TypeAlias = Callable[[Sequence[Message]], Result[tuple[Message, ...], Any]]
+
+
+def start_run(
+    config: RunConfig,
+    history: Sequence[Message],
+    prompt: Sequence[Part] | None,
+    *,
+    processor: HistoryProcessorFn | None = None,
+    now: datetime | None = None,
+) -> RunState:
+    """Prepare a run: process the history, drop its system messages, repair, add the prompt.
+
+    Total and deterministic. A processor failure gives a state already ``FAILED`` at
+    stage ``history`` (no model call is made); so does an empty conversation.
+
+    Args:
+        config: the run's fixed configuration.
+        history: the history exactly as the caller supplied it.
+        prompt: the fresh user prompt's parts, or ``None`` to continue the history as is.
+        processor: the agent's history processor, run once on exactly ``history``.
+        now: the time stamped on the prompt message.
+    """
+    state = RunState(config=config, history=())
+    if processor is not None:
+        match processor(history):
+            case Success(processed):
+                history = processed
+            case Failure(error):
+                return _failed(state, "history", f"history processor failed: {error}")
+    without_system = [m for m in history if m.role is not Role.SYSTEM]
+    repaired, _ = normalize_history(without_system)
+    state = attrs.evolve(state, history=repaired)
+    if prompt is not None:
+        user = Message(Role.USER, tuple(prompt), created_at=now)
+        state = _add(state, (user,))
+    if not state.history and not state.added:
+        return _failed(state, "history", "nothing to send: no history and no prompt")
+    return state
+
+
+def _failed(state: RunState, stage: FailStage, reason: str) -> RunState:
+    return attrs.evolve(state, phase=Phase.FAILED, failure=(stage, reason))
+
+
+def _stamp(state: RunState, m: Message) -> Message:
+    return attrs.evolve(m, run_id=state.config.run_id, conversation_id=state.config.conversation_id)
+
+
+def _add(state: RunState, messages: Sequence[Message], *, stamp: bool = True) -> RunState:
+    added = tuple(_stamp(state, m) if stamp else m for m in messages)
+    return attrs.evolve(state, added=state.added + added)
+
+
+# -- deciding --------------------------------------------------------------------------
+
+
+def next_command(state: RunState) -> LoopCommand:
+    """What the driver must do next. Total and deterministic."""
+    phase = state.phase
+    if phase is Phase.REQUEST:
+        if state.requests >= state.config.max_requests:
+            return Fail(
+                "limit",
+                f"the run reached its limit of {state.config.max_requests} model requests",
+                state,
+            )
+        config = state.config
+        return RequestModel(
+            ModelRequest(
+                messages=state.history + state.added,
+                instructions=config.instructions,
+                tools=tuple(t.definition for t in config.tools),
+                settings=config.settings,
+                tool_choice_required=config.output_tool is not None,
+                run_id=config.run_id,
+            )
+        )
+    if phase is Phase.TOOLS:
+        return ExecuteTools(state.to_execute)
+    if phase is Phase.VALIDATE:
+        assert state.candidate is not None
+        return ValidateOutput(state.candidate)
+    if phase is Phase.DONE:
+        return Finish(state.output, state)
+    if phase is Phase.PAUSED:
+        return Pause(state.deferred, state)
+    assert state.failure is not None
+    return Fail(state.failure[0], state.failure[1], state)
+
+
+def receive(state: RunState, outcome: LoopOutcome) -> RunState:
+    """Fold an outcome into the state. Total and deterministic.
+
+    Raises:
+        ValueError: the outcome does not answer the command of the current phase.
+    """
+    match outcome:
+        case ModelResponded(message) if state.phase is Phase.REQUEST:
+            return _on_response(state, message)
+        case ModelFailed(reason) if state.phase is Phase.REQUEST:
+            return _failed(state, "request", reason)
+        case ToolsReturned(outcomes) if state.phase is Phase.TOOLS:
+            return _on_tools(state, outcomes)
+        case OutputValid(value) if state.phase is Phase.VALIDATE:
+            return _on_output_valid(state, value)
+        case OutputInvalid(reason) if state.phase is Phase.VALIDATE:
+            return _on_output_invalid(state, reason)
+    raise ValueError(
+        f"{type(outcome).__name__} does not answer the loop's {state.phase.value} phase"
+    )
+
+
+def _with_call_ids(message: Message, request_no: int) -> Message:
+    if not any(type(p) is ToolCallPart and p.id is None for p in message.parts):
+        return message
+    parts: list[Part] = []
+    for i, p in enumerate(message.parts):
+        if type(p) is ToolCallPart and p.id is None:
+            p = attrs.evolve(p, id=f"golem_{request_no}_{i}")
+        parts.append(p)
+    return attrs.evolve(message, parts=tuple(parts))
+
+
+def _result(call: ToolCallPart, text: str, *, failed: bool) -> Message:
+    return Message.tool_result(call.id, call.name, text, failed=failed)
+
+
+def _count_retry(state: RunState, name: str) -> tuple[RunState, bool]:
+    """Count a retry of tool ``name``; ``True`` when its budget is exceeded."""
+    counts = dict(state.retries)
+    counts[name] = counts.get(name, 0) + 1
+    spec = state.config.tool(name)
+    limit = spec.max_retries if spec is not None else 2
+    return attrs.evolve(state, retries=tuple(sorted(counts.items()))), counts[name] > limit
+
+
+def _on_response(state: RunState, message: Message) -> RunState:
+    requests = state.requests + 1
+    message = _with_call_ids(message, requests)
+    usage = state.usage + message.usage if message.usage is not None else state.usage
+    state = _add(attrs.evolve(state, requests=requests, usage=usage), (message,))
+    state = attrs.evolve(state, evidence=len(state.added))
+    calls = message.tool_calls
+    config = state.config
+    if not calls:
+        if config.output_tool is None:
+            return attrs.evolve(state, phase=Phase.VALIDATE, candidate=message)
+        return _correction(
+            state,
+            f"Please give your final answer by calling the {config.output_tool} tool;"
+            " plain text is not accepted.",
+            as_user=True,
+        )
+    output_calls = [c for c in calls if c.name == config.output_tool]
+    if output_calls:
+        return attrs.evolve(state, phase=Phase.VALIDATE, candidate=output_calls[0])
+    results: list[Message] = []
+    to_execute: list[ToolCallPart] = []
+    deferred: list[DeferredCall] = []
+    exceeded: list[str] = []
+    for call in calls:
+        spec = config.tool(call.name)
+        if spec is None:
+            names = ", ".join(t.name for t in config.tools) or "none"
+            results.append(
+                _result(
+                    call,
+                    f"unknown tool {call.name!r}; the available tools are: {names}",
+                    failed=True,
+                )
+            )
+        elif not call.arguments_valid:
+            results.append(
+                _result(
+                    call,
+                    "the arguments of this call were cut off or are not a JSON object, so it"
+                    " was not executed; call the tool again with complete arguments",
+                    failed=True,
+                )
+            )
+        else:
+            if spec.kind == "function":
+                to_execute.append(call)
+            elif spec.kind in ("approval", "external"):
+                deferred.append(
+                    DeferredCall(call, "approval" if spec.kind == "approval" else "external")
+                )
+            continue
+        state, over = _count_retry(state, call.name)
+        if over:
+            exceeded.append(call.name)
+    if exceeded:
+        return _failed(
+            state,
+            "tool",
+            f"tool {exceeded[0]!r} exceeded its retry budget: the model kept calling it"
+            " with arguments that could not be used",
+        )
+    if not to_execute:
+        state = _add(state, results)
+        state = attrs.evolve(state, evidence=len(state.added), deferred=tuple(deferred))
+        return attrs.evolve(state, phase=Phase.PAUSED if deferred else Phase.REQUEST)
+    return attrs.evolve(
+        state,
+        phase=Phase.TOOLS,
+        to_execute=tuple(to_execute),
+        deferred=tuple(deferred),
+        candidate=None,
+        # results for unknown tools and cut-off arguments join the batch's results
+        answered=tuple(results),
+    )
+
+
+def _on_tools(state: RunState, outcomes: Sequence[ToolOutcome]) -> RunState:
+    by_id = {o.call_id: o for o in outcomes}
+    assistant = state.added[state.evidence - 1]
+    calls = assistant.tool_calls
+    pre = {m.tool_call_id: m for m in state.answered}
+    executions = state.tool_executions + sum(
+        1 for o in outcomes if type(o) in (ToolReturned, ToolCanceled, ToolCrashed)
+    )
+    state = attrs.evolve(state, tool_executions=executions, answered=())
+    crashed = next((o for o in outcomes if type(o) is ToolCrashed), None)
+    if crashed is not None:
+        return _failed(state, "tool", crashed.reason)
+    canceled = next((o for o in outcomes if type(o) is ToolCanceled), None)
+    results: list[Message] = []
+    unstamped: set[int] = set()
+    exceeded: str | None = None
+    for call in calls:
+        if call.id in pre:
+            results.append(pre[call.id])
+            continue
+        o = by_id.get(call.id) if call.id is not None else None
+        if type(o) is ToolReturned:
+            results.append(Message.tool_result(call.id, call.name, o.parts, failed=o.failed))
+        elif type(o) is ToolRetry:
+            results.append(_result(call, o.reason, failed=True))
+            state, over = _count_retry(state, call.name)
+            if over and exceeded is None:
+                exceeded = call.name
+        elif canceled is not None or any(d.call.id == call.id for d in state.deferred):
+            if canceled is not None:
+                unstamped.add(len(results))
+                results.append(interrupted_result(call))
+        else:
+            raise ValueError(f"no outcome for tool call {call.id!r} ({call.name})")
+    stamped = [m if i in unstamped else _stamp(state, m) for i, m in enumerate(results)]
+    state = _add(state, stamped, stamp=False)
+    state = attrs.evolve(state, evidence=len(state.added), to_execute=())
+    if canceled is not None:
+        return _failed(attrs.evolve(state, deferred=()), "canceled", canceled.reason)
+    if exceeded is not None:
+        return _failed(
+            state,
+            "tool",
+            f"tool {exceeded!r} exceeded its retry budget: the model kept calling it with"
+            " arguments that could not be used",
+        )
+    if state.deferred:
+        return attrs.evolve(state, phase=Phase.PAUSED)
+    return attrs.evolve(state, phase=Phase.REQUEST)
+
+
+def _correction(state: RunState, reason: str, *, as_user: bool) -> RunState:
+    attempts = state.output_attempts + 1
+    state = attrs.evolve(state, output_attempts=attempts, candidate=None)
+    if as_user:
+        state = _add(state, (Message(Role.USER, (TextPart(reason),)),))
+    if attempts > state.config.output_retries:
+        return _failed(
+            state,
+            "output",
+            f"the output was still not valid after {state.config.output_retries} correction"
+            f" rounds: {reason}",
+        )
+    return attrs.evolve(state, phase=Phase.REQUEST, evidence=len(state.added))
+
+
+def _close_turn(state: RunState, output_call: ToolCallPart | None) -> RunState:
+    """Answer every call of the final assistant turn so the conversation stays valid."""
+    assistant = state.added[state.evidence - 1]
+    results = [
+        _result(c, FINAL_RESULT_TEXT if c is output_call else NOT_EXECUTED_TEXT, failed=False)
+        for c in assistant.tool_calls
+    ]
+    return _add(state, results)
+
+
+def _on_output_valid(state: RunState, value: Any) -> RunState:
+    candidate = state.candidate
+    if type(candidate) is ToolCallPart:
+        state = _close_turn(state, candidate)
+    state = attrs.evolve(state, evidence=len(state.added), candidate=None)
+    return attrs.evolve(state, phase=Phase.DONE, output=value)
+
+
+def _on_output_invalid(state: RunState, reason: str) -> RunState:
+    candidate = state.candidate
+    if type(candidate) is ToolCallPart:
+        assistant = state.added[state.evidence - 1]
+        results = [
+            _result(c, reason, failed=True)
+            if c is candidate
+            else _result(c, NOT_EXECUTED_TEXT, failed=False)
+            for c in assistant.tool_calls
+        ]
+        state = _add(state, results)
+        return _correction(state, reason, as_user=False)
+    return _correction(state, reason, as_user=True)

@@ -1,0 +1,655 @@
+"""The agent: configuration plus a thin driver of the core loop.
+
+Owns the effects of a run and nothing else: resolving instructions (the user's
+function may do I/O), reading the clock, minting ids, sending requests, running tools
+concurrently, validating output into the user's type, timeouts and cancellation. Every
+decision (what to send, what a response means, when the run ends) is
+``golem_core._loop``'s. The driver is one loop: ask the core for a command, perform
+it, feed the outcome back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Generic, TypeVar, cast, overload
+
+import attrs
+from attrs import field, frozen
+from returns.result import Failure, Result, Success
+
+from golem_core import (
+    Message,
+    ModelDelta,
+    ModelSettings,
+    Part,
+    StreamDone,
+    TextPart,
+    ToolCallPart,
+    ToolDefinition,
+    Usage,
+    conversation_id_of,
+    join_instructions,
+)
+from golem_core._loop import (
+    DeferredCall,
+    ExecuteTools,
+    Fail,
+    Finish,
+    ModelFailed,
+    ModelResponded,
+    OutputInvalid,
+    OutputValid,
+    Pause,
+    RequestModel,
+    RunConfig,
+    RunState,
+    ToolCanceled,
+    ToolCrashed,
+    ToolOutcome,
+    ToolSpec,
+    ToolsReturned,
+    ValidateOutput,
+    next_command,
+    receive,
+    start_run,
+)
+from golem_core._model import ModelErrorKind
+from golem_shell._errors import ModelError, PartialResult, RunError, Stage, UsageError
+from golem_shell._ids import new_id
+from golem_shell._schema import SchemaError, ValidationFailed, json_schema, validate
+from golem_shell._tools import RunContext, Tool
+from golem_shell.models import Model, infer_model
+
+__all__ = [
+    "Agent",
+    "DeltaEvent",
+    "RunResult",
+    "partial_from",
+]
+
+DepsT = TypeVar("DepsT")
+OutputT = TypeVar("OutputT")
+
+OUTPUT_TOOL_NAME = "final_result"
+
+InstructionsFunction = Callable[[RunContext[Any]], Awaitable[str | None] | str | None]
+HistoryProcessor = Callable[[Sequence[Message]], Result[tuple[Message, ...], Any]]
+Prompt = str | Sequence[Part] | None
+
+
+@frozen
+class DeltaEvent:
+    """A piece of a streamed model answer, stamped with the run it belongs to."""
+
+    run_id: str
+    conversation_id: str
+    request: int
+    delta: ModelDelta
+
+
+DeltaHandler = Callable[[DeltaEvent], Awaitable[None] | None]
+
+
+@frozen
+class RunResult(Generic[OutputT]):
+    """What a finished (or paused) run produced.
+
+    ``messages`` is the full canonical conversation, ready to pass back as history;
+    ``new_messages`` what this run added. A paused run (a tool needs approval or an
+    external result) has ``deferred`` calls and no output yet: answer them with
+    ``Agent.run_with_deferred_results``.
+    """
+
+    output: OutputT
+    messages: tuple[Message, ...] = field(repr=False)
+    new_messages: tuple[Message, ...] = field(repr=False)
+    usage: Usage
+    run_id: str
+    conversation_id: str
+    requests: int
+    tool_executions: int
+    deferred: tuple[DeferredCall, ...] = ()
+
+    @property
+    def paused(self) -> bool:
+        """Whether the run waits for deferred tool results."""
+        return bool(self.deferred)
+
+
+def partial_from(error: BaseException) -> PartialResult | None:
+    """The partial result of a run that ended with ``error``.
+
+    Works for ``RunError`` and for the ``asyncio.CancelledError`` (or timeout) that
+    ended a run cancelled from outside: golem keeps asyncio's semantics (the
+    cancellation propagates unchanged) and attaches the evidence to the exception.
+    """
+    if isinstance(error, RunError):
+        return error.partial
+    partial = getattr(error, "golem_partial", None)
+    return partial if isinstance(partial, PartialResult) else None
+
+
+def _partial(state: RunState) -> PartialResult | None:
+    if not state.produced_evidence:
+        return None
+    return PartialResult(
+        messages=state.evidence_messages,
+        usage=state.usage,
+        requests=state.requests,
+        tool_executions=state.tool_executions,
+        run_id=state.config.run_id,
+        conversation_id=state.config.conversation_id,
+    )
+
+
+def _prompt_parts(prompt: Prompt) -> tuple[Part, ...] | None:
+    if prompt is None:
+        return None
+    if isinstance(prompt, str):
+        return (TextPart(prompt),)
+    return tuple(prompt)
+
+
+class _Output:
+    """How the run's output is described to the model and validated."""
+
+    def __init__(self, output_type: Any) -> None:
+        self.type = output_type
+        self.text = output_type is str
+        self.wrapped = False
+        self.definition: ToolDefinition | None = None
+        if self.text:
+            return
+        try:
+            schema = json_schema(output_type)
+        except SchemaError as e:
+            raise UsageError(f"output_type {output_type!r} cannot be described: {e}") from e
+        if schema.get("type") != "object" or "properties" not in schema:
+            self.wrapped = True
+            schema = {
+                "type": "object",
+                "properties": {"response": schema},
+                "required": ["response"],
+                "additionalProperties": False,
+            }
+        description = schema.pop("description", None) or "Give the final result of the task."
+        self.definition = ToolDefinition(OUTPUT_TOOL_NAME, description, schema)
+
+    def check(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
+        if isinstance(candidate, Message):
+            return OutputValid(candidate.text)
+        arguments = candidate.arguments_object
+        if arguments is None:
+            return OutputInvalid(
+                "the arguments were cut off or are not a JSON object; call the tool again"
+            )
+        value: Any = arguments
+        if self.wrapped:
+            if set(arguments) != {"response"}:
+                return OutputInvalid('expected exactly one argument, "response"')
+            value = arguments["response"]
+        try:
+            return OutputValid(validate(value, self.type))
+        except ValidationFailed as e:
+            return OutputInvalid(f"the output is not valid: {e}. Fix it and call again.")
+
+
+class _Progress:
+    """The latest state of a run in progress, for partials after a timeout or cancel."""
+
+    __slots__ = ("cause", "state")
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+        self.cause: BaseException | None = None
+
+
+class Agent(Generic[DepsT, OutputT]):
+    """An LLM agent: a model, instructions, tools and an output type.
+
+    Runs chain into conversations: pass ``result.messages`` back as ``history``. Every
+    history is prepared once per run: the history processor (if any) runs on exactly
+    what you supplied, system messages are replaced by the run's instructions, and
+    tool-call pairing is repaired, so what reaches the provider is always valid.
+
+    Args:
+        model: a ``Model`` or a string such as ``"openai:gpt-4o-mini"``.
+        instructions: static instructions.
+        dynamic_instructions: a function (sync or async) of the ``RunContext`` whose
+            result joins the static instructions (static first, a blank line between).
+        tools: functions or ``Tool`` values the model may call.
+        output_type: ``str`` (the default) or a structured type (attrs class,
+            dataclass, TypedDict, ...) the model must produce through a tool.
+        history_processor: rewrites the supplied history once per run (e.g.
+            ``trim_history(20)``); compose several with ``compose``.
+        max_requests: the most model requests one run may make (stage ``limit``).
+        output_retries: correction rounds a bad output may get (stage ``output``).
+        timeout: seconds a run may take (stage ``timeout``, with a partial).
+        settings: sampling settings sent with every request.
+    """
+
+    @overload
+    def __init__(
+        self: Agent[DepsT, str],
+        model: Model | str,
+        *,
+        instructions: str | None = None,
+        dynamic_instructions: InstructionsFunction | None = None,
+        tools: Sequence[Tool[Any] | Callable[..., Any]] = (),
+        history_processor: HistoryProcessor | None = None,
+        max_requests: int = 50,
+        output_retries: int = 2,
+        timeout: float | None = None,
+        settings: ModelSettings | None = None,
+        deps_type: type[DepsT] | None = None,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        model: Model | str,
+        *,
+        output_type: type[OutputT],
+        instructions: str | None = None,
+        dynamic_instructions: InstructionsFunction | None = None,
+        tools: Sequence[Tool[Any] | Callable[..., Any]] = (),
+        history_processor: HistoryProcessor | None = None,
+        max_requests: int = 50,
+        output_retries: int = 2,
+        timeout: float | None = None,
+        settings: ModelSettings | None = None,
+        deps_type: type[DepsT] | None = None,
+    ) -> None: ...
+
+    def __init__(
+        self,
+        model: Model | str,
+        *,
+        output_type: Any = str,
+        instructions: str | None = None,
+        dynamic_instructions: InstructionsFunction | None = None,
+        tools: Sequence[Tool[Any] | Callable[..., Any]] = (),
+        history_processor: HistoryProcessor | None = None,
+        max_requests: int = 50,
+        output_retries: int = 2,
+        timeout: float | None = None,
+        settings: ModelSettings | None = None,
+        deps_type: type[DepsT] | None = None,
+    ) -> None:
+        self.model: Model = infer_model(model)
+        self.instructions = instructions
+        self.dynamic_instructions = dynamic_instructions
+        self.history_processor = history_processor
+        if max_requests < 1:
+            raise UsageError(f"max_requests must be at least 1, got {max_requests}")
+        if output_retries < 0:
+            raise UsageError(f"output_retries must be at least 0, got {output_retries}")
+        if timeout is not None and timeout <= 0:
+            raise UsageError(f"timeout must be positive, got {timeout}")
+        self.max_requests = max_requests
+        self.output_retries = output_retries
+        self.timeout = timeout
+        self.settings = settings or ModelSettings()
+        self._output = _Output(output_type)
+        self.tools: dict[str, Tool[Any]] = {}
+        for t in tools:
+            made = t if isinstance(t, Tool) else Tool.from_function(t)
+            if made.name in self.tools or made.name == OUTPUT_TOOL_NAME:
+                raise UsageError(f"two tools are named {made.name!r}")
+            self.tools[made.name] = made
+        specs = [t.spec for t in self.tools.values()]
+        if self._output.definition is not None:
+            specs.append(ToolSpec(self._output.definition, "output", output_retries))
+        self._specs = tuple(specs)
+
+    def __repr__(self) -> str:
+        return f"Agent(model={self.model.name!r}, tools={sorted(self.tools)!r})"
+
+    # -- running ------------------------------------------------------------------
+
+    async def run(
+        self,
+        prompt: Prompt,
+        *,
+        deps: DepsT | None = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> RunResult[OutputT]:
+        """Run the agent on a fresh prompt, with no history."""
+        return await self.run_with_history(
+            (), prompt, deps=deps, run_id=run_id, conversation_id=conversation_id
+        )
+
+    async def run_with_history(
+        self,
+        history: Sequence[Message],
+        prompt: Prompt,
+        *,
+        deps: DepsT | None = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> RunResult[OutputT]:
+        """Continue a conversation: ``history`` (a previous ``result.messages``), then ``prompt``.
+
+        ``prompt=None`` continues the history as it is (e.g. after tool results).
+
+        Raises:
+            RunError: the run failed; ``partial`` holds the resume-ready evidence.
+        """
+        return await self._run(history, prompt, deps, run_id, conversation_id, None)
+
+    async def run_stream(
+        self,
+        prompt: Prompt,
+        *,
+        on_delta: DeltaHandler | None = None,
+        deps: DepsT | None = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> RunResult[OutputT]:
+        """Like ``run``, streaming every model answer to ``on_delta`` as it arrives."""
+        return await self.run_stream_with_history(
+            (),
+            prompt,
+            on_delta=on_delta,
+            deps=deps,
+            run_id=run_id,
+            conversation_id=conversation_id,
+        )
+
+    async def run_stream_with_history(
+        self,
+        history: Sequence[Message],
+        prompt: Prompt,
+        *,
+        on_delta: DeltaHandler | None = None,
+        deps: DepsT | None = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> RunResult[OutputT]:
+        """Like ``run_with_history``, streaming every model answer to ``on_delta``."""
+        handler: DeltaHandler = on_delta if on_delta is not None else _ignore
+        return await self._run(history, prompt, deps, run_id, conversation_id, handler)
+
+    def run_sync(
+        self,
+        prompt: Prompt,
+        *,
+        deps: DepsT | None = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> RunResult[OutputT]:
+        """``run`` for code without an event loop."""
+        return _sync(self.run(prompt, deps=deps, run_id=run_id, conversation_id=conversation_id))
+
+    def run_with_history_sync(
+        self,
+        history: Sequence[Message],
+        prompt: Prompt,
+        *,
+        deps: DepsT | None = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> RunResult[OutputT]:
+        """``run_with_history`` for code without an event loop."""
+        return _sync(
+            self.run_with_history(
+                history, prompt, deps=deps, run_id=run_id, conversation_id=conversation_id
+            )
+        )
+
+    def run_stream_sync(
+        self,
+        prompt: Prompt,
+        *,
+        on_delta: DeltaHandler | None = None,
+        deps: DepsT | None = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> RunResult[OutputT]:
+        """``run_stream`` for code without an event loop."""
+        return _sync(
+            self.run_stream(
+                prompt, on_delta=on_delta, deps=deps, run_id=run_id, conversation_id=conversation_id
+            )
+        )
+
+    def run_stream_with_history_sync(
+        self,
+        history: Sequence[Message],
+        prompt: Prompt,
+        *,
+        on_delta: DeltaHandler | None = None,
+        deps: DepsT | None = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> RunResult[OutputT]:
+        """``run_stream_with_history`` for code without an event loop."""
+        return _sync(
+            self.run_stream_with_history(
+                history,
+                prompt,
+                on_delta=on_delta,
+                deps=deps,
+                run_id=run_id,
+                conversation_id=conversation_id,
+            )
+        )
+
+    # -- the driver -----------------------------------------------------------------
+
+    async def _resolve_instructions(self, context: RunContext[Any]) -> str | None:
+        dynamic: str | None = None
+        if self.dynamic_instructions is not None:
+            produced = self.dynamic_instructions(context)
+            if inspect.isawaitable(produced):
+                produced = await produced
+            if produced is not None and not isinstance(produced, str):
+                raise TypeError(
+                    f"dynamic_instructions returned {type(produced).__name__}, not str or None"
+                )
+            dynamic = produced
+        return join_instructions(self.instructions, dynamic)
+
+    def _processor(self) -> HistoryProcessor | None:
+        processor = self.history_processor
+        if processor is None:
+            return None
+
+        def guarded(history: Sequence[Message]) -> Result[tuple[Message, ...], Any]:
+            try:
+                return processor(history)
+            except Exception as e:
+                return Failure(f"{type(e).__name__}: {e}")
+
+        return guarded
+
+    async def _run(
+        self,
+        history: Sequence[Message],
+        prompt: Prompt,
+        deps: DepsT | None,
+        run_id: str | None,
+        conversation_id: str | None,
+        on_delta: DeltaHandler | None,
+    ) -> RunResult[OutputT]:
+        run_id = run_id if run_id is not None else new_id()
+        conversation_id = conversation_id_of(history, conversation_id) or new_id()
+        context: RunContext[Any] = RunContext(deps, run_id, conversation_id)
+        try:
+            instructions = await self._resolve_instructions(context)
+        except Exception as e:
+            raise RunError(
+                Stage.INSTRUCTIONS, f"resolving the instructions failed: {e}", cause=e
+            ) from e
+        config = RunConfig(
+            run_id=run_id,
+            conversation_id=conversation_id,
+            instructions=instructions,
+            tools=self._specs,
+            output_tool=OUTPUT_TOOL_NAME if self._output.definition is not None else None,
+            settings=self.settings,
+            max_requests=self.max_requests,
+            output_retries=self.output_retries,
+        )
+        state = start_run(
+            config,
+            history,
+            _prompt_parts(prompt),
+            processor=self._processor(),
+            now=datetime.now(UTC),
+        )
+        progress = _Progress(state)
+        try:
+            if self.timeout is None:
+                return await self._drive(progress, context, on_delta)
+            async with asyncio.timeout(self.timeout):
+                return await self._drive(progress, context, on_delta)
+        except TimeoutError as e:
+            raise RunError(
+                Stage.TIMEOUT,
+                f"the run took longer than its timeout of {self.timeout} s",
+                partial=_partial(progress.state),
+                cause=e,
+            ) from e
+        except asyncio.CancelledError as e:
+            e.golem_partial = _partial(progress.state)  # type: ignore[attr-defined]
+            raise
+
+    async def _drive(
+        self,
+        progress: _Progress,
+        context: RunContext[Any],
+        on_delta: DeltaHandler | None,
+    ) -> RunResult[OutputT]:
+        state = progress.state
+        while True:
+            command = next_command(state)
+            if isinstance(command, RequestModel):
+                outcome: Any = await self._request(command, state, on_delta, progress)
+            elif isinstance(command, ExecuteTools):
+                outcome = ToolsReturned(await self._execute(command.calls, state, context))
+            elif isinstance(command, ValidateOutput):
+                outcome = self._output.check(command.candidate)
+            elif isinstance(command, Finish):
+                return self._result(command.state, cast(OutputT, command.output))
+            elif isinstance(command, Pause):
+                return self._result(command.state, cast(OutputT, None), command.deferred)
+            else:
+                assert isinstance(command, Fail)
+                raise RunError(
+                    Stage(command.stage),
+                    command.reason,
+                    partial=_partial(command.state),
+                    cause=progress.cause,
+                )
+            state = receive(state, outcome)
+            progress.state = state
+
+    async def _request(
+        self,
+        command: RequestModel,
+        state: RunState,
+        on_delta: DeltaHandler | None,
+        progress: _Progress,
+    ) -> ModelResponded | ModelFailed:
+        request = command.request
+        try:
+            if on_delta is None:
+                message = await self.model.request(request)
+            else:
+                message = await self._stream(request, state, on_delta)
+        except (ModelError, UsageError) as e:
+            progress.cause = e
+            return ModelFailed(str(e))
+        if message.created_at is None:
+            message = attrs.evolve(message, created_at=datetime.now(UTC))
+        return ModelResponded(message)
+
+    async def _stream(self, request: Any, state: RunState, on_delta: DeltaHandler) -> Message:
+        final: Message | None = None
+        number = state.requests + 1
+        async for event in self.model.request_stream(request):
+            if isinstance(event, StreamDone):
+                final = event.message
+                continue
+            delivered = on_delta(
+                DeltaEvent(state.config.run_id, state.config.conversation_id, number, event)
+            )
+            if inspect.isawaitable(delivered):
+                await delivered
+        if final is None:
+            raise ModelError(
+                ModelErrorKind.STREAM_INTERRUPTED,
+                "the stream ended without a complete message",
+                provider=self.model.name,
+            )
+        return final
+
+    async def _execute(
+        self, calls: Sequence[ToolCallPart], state: RunState, base: RunContext[Any]
+    ) -> tuple[ToolOutcome, ...]:
+        messages = state.messages
+        tasks: dict[asyncio.Task[ToolOutcome], ToolCallPart] = {}
+        for call in calls:
+            context = attrs.evolve(
+                base,
+                usage=state.usage,
+                requests=state.requests,
+                messages=messages,
+                tool_call_id=call.id,
+                tool_name=call.name,
+            )
+            tasks[asyncio.create_task(self.tools[call.name].execute(context, call))] = call
+        outcomes: list[ToolOutcome] = []
+        pending = set(tasks)
+        try:
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                finished = [t.result() for t in done]
+                outcomes.extend(finished)
+                if any(isinstance(o, ToolCanceled | ToolCrashed) for o in finished):
+                    break
+        finally:
+            for t in pending:
+                t.cancel()
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+        return tuple(outcomes)
+
+    def _result(
+        self, state: RunState, output: OutputT, deferred: tuple[DeferredCall, ...] = ()
+    ) -> RunResult[OutputT]:
+        return RunResult(
+            output=output,
+            messages=state.messages,
+            new_messages=state.added,
+            usage=state.usage,
+            run_id=state.config.run_id,
+            conversation_id=state.config.conversation_id,
+            requests=state.requests,
+            tool_executions=state.tool_executions,
+            deferred=deferred,
+        )
+
+
+def _ignore(_: DeltaEvent) -> None:
+    return None
+
+
+def _sync(coroutine: Awaitable[RunResult[OutputT]]) -> RunResult[OutputT]:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(cast(Any, coroutine))
+    if inspect.iscoroutine(coroutine):
+        coroutine.close()
+    raise UsageError(
+        "the _sync methods cannot run inside an event loop; await the async method instead"
+    )
+
+
+_ = (Success, Usage)

@@ -1,0 +1,147 @@
+"""The exceptions golem raises at its public boundary, by blame.
+
+::
+
+    GolemError                      anything golem raises on purpose
+    ├── UsageError (ValueError)     golem was misused: bad configuration, a missing key,
+    │                               content a provider cannot take; fix the calling code
+    ├── ModelError                  the provider failed or misbehaved (after retries):
+    │                               ``kind`` names why, with status, the provider's own
+    │                               message and request id
+    └── RunError                    a run failed: ``stage`` says where, ``partial`` holds
+                                    the resume-ready evidence (or ``None``), ``cause`` why
+
+Foreign exceptions (httpx, a tool's own errors) are translated at one choke point per
+adapter and chained with ``from``. No message, repr or attribute ever holds an API key.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from attrs import frozen
+
+from golem_core import Message, ModelErrorKind, Usage
+
+__all__ = [
+    "GolemError",
+    "ModelError",
+    "PartialResult",
+    "RunError",
+    "Stage",
+    "UsageError",
+]
+
+
+class GolemError(Exception):
+    """Base of every exception golem raises on purpose."""
+
+
+class UsageError(GolemError, ValueError):
+    """golem was misused: the calling code or its configuration must change."""
+
+
+class ModelError(GolemError):
+    """A model request failed for a reason the provider (or the network) gave.
+
+    Args:
+        kind: why, in words common to every provider.
+        message: the provider's own message, or a description of the failure.
+        status: the HTTP status, when there was one.
+        request_id: the provider's request id, when it sent one.
+        retry_after: seconds the provider asked to wait, when it said.
+        provider: which adapter raised it (``"openai"``, ``"anthropic"``, ...).
+    """
+
+    def __init__(
+        self,
+        kind: ModelErrorKind,
+        message: str,
+        *,
+        status: int | None = None,
+        request_id: str | None = None,
+        retry_after: float | None = None,
+        provider: str | None = None,
+    ) -> None:
+        self.kind = kind
+        self.message = message
+        self.status = status
+        self.request_id = request_id
+        self.retry_after = retry_after
+        self.provider = provider
+        super().__init__(str(self))
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the same request may succeed if sent again."""
+        return self.kind.retryable
+
+    def __str__(self) -> str:
+        where = f"{self.provider} " if self.provider else ""
+        status = f" (HTTP {self.status})" if self.status is not None else ""
+        rid = f" [request {self.request_id}]" if self.request_id else ""
+        return f"{where}{self.kind.value} error{status}: {self.message}{rid}"
+
+    def __repr__(self) -> str:
+        return f"ModelError({self.kind.value!r}, {self.message!r}, status={self.status!r})"
+
+
+class Stage(enum.StrEnum):
+    """Where a run failed."""
+
+    HISTORY = "history"
+    INSTRUCTIONS = "instructions"
+    REQUEST = "request"
+    TOOL = "tool"
+    OUTPUT = "output"
+    LIMIT = "limit"
+    CANCELED = "canceled"
+    TIMEOUT = "timeout"
+    DEFERRED = "deferred"
+
+
+@frozen
+class PartialResult:
+    """The evidence a failed run produced, ready to resume with ``run_with_history``.
+
+    ``messages`` is the conversation through the last completed model turn (history
+    included); ``usage``, ``requests`` and ``tool_executions`` count what was done.
+    """
+
+    messages: tuple[Message, ...]
+    usage: Usage
+    requests: int
+    tool_executions: int
+    run_id: str
+    conversation_id: str
+
+
+class RunError(GolemError):
+    """A run failed.
+
+    Args:
+        stage: where it failed.
+        partial: the resume-ready evidence, or ``None`` when nothing was completed.
+        cause: the underlying exception, also set as ``__cause__``.
+        message: what happened, for a person.
+    """
+
+    def __init__(
+        self,
+        stage: Stage,
+        message: str,
+        *,
+        partial: PartialResult | None = None,
+        cause: BaseException | None = None,
+    ) -> None:
+        self.stage = stage
+        self.partial = partial
+        self.cause = cause
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"run failed at stage {self.stage.value}: {self.message}"
+
+    def __repr__(self) -> str:
+        return f"RunError({self.stage.value!r}, {self.message!r})"

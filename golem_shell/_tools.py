@@ -1,0 +1,339 @@
+"""Tools: plain Python functions that a model can call, and the context they receive.
+
+Owns turning a function (sync or async, typed parameters, a docstring) into a
+``ToolDefinition`` with a JSON Schema, validating a call's arguments into the parameter
+types, calling it, and turning what it returns (or raises) into an outcome the loop
+understands. A tool tells the run what happened with values: return ``ToolFailure`` for
+a definitive failure (the run goes on); raise or return ``Canceled`` to stop the run
+deliberately. Any other exception fails the run at stage ``tool``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import typing
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Generic, Literal, TypeVar, get_origin, overload
+
+from attrs import field, frozen
+
+from golem_core import (
+    DataPart,
+    Message,
+    Part,
+    TextPart,
+    ToolCallPart,
+    ToolDefinition,
+    ToolSpec,
+    URLPart,
+    Usage,
+)
+from golem_core._loop import ToolCanceled, ToolCrashed, ToolOutcome, ToolRetry, ToolReturned
+from golem_shell._errors import GolemError, UsageError
+from golem_shell._schema import SchemaError, ValidationFailed, json_schema, validate
+
+__all__ = ["Canceled", "RunContext", "Tool", "ToolFailure", "tool"]
+
+DepsT = TypeVar("DepsT")
+
+
+@frozen
+class RunContext(Generic[DepsT]):
+    """What a tool or an instructions function knows of its run.
+
+    ``usage`` is the usage so far; ``messages`` the conversation so far; ``tool_call_id``
+    and ``tool_name`` are set inside a tool call.
+    """
+
+    deps: DepsT
+    run_id: str
+    conversation_id: str
+    usage: Usage = Usage()
+    requests: int = 0
+    messages: tuple[Message, ...] = field(default=(), repr=False)
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+
+
+@frozen
+class ToolFailure:
+    """Return this from a tool to report a definitive failure; the run goes on."""
+
+    message: str
+
+
+class Canceled(GolemError):  # the seed's name for a deliberate stop
+    """Raise (or return) this from a tool to stop the run deliberately.
+
+    Results recorded before the stop stay; every call left unanswered is closed with the
+    neutral no-result result, and the run fails at stage ``canceled`` with a partial
+    that needs no repair.
+    """
+
+    def __init__(self, reason: str = "the tool stopped the run") -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+_ARG_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Summary and per-argument descriptions from a Google-style docstring."""
+    if not doc:
+        return "", {}
+    doc = inspect.cleandoc(doc)
+    sections = re.split(r"\n(?=(?:Args|Arguments|Parameters|Returns|Raises|Yields):\s*\n)", doc)
+    summary = sections[0].strip()
+    params: dict[str, str] = {}
+    for section in sections[1:]:
+        head, _, body = section.partition("\n")
+        if head.rstrip(":").strip() not in ("Args", "Arguments", "Parameters"):
+            continue
+        current: str | None = None
+        for line in body.splitlines():
+            m = _ARG_LINE.match(line)
+            indent = len(line) - len(line.lstrip())
+            if m and indent <= 4:
+                current = m.group(1).lstrip("*")
+                params[current] = m.group(2).strip()
+            elif current and line.strip():
+                params[current] = (params[current] + " " + line.strip()).strip()
+    return summary, params
+
+
+def _is_context(annotation: Any) -> bool:
+    return annotation is RunContext or get_origin(annotation) is RunContext
+
+
+@frozen
+class _Param:
+    name: str
+    annotation: Any
+    default: Any
+    kind: Any
+
+
+@frozen(eq=False)
+class Tool(Generic[DepsT]):
+    """A function the model may call.
+
+    Build one with ``Tool.from_function`` or the ``tool`` decorator. ``kind`` is
+    ``"function"`` (run during the run), ``"approval"`` (the run pauses until a person
+    approves the call) or ``"external"`` (the result comes from outside the run).
+    """
+
+    function: Callable[..., Any]
+    definition: ToolDefinition
+    takes_context: bool
+    params: tuple[_Param, ...]
+    kind: Literal["function", "approval", "external"] = "function"
+    max_retries: int = 2
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    @property
+    def spec(self) -> ToolSpec:
+        """What the loop needs to know of this tool."""
+        return ToolSpec(self.definition, self.kind, self.max_retries)
+
+    @classmethod
+    def from_function(
+        cls,
+        function: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        kind: Literal["function", "approval", "external"] = "function",
+        max_retries: int = 2,
+    ) -> Tool[Any]:
+        """Make a tool of ``function`` (sync or async).
+
+        Its first parameter may be a ``RunContext``; every other parameter needs a type
+        annotation. The docstring's summary describes the tool and its ``Args:`` section
+        the parameters.
+
+        Raises:
+            UsageError: a parameter has no annotation or a type that cannot be described.
+        """
+        tool_name = name or getattr(function, "__name__", None)
+        if not tool_name or not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", tool_name):
+            raise UsageError(
+                f"tool name {tool_name!r} must be 1-64 letters, digits, '_' or '-'"
+                " (what every provider accepts)"
+            )
+        try:
+            hints = typing.get_type_hints(function)
+        except Exception as e:
+            raise UsageError(f"tool {tool_name}: cannot read its type hints: {e}") from e
+        signature = inspect.signature(function)
+        summary, arg_docs = _parse_docstring(function.__doc__)
+        params: list[_Param] = []
+        takes_context = False
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        for i, p in enumerate(signature.parameters.values()):
+            annotation = hints.get(p.name, inspect.Parameter.empty)
+            if i == 0 and _is_context(annotation):
+                takes_context = True
+                continue
+            if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+                raise UsageError(f"tool {tool_name}: *args and **kwargs cannot be described")
+            if annotation is inspect.Parameter.empty:
+                raise UsageError(f"tool {tool_name}: parameter {p.name!r} needs a type annotation")
+            if _is_context(annotation):
+                raise UsageError(f"tool {tool_name}: RunContext must be the first parameter")
+            try:
+                properties[p.name] = json_schema(annotation, description=arg_docs.get(p.name))
+            except SchemaError as e:
+                raise UsageError(f"tool {tool_name}: parameter {p.name!r}: {e}") from e
+            if p.default is inspect.Parameter.empty:
+                required.append(p.name)
+            params.append(_Param(p.name, annotation, p.default, p.kind))
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": properties,
+            "additionalProperties": False,
+        }
+        if required:
+            schema["required"] = required
+        definition = ToolDefinition(
+            tool_name, description if description is not None else summary, schema
+        )
+        return Tool(function, definition, takes_context, tuple(params), kind, max_retries)
+
+    def bind(self, arguments: dict[str, object]) -> tuple[list[Any], dict[str, Any]]:
+        """Validate parsed arguments into the parameter types.
+
+        Raises:
+            ValidationFailed: listing every problem with its argument name.
+        """
+        errors: list[str] = []
+        known = {p.name for p in self.params}
+        for key in arguments:
+            if key not in known:
+                errors.append(f"unexpected argument {key!r}")
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        for p in self.params:
+            if p.name not in arguments:
+                if p.default is inspect.Parameter.empty:
+                    errors.append(f"missing required argument {p.name!r}")
+                continue
+            try:
+                value = validate(arguments[p.name], p.annotation, path=p.name)
+            except ValidationFailed as e:
+                errors.extend(e.errors)
+                continue
+            if p.kind is inspect.Parameter.POSITIONAL_ONLY:
+                args.append(value)
+            else:
+                kwargs[p.name] = value
+        if errors:
+            raise ValidationFailed(errors)
+        return args, kwargs
+
+    async def execute(self, context: RunContext[Any], call: ToolCallPart) -> ToolOutcome:
+        """Validate the call's arguments, run the function, and say what happened."""
+        call_id = call.id or ""
+        arguments = call.arguments_object
+        if arguments is None:  # the loop never asks for this; be total anyway
+            return ToolRetry(call_id, "the arguments are not a JSON object")
+        try:
+            args, kwargs = self.bind(arguments)
+        except ValidationFailed as e:
+            return ToolRetry(
+                call_id,
+                f"the arguments of {self.name} are not valid: {e}. Fix them and call again.",
+            )
+        if self.takes_context:
+            args.insert(0, context)
+        try:
+            if inspect.iscoroutinefunction(self.function):
+                value = await self.function(*args, **kwargs)
+            else:
+                value = await asyncio.to_thread(self.function, *args, **kwargs)
+                if inspect.isawaitable(value):
+                    value = await value
+        except Canceled as e:
+            return ToolCanceled(call_id, e.reason)
+        except Exception as e:
+            return ToolCrashed(call_id, f"tool {self.name} raised {type(e).__name__}: {e}")
+        if isinstance(value, Canceled):
+            return ToolCanceled(call_id, value.reason)
+        if isinstance(value, ToolFailure):
+            return ToolReturned(call_id, (TextPart(value.message),), failed=True)
+        try:
+            return ToolReturned(call_id, to_parts(value))
+        except (TypeError, ValueError) as e:
+            return ToolCrashed(call_id, f"tool {self.name} returned a value that is not JSON: {e}")
+
+
+def to_parts(value: object) -> tuple[Part, ...]:
+    """The evidence parts of a tool's return value.
+
+    ``str`` is text; a part (or a sequence of parts) is kept; anything else is written as
+    JSON (attrs classes and dataclasses through cattrs).
+    """
+    if isinstance(value, str):
+        return (TextPart(value),)
+    if isinstance(value, TextPart | URLPart | DataPart):
+        return (value,)
+    if (
+        isinstance(value, Sequence)
+        and value
+        and all(isinstance(v, TextPart | URLPart | DataPart) for v in value)
+    ):
+        return tuple(typing.cast(Sequence[Part], value))
+    from golem_shell._schema import make_strict_converter
+
+    plain = make_strict_converter().unstructure(value)
+    return (TextPart(json.dumps(plain, ensure_ascii=False, allow_nan=False)),)
+
+
+ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
+
+
+@overload
+def tool(function: Callable[..., Any], /) -> Tool[Any]: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: bool = False,
+    external: bool = False,
+    max_retries: int = 2,
+) -> Callable[[Callable[..., Any]], Tool[Any]]: ...
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: bool = False,
+    external: bool = False,
+    max_retries: int = 2,
+) -> Tool[Any] | Callable[[Callable[..., Any]], Tool[Any]]:
+    """Make a tool of a function: ``@tool`` or ``@tool(requires_approval=True)``."""
+    if requires_approval and external:
+        raise UsageError("a tool is either requires_approval or external, not both")
+    kind: Literal["function", "approval", "external"] = (
+        "approval" if requires_approval else "external" if external else "function"
+    )
+
+    def make(fn: Callable[..., Any]) -> Tool[Any]:
+        return Tool.from_function(
+            fn, name=name, description=description, kind=kind, max_retries=max_retries
+        )
+
+    return make(function) if function is not None else make
