@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Final, NoReturn, TypeAlias, cast, get_args
@@ -144,9 +145,9 @@ _PART_KEYS: Final = {
 
 
 def _extra(d: JSONObject, known: frozenset[str]) -> Extra:
-    unknown = d.keys() - known
-    if not unknown:
+    if d.keys() <= known:
         return ()
+    unknown = d.keys() - known
     return tuple(
         (k, json.dumps(v, ensure_ascii=False, separators=(",", ":")))
         for k, v in d.items()
@@ -304,6 +305,144 @@ def structure_message(d: object, path: str = "") -> Message:
     )
 
 
+# -- the fast path of structuring ----------------------------------------------------
+#
+# Decoding is the hot path of every stored conversation. The functions above are the
+# reference: they check in the order errors are reported and build a JSON path for
+# each. The fast path below builds the same values for well-formed input without
+# building paths; it gives up (raises anything at all) on whatever it does not
+# recognize at a glance, and the caller then runs the reference functions from the
+# start, which either build the very same value or report the first error exactly.
+# Short strings that repeat across messages (tool names, ids of runs and
+# conversations, model names) are shared within one decode through ``names``.
+
+_TOOL_CALL_KEYS: Final = _PART_KEYS["tool_call"]
+
+
+def _fast_part(d: object, names: dict[str, str]) -> Part:
+    if type(d) is dict:
+        kind = d.get("type")
+        if kind == "text":
+            text = d.get("text")
+            if type(text) is str and len(d) == 2:
+                return TextPart(text)
+        elif kind == "tool_call":
+            call_id = d.get("id")
+            name = d.get("name")
+            arguments = d.get("arguments", "{}")
+            if (
+                type(name) is str
+                and type(arguments) is str
+                and (call_id is None or type(call_id) is str)
+                and d.keys() <= _TOOL_CALL_KEYS
+            ):
+                return ToolCallPart(call_id, names.setdefault(name, name), arguments)
+    return structure_part(d)
+
+
+def _shared(value: object, names: dict[str, str]) -> str | None:
+    if value is None:
+        return None
+    if type(value) is str:
+        return names.setdefault(value, value)
+    raise TypeError  # the reference path reports it
+
+
+def _fast_message(d: object, names: dict[str, str]) -> Message:
+    if type(d) is not dict:
+        return structure_message(d)
+    r = d.get("role")
+    role = _ROLES.get(r) if type(r) is str else None
+    raw_parts = d.get("parts")
+    if role is None or type(raw_parts) is not list:
+        return structure_message(d)
+    parts = tuple([_fast_part(p, names) for p in raw_parts])
+    size = len(d)
+    if size == 2:  # role and parts only
+        return Message(role, parts)
+    get = d.get
+    call_id = get("toolCallId")
+    tool_name = _shared(get("toolName"), names)
+    if size == 4 and type(call_id) is str and tool_name is not None:  # a tool result
+        return Message(role, parts, tool_call_id=call_id, tool_name=tool_name)
+    failed = get("failed", False)
+    created = get("createdAt")
+    raw_usage = get("usage")
+    if (
+        (call_id is not None and type(call_id) is not str)
+        or type(failed) is not bool
+        or (created is not None and type(created) is not str)
+    ):
+        raise TypeError  # the reference path reports it
+    return Message(
+        role,
+        parts,
+        tool_call_id=call_id,
+        tool_name=tool_name,
+        failed=failed,
+        run_id=_shared(get("runId"), names),
+        conversation_id=_shared(get("conversationId"), names),
+        created_at=None if created is None else datetime.fromisoformat(created),
+        model=_shared(get("model"), names),
+        usage=None if raw_usage is None else structure_usage(raw_usage),
+        finish_reason=_shared(get("finishReason"), names),
+        extra=_extra(d, _MESSAGE_KEYS),
+    )
+
+
+_WHITESPACE: Final = re.compile(r"[ \t\n\r]+")  # JSON's whitespace, as ``json`` reads it
+_SPACE_CHARS: Final = frozenset(" \t\n\r")
+
+
+def _skip_space(text: str, i: int) -> int:
+    match = _WHITESPACE.match(text, i)
+    return i if match is None else match.end()
+
+
+def _fast_history(text: str) -> tuple[Message, ...] | None:
+    """The history in ``text``, or ``None`` when the fast path gives up.
+
+    Parses the top-level array one message at a time with the stdlib scanner and
+    structures each message as soon as it is parsed, so that the JSON objects of the
+    whole history never exist at once (peak memory: the text, the messages, and one
+    message's objects). It accepts exactly what ``json.loads`` accepts, and gives up
+    on anything unusual: the reference path then decides and explains.
+    """
+    end = len(text)
+    i = _skip_space(text, 0)
+    if not text.startswith("[", i):
+        return None
+    i = _skip_space(text, i + 1)
+    out: list[Message] = []
+    if text.startswith("]", i):
+        i += 1
+    else:
+        scan = _DECODER.raw_decode
+        append = out.append
+        names: dict[str, str] = {}
+        try:
+            while True:
+                value, i = scan(text, i)
+                append(_fast_message(value, names))
+                if i < end and text[i] in _SPACE_CHARS:
+                    i = _skip_space(text, i)
+                if i >= end:
+                    return None
+                separator = text[i]
+                i += 1
+                if separator == "]":
+                    break
+                if separator != ",":
+                    return None
+                if i < end and text[i] in _SPACE_CHARS:
+                    i = _skip_space(text, i)
+        except Exception:  # anything unusual: the reference path decides, and explains
+            return None
+    if i != end and _skip_space(text, i) != end:
+        return None
+    return tuple(out)
+
+
 # -- unstructuring (contract -> JSON value) ---------------------------------------
 
 
@@ -373,7 +512,15 @@ def unstructure_part(p: Part) -> JSONObject:
 
 def unstructure_message(m: Message) -> JSONObject:
     """The JSON object of a ``Message``."""
-    out: JSONObject = {"role": m.role.value, "parts": [unstructure_part(p) for p in m.parts]}
+    out: JSONObject = {
+        "role": m.role._value_,  # the plain str; ``.value`` is a slower descriptor
+        "parts": [
+            {"type": "text", "text": p.text}
+            if type(p) is TextPart and not p.extra
+            else unstructure_part(p)
+            for p in m.parts
+        ],
+    }
     if m.tool_call_id is not None:
         out["toolCallId"] = m.tool_call_id
     if m.tool_name is not None:
@@ -439,33 +586,47 @@ def _refuse_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not standard JSON")
 
 
+_DECODER: Final = json.JSONDecoder(parse_constant=_refuse_constant)
+_COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ESCAPED: Final = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
 def _dumps(value: object) -> bytes:
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
-            "utf-8"
-        )
+        return _COMPACT.encode(value).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: escape everything, still standard JSON
-        return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode(
-            "ascii"
-        )
+        return _ESCAPED.encode(value).encode("ascii")
 
 
-def _loads(data: bytes | bytearray | memoryview | str) -> Result[Any, DecodeError]:
+def _text(data: bytes | bytearray | memoryview | str) -> str | DecodeError:
     if isinstance(data, str):
         text = data
     else:
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as e:
-            return Failure(DecodeError("", f"not UTF-8 (byte {e.start}: {e.reason})"))
-    if text.startswith("\ufeff"):
-        text = text[1:]
+            return DecodeError("", f"not UTF-8 (byte {e.start}: {e.reason})")
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _parse(text: str) -> Result[Any, DecodeError]:
     try:
         return Success(json.loads(text, parse_constant=_refuse_constant))
     except json.JSONDecodeError as e:
         return Failure(DecodeError("", f"not JSON: {e.msg} (line {e.lineno}, column {e.colno})"))
     except ValueError as e:  # NaN/Infinity, or an integer too large to convert
         return Failure(DecodeError("", f"not standard JSON: {e}"))
+    except RecursionError:
+        return Failure(DecodeError("", "JSON nested too deeply"))
+
+
+def _reference_history(value: object) -> Result[tuple[Message, ...], DecodeError]:
+    if type(value) is not list:
+        return Failure(DecodeError("", f"expected an array of messages, got {_describe(value)}"))
+    try:
+        return Success(tuple([structure_message(d, f"[{i}]") for i, d in enumerate(value)]))
+    except _Invalid as e:
+        return Failure(DecodeError(e.path, e.reason))
     except RecursionError:
         return Failure(DecodeError("", "JSON nested too deeply"))
 
@@ -477,14 +638,13 @@ def history_to_jsonable(history: Sequence[Message]) -> list[JSONObject]:
 
 def history_from_jsonable(value: object) -> Result[tuple[Message, ...], DecodeError]:
     """Build a history from an already parsed JSON value (a list of message objects)."""
-    if type(value) is not list:
-        return Failure(DecodeError("", f"expected an array of messages, got {_describe(value)}"))
-    try:
-        return Success(tuple([structure_message(d, f"[{i}]") for i, d in enumerate(value)]))
-    except _Invalid as e:
-        return Failure(DecodeError(e.path, e.reason))
-    except RecursionError:
-        return Failure(DecodeError("", "JSON nested too deeply"))
+    if type(value) is list:
+        names: dict[str, str] = {}
+        try:
+            return Success(tuple([_fast_message(d, names) for d in value]))
+        except Exception:  # anything unusual: the reference path decides, and explains
+            pass
+    return _reference_history(value)
 
 
 def encode_history(history: Sequence[Message]) -> bytes:
@@ -504,9 +664,15 @@ def decode_history(
     problem for bytes that are not UTF-8 or not standard JSON, a top level that is not
     an array, an unknown role, a missing or mistyped field, or bad base64.
     """
-    match _loads(data):
+    text = _text(data)
+    if isinstance(text, DecodeError):
+        return Failure(text)
+    history = _fast_history(text)
+    if history is not None:
+        return Success(history)
+    match _parse(text):
         case Success(value):
-            return history_from_jsonable(value)
+            return _reference_history(value)
         case Failure(error):
             return Failure(error)
     raise AssertionError("unreachable")  # pragma: no cover
@@ -519,8 +685,15 @@ def encode_message(message: Message) -> bytes:
 
 def decode_message(data: bytes | bytearray | memoryview | str) -> Result[Message, DecodeError]:
     """Decode one message; total, like ``decode_history``."""
-    match _loads(data):
+    text = _text(data)
+    if isinstance(text, DecodeError):
+        return Failure(text)
+    match _parse(text):
         case Success(value):
+            try:
+                return Success(_fast_message(value, {}))
+            except Exception:  # anything unusual: the reference path decides, and explains
+                pass
             try:
                 return Success(structure_message(value))
             except _Invalid as e:

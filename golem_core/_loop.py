@@ -164,7 +164,10 @@ class RunState:
 
     ``history`` is the prepared history (system-free, repaired); ``added`` what the run
     added, stamped; ``evidence`` how many of ``added`` are completed evidence (through
-    the last completed model turn and the tool results of completed batches).
+    the last completed model turn and the tool results of completed batches). ``turn``
+    is the assistant message whose calls are being answered and ``awaiting`` its calls
+    that still need a result; ``answered`` holds results decided before the batch ran
+    (unknown tools, cut-off arguments, denials), joined to the batch in call order.
     """
 
     config: RunConfig
@@ -178,6 +181,8 @@ class RunState:
     to_execute: tuple[ToolCallPart, ...] = ()
     deferred: tuple[DeferredCall, ...] = ()
     candidate: ToolCallPart | Message | None = None
+    turn: Message | None = None
+    awaiting: tuple[ToolCallPart, ...] = ()
     answered: tuple[Message, ...] = ()
     output: Any = None
     output_attempts: int = 0
@@ -206,7 +211,7 @@ class RunState:
     @property
     def produced_evidence(self) -> bool:
         """Whether the run completed anything (a model turn, a tool execution)."""
-        return self.requests > 0 or self.tool_executions > 0
+        return self.requests > 0 or self.tool_executions > 0 or self.evidence > 0
 
 
 # -- commands --------------------------------------------------------------------------
@@ -496,8 +501,8 @@ def _on_response(state: RunState, message: Message) -> RunState:
     message = _with_call_ids(message, requests)
     usage = state.usage + message.usage if message.usage is not None else state.usage
     state = _add(attrs.evolve(state, requests=requests, usage=usage), (message,))
-    state = attrs.evolve(state, evidence=len(state.added))
     calls = message.tool_calls
+    state = attrs.evolve(state, evidence=len(state.added), turn=state.added[-1], awaiting=calls)
     config = state.config
     if not calls:
         if config.output_tool is None:
@@ -520,19 +525,25 @@ def _on_response(state: RunState, message: Message) -> RunState:
         if spec is None:
             names = ", ".join(t.name for t in config.tools) or "none"
             results.append(
-                _result(
-                    call,
-                    f"unknown tool {call.name!r}; the available tools are: {names}",
-                    failed=True,
+                _stamp(
+                    state,
+                    _result(
+                        call,
+                        f"unknown tool {call.name!r}; the available tools are: {names}",
+                        failed=True,
+                    ),
                 )
             )
         elif not call.arguments_valid:
             results.append(
-                _result(
-                    call,
-                    "the arguments of this call were cut off or are not a JSON object, so it"
-                    " was not executed; call the tool again with complete arguments",
-                    failed=True,
+                _stamp(
+                    state,
+                    _result(
+                        call,
+                        "the arguments of this call were cut off or are not a JSON object,"
+                        " so it was not executed; call the tool again with complete arguments",
+                        failed=True,
+                    ),
                 )
             )
         else:
@@ -554,9 +565,14 @@ def _on_response(state: RunState, message: Message) -> RunState:
             " with arguments that could not be used",
         )
     if not to_execute:
-        state = _add(state, results)
-        state = attrs.evolve(state, evidence=len(state.added), deferred=tuple(deferred))
-        return attrs.evolve(state, phase=Phase.PAUSED if deferred else Phase.REQUEST)
+        state = _add(state, results, stamp=False)
+        return attrs.evolve(
+            state,
+            evidence=len(state.added),
+            deferred=tuple(deferred),
+            awaiting=tuple(d.call for d in deferred),
+            phase=Phase.PAUSED if deferred else Phase.REQUEST,
+        )
     return attrs.evolve(
         state,
         phase=Phase.TOOLS,
@@ -570,8 +586,7 @@ def _on_response(state: RunState, message: Message) -> RunState:
 
 def _on_tools(state: RunState, outcomes: Sequence[ToolOutcome]) -> RunState:
     by_id = {o.call_id: o for o in outcomes}
-    assistant = state.added[state.evidence - 1]
-    calls = assistant.tool_calls
+    calls = state.awaiting
     pre = {m.tool_call_id: m for m in state.answered}
     executions = state.tool_executions + sum(
         1 for o in outcomes if type(o) in (ToolReturned, ToolCanceled, ToolCrashed)
@@ -582,10 +597,12 @@ def _on_tools(state: RunState, outcomes: Sequence[ToolOutcome]) -> RunState:
         return _failed(state, "tool", crashed.reason)
     canceled = next((o for o in outcomes if type(o) is ToolCanceled), None)
     results: list[Message] = []
-    unstamped: set[int] = set()
+    keep: set[int] = set()  # results already in final form: not stamped again
     exceeded: str | None = None
+    still_waiting: list[DeferredCall] = []
     for call in calls:
         if call.id in pre:
+            keep.add(len(results))
             results.append(pre[call.id])
             continue
         o = by_id.get(call.id) if call.id is not None else None
@@ -596,15 +613,23 @@ def _on_tools(state: RunState, outcomes: Sequence[ToolOutcome]) -> RunState:
             state, over = _count_retry(state, call.name)
             if over and exceeded is None:
                 exceeded = call.name
-        elif canceled is not None or any(d.call.id == call.id for d in state.deferred):
-            if canceled is not None:
-                unstamped.add(len(results))
-                results.append(interrupted_result(call))
+        elif canceled is not None:
+            keep.add(len(results))
+            results.append(interrupted_result(call))
         else:
-            raise ValueError(f"no outcome for tool call {call.id!r} ({call.name})")
-    stamped = [m if i in unstamped else _stamp(state, m) for i, m in enumerate(results)]
+            waiting = next((d for d in state.deferred if d.call.id == call.id), None)
+            if waiting is None:
+                raise ValueError(f"no outcome for tool call {call.id!r} ({call.name})")
+            still_waiting.append(waiting)
+    stamped = [m if i in keep else _stamp(state, m) for i, m in enumerate(results)]
     state = _add(state, stamped, stamp=False)
-    state = attrs.evolve(state, evidence=len(state.added), to_execute=())
+    state = attrs.evolve(
+        state,
+        evidence=len(state.added),
+        to_execute=(),
+        deferred=tuple(still_waiting),
+        awaiting=tuple(d.call for d in still_waiting),
+    )
     if canceled is not None:
         return _failed(attrs.evolve(state, deferred=()), "canceled", canceled.reason)
     if exceeded is not None:
@@ -636,7 +661,8 @@ def _correction(state: RunState, reason: str, *, as_user: bool) -> RunState:
 
 def _close_turn(state: RunState, output_call: ToolCallPart | None) -> RunState:
     """Answer every call of the final assistant turn so the conversation stays valid."""
-    assistant = state.added[state.evidence - 1]
+    assistant = state.turn
+    assert assistant is not None
     results = [
         _result(c, FINAL_RESULT_TEXT if c is output_call else NOT_EXECUTED_TEXT, failed=False)
         for c in assistant.tool_calls
@@ -655,7 +681,8 @@ def _on_output_valid(state: RunState, value: Any) -> RunState:
 def _on_output_invalid(state: RunState, reason: str) -> RunState:
     candidate = state.candidate
     if type(candidate) is ToolCallPart:
-        assistant = state.added[state.evidence - 1]
+        assistant = state.turn
+        assert assistant is not None
         results = [
             _result(c, reason, failed=True)
             if c is candidate

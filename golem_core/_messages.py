@@ -122,12 +122,19 @@ class ToolCallPart:
         text = self.arguments
         if not text or text.isspace():
             return {}
-        try:
-            value = json.loads(text, parse_constant=_refuse_constant)
+        plain = type(text) is str
+        try:  # json.loads, without building a decoder on every call
+            value = (
+                _ARGUMENTS_DECODER.decode(text)
+                if plain
+                else json.loads(text, parse_constant=_refuse_constant)
+            )
         except (ValueError, RecursionError):
             return None
         if type(value) is not dict:
             return None
+        if plain and text.isascii() and "\\u" not in text:
+            return value  # no escape and no non-ASCII character: no lone surrogate either
         try:  # lone surrogates cannot be sent as UTF-8: treat them as not an object
             json.dumps(value, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:
@@ -142,6 +149,9 @@ class ToolCallPart:
 
 def _refuse_constant(name: str) -> object:
     raise ValueError(f"{name} is not standard JSON")
+
+
+_ARGUMENTS_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
 @frozen

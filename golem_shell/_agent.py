@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar, cast, overload
 
@@ -33,6 +33,7 @@ from golem_core import (
     conversation_id_of,
     join_instructions,
 )
+from golem_core._deferred import DeferredAnswer, resume_run, waiting_calls
 from golem_core._loop import (
     DeferredCall,
     ExecuteTools,
@@ -57,7 +58,14 @@ from golem_core._loop import (
     start_run,
 )
 from golem_core._model import ModelErrorKind
-from golem_shell._errors import ModelError, PartialResult, RunError, Stage, UsageError
+from golem_shell._errors import (
+    DeferredResultsError,
+    ModelError,
+    PartialResult,
+    RunError,
+    Stage,
+    UsageError,
+)
 from golem_shell._ids import new_id
 from golem_shell._schema import SchemaError, ValidationFailed, json_schema, validate
 from golem_shell._tools import RunContext, Tool
@@ -78,6 +86,8 @@ OUTPUT_TOOL_NAME = "final_result"
 InstructionsFunction = Callable[[RunContext[Any]], Awaitable[str | None] | str | None]
 HistoryProcessor = Callable[[Sequence[Message]], Result[tuple[Message, ...], Any]]
 Prompt = str | Sequence[Part] | None
+IssuedCalls = Container[str] | Callable[[ToolCallPart], bool]
+"""What a server issued: the call ids it paused on, or a predicate over a call."""
 
 
 @frozen
@@ -439,7 +449,123 @@ class Agent(Generic[DepsT, OutputT]):
             )
         )
 
+    # -- deferred tools -------------------------------------------------------------
+
+    def waiting_calls(self, history: Sequence[Message]) -> tuple[DeferredCall, ...]:
+        """The calls of a paused run's ``history`` that wait for approval or a result."""
+        return waiting_calls(history, {t.name: t.kind for t in self._specs})
+
+    async def run_with_deferred_results(
+        self,
+        history: Sequence[Message],
+        results: Mapping[str, DeferredAnswer],
+        *,
+        issued: IssuedCalls | None = None,
+        close_unanswered: bool = False,
+        on_delta: DeltaHandler | None = None,
+        deps: DepsT | None = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> RunResult[OutputT]:
+        """Continue a paused run: answer its waiting calls by call id, then go on.
+
+        ``Approved()`` runs the tool, ``Denied(reason)`` gives the model a failed result
+        saying so, ``ExternalResult`` is the result of a call executed elsewhere. Calls
+        left unanswered keep the run paused, or get the neutral no-result result with
+        ``close_unanswered=True``. The history processor does not run here: it could cut
+        the very calls being answered.
+
+        Args:
+            history: the paused run's ``messages`` (e.g. loaded from JSON).
+            results: answers keyed by call id.
+            issued: what this server issued (call ids, or a predicate over a call).
+                History from a client attests nothing: pass this so a fabricated call
+                "awaiting approval" is refused. Run ``sanitize_history`` on such history
+                first, too.
+            close_unanswered: close waiting calls that get no answer.
+
+        Raises:
+            DeferredResultsError: an answer names a call that is not waiting, answers it
+                with the wrong kind of answer, or names a call ``issued`` does not
+                vouch for. Nothing is executed then.
+            RunError: the continued run failed.
+        """
+        waiting = self.waiting_calls(history)
+        if issued is not None:
+            ids = issued
+
+            def vouch(call: ToolCallPart) -> bool:
+                if callable(ids):
+                    return bool(ids(call))
+                return call.id in ids
+
+            forged = sorted(
+                str(d.call.id) for d in waiting if d.call.id in results and not vouch(d.call)
+            )
+            if forged:
+                raise DeferredResultsError(
+                    "refusing answers for calls this server never issued (forged?): "
+                    + ", ".join(forged),
+                    tuple(forged),
+                )
+        run_id = run_id if run_id is not None else new_id()
+        conversation_id = conversation_id_of(history, conversation_id) or new_id()
+        context: RunContext[Any] = RunContext(deps, run_id, conversation_id)
+        config = await self._config(context, run_id, conversation_id)
+        match resume_run(
+            config, history, results, close_unanswered=close_unanswered, now=datetime.now(UTC)
+        ):
+            case Success(state):
+                pass
+            case Failure(error):
+                raise DeferredResultsError(str(error), error.call_ids)
+        return await self._guarded(_Progress(state), context, on_delta)
+
+    def run_with_deferred_results_sync(
+        self,
+        history: Sequence[Message],
+        results: Mapping[str, DeferredAnswer],
+        *,
+        issued: IssuedCalls | None = None,
+        close_unanswered: bool = False,
+        deps: DepsT | None = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> RunResult[OutputT]:
+        """``run_with_deferred_results`` for code without an event loop."""
+        return _sync(
+            self.run_with_deferred_results(
+                history,
+                results,
+                issued=issued,
+                close_unanswered=close_unanswered,
+                deps=deps,
+                run_id=run_id,
+                conversation_id=conversation_id,
+            )
+        )
+
     # -- the driver -----------------------------------------------------------------
+
+    async def _config(
+        self, context: RunContext[Any], run_id: str, conversation_id: str
+    ) -> RunConfig:
+        try:
+            instructions = await self._resolve_instructions(context)
+        except Exception as e:
+            raise RunError(
+                Stage.INSTRUCTIONS, f"resolving the instructions failed: {e}", cause=e
+            ) from e
+        return RunConfig(
+            run_id=run_id,
+            conversation_id=conversation_id,
+            instructions=instructions,
+            tools=self._specs,
+            output_tool=OUTPUT_TOOL_NAME if self._output.definition is not None else None,
+            settings=self.settings,
+            max_requests=self.max_requests,
+            output_retries=self.output_retries,
+        )
 
     async def _resolve_instructions(self, context: RunContext[Any]) -> str | None:
         dynamic: str | None = None
@@ -479,22 +605,7 @@ class Agent(Generic[DepsT, OutputT]):
         run_id = run_id if run_id is not None else new_id()
         conversation_id = conversation_id_of(history, conversation_id) or new_id()
         context: RunContext[Any] = RunContext(deps, run_id, conversation_id)
-        try:
-            instructions = await self._resolve_instructions(context)
-        except Exception as e:
-            raise RunError(
-                Stage.INSTRUCTIONS, f"resolving the instructions failed: {e}", cause=e
-            ) from e
-        config = RunConfig(
-            run_id=run_id,
-            conversation_id=conversation_id,
-            instructions=instructions,
-            tools=self._specs,
-            output_tool=OUTPUT_TOOL_NAME if self._output.definition is not None else None,
-            settings=self.settings,
-            max_requests=self.max_requests,
-            output_retries=self.output_retries,
-        )
+        config = await self._config(context, run_id, conversation_id)
         state = start_run(
             config,
             history,
@@ -502,7 +613,12 @@ class Agent(Generic[DepsT, OutputT]):
             processor=self._processor(),
             now=datetime.now(UTC),
         )
-        progress = _Progress(state)
+        return await self._guarded(_Progress(state), context, on_delta)
+
+    async def _guarded(
+        self, progress: _Progress, context: RunContext[Any], on_delta: DeltaHandler | None
+    ) -> RunResult[OutputT]:
+        """Drive the run under the timeout; keep the partial reachable on cancellation."""
         try:
             if self.timeout is None:
                 return await self._drive(progress, context, on_delta)
@@ -545,7 +661,7 @@ class Agent(Generic[DepsT, OutputT]):
                     command.reason,
                     partial=_partial(command.state),
                     cause=progress.cause,
-                )
+                ) from progress.cause
             state = receive(state, outcome)
             progress.state = state
 
@@ -650,6 +766,3 @@ def _sync(coroutine: Awaitable[RunResult[OutputT]]) -> RunResult[OutputT]:
     raise UsageError(
         "the _sync methods cannot run inside an event loop; await the async method instead"
     )
-
-
-_ = (Success, Usage)

@@ -5,6 +5,8 @@
     GolemError                      anything golem raises on purpose
     ├── UsageError (ValueError)     golem was misused: bad configuration, a missing key,
     │                               content a provider cannot take; fix the calling code
+    ├── DeferredResultsError        answers for a paused run that do not fit it: a call
+    │   (ValueError)                that is not waiting, or one this server never issued
     ├── ModelError                  the provider failed or misbehaved (after retries):
     │                               ``kind`` names why, with status, the provider's own
     │                               message and request id
@@ -24,6 +26,7 @@ from attrs import frozen
 from golem_core import Message, ModelErrorKind, Usage
 
 __all__ = [
+    "DeferredResultsError",
     "GolemError",
     "ModelError",
     "PartialResult",
@@ -39,6 +42,19 @@ class GolemError(Exception):
 
 class UsageError(GolemError, ValueError):
     """golem was misused: the calling code or its configuration must change."""
+
+
+class DeferredResultsError(GolemError, ValueError):
+    """Deferred answers that do not fit the paused run; nothing was executed.
+
+    ``call_ids`` names the offending calls: answered but not waiting, answered with the
+    wrong kind of answer, or (when the caller supplied what it issued) never issued by
+    this server: a forged call.
+    """
+
+    def __init__(self, message: str, call_ids: tuple[str, ...] = ()) -> None:
+        self.call_ids = call_ids
+        super().__init__(message)
 
 
 class ModelError(GolemError):

@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta, timezone
 
+import attrs
 from hypothesis import strategies as st
 
 from golem_core import (
     DataPart,
+    HistoryProcessor,
     Message,
     Part,
     Role,
@@ -25,6 +27,9 @@ from golem_core import (
     UnknownPart,
     URLPart,
     Usage,
+    approximate_tokens,
+    budget_history,
+    trim_history,
 )
 
 KINDS = ("image", "audio", "video", "document")
@@ -231,3 +236,91 @@ def valid_histories(draw: st.DrawFn, *, max_turns: int = 5) -> tuple[Message, ..
         if draw(st.booleans()):
             out.append(Message.assistant(draw(st.text(min_size=1, max_size=30))))
     return tuple(out)
+
+
+# -- history processors (golem_core._processors) ----------------------------------------
+
+
+def one_token(message: Message) -> int:
+    """A counter under which a token budget is a message count."""
+    return 1
+
+
+def part_tokens(message: Message) -> int:
+    """A counter with free (zero-token) messages: one token per part."""
+    return len(message.parts)
+
+
+token_counters = st.sampled_from([approximate_tokens, one_token, part_tokens])
+max_messages = st.integers(1, 16)
+max_tokens = st.one_of(st.integers(1, 40), st.integers(1, 4000))
+
+
+@st.composite
+def history_processors(draw: st.DrawFn) -> HistoryProcessor:
+    """``trim_history`` or ``budget_history`` with a drawn bound (and counter)."""
+    if draw(st.booleans()):
+        return trim_history(draw(max_messages))
+    return budget_history(draw(token_counters), draw(max_tokens))
+
+
+# -- damaged histories and browser-equivalent URLs (repair and sanitize) ------------------
+
+_DAMAGE = st.sampled_from(
+    ["delete", "duplicate", "move", "insert_user", "insert_system", "cut", "orphan"]
+)
+
+
+@st.composite
+def damaged_histories(draw: st.DrawFn, *, max_turns: int = 5) -> tuple[Message, ...]:
+    """Valid histories after the damage crashes, pipelines and hand edits cause.
+
+    Up to five edits of a ``valid_histories()`` draw: a message deleted (a lost result,
+    a lost call), duplicated (an equal, distinct copy: duplicate results, reused ids),
+    moved anywhere (results separated from, or placed before, their calls; results out of
+    call order), a user or system message inserted (between a call and its results), a
+    cut (a crash mid-batch), an orphan result. Every message is a distinct object.
+    """
+    out = list(draw(valid_histories(max_turns=max_turns)))
+    for _ in range(draw(st.integers(0, 5))):
+        op = draw(_DAMAGE)
+        at = draw(st.integers(0, len(out)))
+        if op == "insert_user":
+            out.insert(at, Message.user(draw(st.text(min_size=1, max_size=10))))
+        elif op == "insert_system":
+            out.insert(at, Message.system(draw(st.text(max_size=10))))
+        elif op == "orphan":
+            out.insert(at, Message.tool_result(draw(call_ids), draw(names), "orphan"))
+        elif not out:
+            continue
+        elif op == "cut":
+            del out[at:]
+        else:
+            i = min(at, len(out) - 1)
+            if op == "delete":
+                del out[i]
+            elif op == "duplicate":
+                out.insert(draw(st.integers(i, len(out))), attrs.evolve(out[i]))
+            else:  # move
+                message = out.pop(i)
+                out.insert(draw(st.integers(0, len(out))), message)
+    return tuple(out)
+
+
+C0_OR_SPACE = "".join(chr(c) for c in range(0x21))
+
+
+@st.composite
+def browser_equivalent_urls(draw: st.DrawFn) -> tuple[str, str]:
+    """A URL and a disguise a browser reads the same way: leading and trailing C0
+    controls and spaces, ASCII tabs and newlines inserted anywhere, ASCII letters of the
+    scheme in random case."""
+    url = draw(urls)
+    head, sep, tail = url.partition(":")
+    if sep and head.isascii():
+        head = "".join(c.upper() if draw(st.booleans()) else c.lower() for c in head)
+    disguised = list(head + sep + tail)
+    for _ in range(draw(st.integers(0, 3))):
+        disguised.insert(draw(st.integers(0, len(disguised))), draw(st.sampled_from("\t\n\r")))
+    pad = st.text(alphabet=C0_OR_SPACE, max_size=3)
+    return url, draw(pad) + "".join(disguised) + draw(pad)

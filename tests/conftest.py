@@ -22,3 +22,8 @@ def _clean_provider_environ(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in _PROVIDER_VARS:
         monkeypatch.delenv(name, raising=False)
     yield
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

@@ -1,0 +1,510 @@
+"""History processors: bounding a conversation before a run sends it.
+
+Owns ``HistoryProcessor`` (a function from history to ``Result[history, HistoryError]``),
+the builtins ``trim_history`` (a message count) and ``budget_history`` (a token budget),
+``compose``, and token counting: ``TokenCounter``, the deterministic ``approximate_tokens``
+and ``token_counter``, which applies the same per-part rules to any text tokenizer (the
+shell's exact ``tiktoken_counter`` is one).
+
+Both builtins follow one rule, and keep these invariants:
+
+- **The cut.** Keep the newest messages that fit the bound. System messages are free:
+  they never count toward the bound (a run replaces every system message of its
+  history with its own instructions, so they are never sent), are kept where they sit
+  inside the kept suffix, and so keeping or skipping one never costs the cut a message.
+- **The boundary.** When a cut happens, advance past every message that cannot open a
+  request, so that the cut leaves repair nothing to synthesize or drop at the start. A
+  message can open a request when it is a user message, or an assistant message each of
+  whose tool calls (those with an id) has a result after it in the kept suffix, paired
+  as repair pairs them: a result answers the nearest earlier turn that holds its id (a
+  message with no calls qualifies). Skipped: tool results (their requesting call was
+  cut), assistant tool-call turns whose results were cut (placed before the call) or
+  never came, and system messages (replaced by instructions; they cannot vouch for a
+  tool result after them). So a cut of a provider-valid history is provider-valid.
+- A history within the bound comes back unchanged: the very tuple when given a tuple
+  (the boundary rule applies only when a cut happens). A cut that leaves nothing able
+  to open a request is ``Failure(HistoryError)``; a successful cut is never empty.
+- The output is a suffix of the input: no kept message is changed, none reordered.
+- Linear in the kept suffix, whatever the length of the history: the cut reads the
+  kept suffix once from the newest back (plus the one message that did not fit), and
+  ``budget_history`` calls its counter at most once per message; the boundary rule
+  reads the messages it skips and the block of the message that opens, and only for a
+  turn whose results are not in its block, one more backward pass to pair them.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final, TypeAlias, assert_never
+
+from attrs import field, frozen
+from returns.result import Failure, Result, Success
+
+from golem_core._messages import (
+    DataPart,
+    Message,
+    Role,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    UnknownPart,
+    URLPart,
+)
+
+__all__ = [
+    "HistoryError",
+    "HistoryProcessor",
+    "TokenCounter",
+    "approximate_tokens",
+    "budget_history",
+    "compose",
+    "token_counter",
+    "trim_history",
+]
+
+
+@frozen
+class HistoryError:
+    """Why a history processor could not produce a history: one actionable sentence."""
+
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+HistoryProcessor: TypeAlias = Callable[
+    [Sequence[Message]], Result[tuple[Message, ...], HistoryError]
+]
+"""Rewrites a history once per run, before repair: ``Success(history)`` or ``Failure``."""
+
+TokenCounter: TypeAlias = Callable[[Message], int]
+"""Counts the tokens one message costs; must return a non-negative ``int``."""
+
+
+# -- token counting -------------------------------------------------------------------
+
+_MESSAGE_TOKENS: Final = 4
+"""Fixed cost of every message: role and framing."""
+_PART_TOKENS: Final = 2
+"""Fixed cost of every part a provider sees (unknown parts are never sent: 0)."""
+_MEDIA_TOKENS: Final[Mapping[str, int]] = {
+    "image": 1_000,
+    "audio": 2_000,
+    "video": 10_000,
+    "document": 3_000,
+}
+_UNKNOWN_MEDIA_TOKENS: Final = 10_000
+
+
+def _approximate_text(text: str) -> int:
+    return (len(text) + 3) // 4
+
+
+def _count_message(message: Message, text_tokens: Callable[[str], int]) -> int:
+    total = _MESSAGE_TOKENS
+    for part in message.parts:
+        match part:
+            case TextPart() | ThinkingPart():
+                total += _PART_TOKENS + text_tokens(part.text)
+            case ToolCallPart():
+                total += _PART_TOKENS + text_tokens(part.name) + text_tokens(part.arguments)
+            case URLPart() | DataPart():
+                total += _PART_TOKENS + _MEDIA_TOKENS.get(part.kind, _UNKNOWN_MEDIA_TOKENS)
+            case UnknownPart():
+                pass
+            case _:  # pragma: no cover
+                assert_never(part)
+    return total
+
+
+def approximate_tokens(message: Message) -> int:
+    """An estimate of the tokens ``message`` costs, without a tokenizer.
+
+    The rules, all fixed: 4 tokens per message; 2 per part; text, thinking (redacted
+    too), and a tool call's name and arguments at ``ceil(characters / 4)`` each;
+    a URL or data part at a flat cost by kind, whatever its size: image 1,000, audio
+    2,000, video 10,000, document 3,000 (an unknown kind 10,000); an unknown part 0,
+    since providers never see it. Characters are code points, so text in scripts
+    that tokenize densely (CJK) is underestimated; use an exact counter
+    (``golem_shell.tiktoken_counter``) where that matters.
+
+    Args:
+        message: Any message.
+
+    Returns:
+        A positive token estimate.
+
+    Total and deterministic; it reads only ``message.parts``, so messages with equal
+    parts cost the same, and the cost of parts adds up.
+    """
+    return _count_message(message, _approximate_text)
+
+
+def token_counter(text_tokens: Callable[[str], int]) -> TokenCounter:
+    """A ``TokenCounter`` that counts text with ``text_tokens``, the rest as ``approximate_tokens``.
+
+    Text, thinking, a tool call's name and its arguments are counted by ``text_tokens``;
+    the fixed costs (per message, per part, per media kind) are ``approximate_tokens``'.
+    ``token_counter(lambda s: (len(s) + 3) // 4)`` counts exactly as
+    ``approximate_tokens`` does.
+
+    Args:
+        text_tokens: The number of tokens in a string (for example the length of a
+            tokenizer's encoding); must return a non-negative ``int``.
+
+    Returns:
+        A counter, deterministic when ``text_tokens`` is.
+
+    Raises:
+        TypeError: ``text_tokens`` is not callable.
+    """
+    if not callable(text_tokens):
+        raise TypeError(f"token_counter(text_tokens): expected a callable, got {text_tokens!r}")
+
+    def count(message: Message) -> int:
+        return _count_message(message, text_tokens)
+
+    count.__qualname__ = count.__name__ = f"token_counter({_name_of(text_tokens)})"
+    return count
+
+
+# -- the boundary rule ----------------------------------------------------------------
+
+
+def _call_ids(message: Message) -> set[str]:
+    return {p.id for p in message.parts if type(p) is ToolCallPart and p.id is not None}
+
+
+def _answered_in_block(history: Sequence[Message], index: int, pending: set[str]) -> bool:
+    """Whether the tool messages directly after ``index`` answer every id of ``pending``."""
+    following = index + 1
+    end = len(history)
+    while pending and following < end and history[following].role == Role.TOOL:
+        pending.discard(history[following].tool_call_id)
+        following += 1
+    return not pending
+
+
+def _answered_turns(history: Sequence[Message], start: int) -> set[int]:
+    """The assistant turns of ``history[start:]`` whose calls all have a result after them.
+
+    Results pair as repair pairs them: a result answers the nearest earlier turn that
+    holds its id. One backward pass: each turn claims the unclaimed results of its ids.
+    """
+    answered: set[int] = set()
+    unclaimed: set[str] = set()
+    for index in range(len(history) - 1, start - 1, -1):
+        message = history[index]
+        if message.role == Role.TOOL:
+            if message.tool_call_id is not None:
+                unclaimed.add(message.tool_call_id)
+        elif message.role == Role.ASSISTANT:
+            ids = _call_ids(message)
+            if ids <= unclaimed:
+                answered.add(index)
+            unclaimed -= ids
+    return answered
+
+
+def _opening_index(history: Sequence[Message], start: int) -> int:
+    """The first index at or after ``start`` whose message can open a request, else ``len``.
+
+    A user message can; an assistant message can when each of its calls has a result
+    after it. Most turns show that in their block (the tool messages directly after
+    them); for one that does not, one backward pass over ``history[start:]`` pairs the
+    rest, at most once. Linear.
+    """
+    end = len(history)
+    answered: set[int] | None = None
+    index = start
+    while index < end:
+        message = history[index]
+        if message.role == Role.USER:
+            return index
+        if message.role == Role.ASSISTANT:
+            if _answered_in_block(history, index, _call_ids(message)):
+                return index
+            if answered is None:
+                answered = _answered_turns(history, start)
+            if index in answered:
+                return index
+        index += 1
+    return end
+
+
+def _as_tuple(history: Sequence[Message]) -> tuple[Message, ...]:
+    return history if type(history) is tuple else tuple(history)
+
+
+def _suffix(history: Sequence[Message], start: int) -> tuple[Message, ...]:
+    if isinstance(history, tuple | list):
+        return tuple(history[start:])
+    return tuple(history[index] for index in range(start, len(history)))
+
+
+def _describe(history: Sequence[Message], start: int) -> str:
+    """What the messages ``history[start:]``, none able to open a request, are."""
+    tools = assistants = systems = 0
+    for index in range(start, len(history)):
+        role = history[index].role
+        if role == Role.TOOL:
+            tools += 1
+        elif role == Role.ASSISTANT:
+            assistants += 1
+        else:
+            systems += 1
+    kinds = [
+        (count, singular, plural)
+        for count, singular, plural in (
+            (tools, "tool result", "tool results"),
+            (
+                assistants,
+                "assistant tool-call turn with no results after it",
+                "assistant tool-call turns with no results after them",
+            ),
+            (systems, "system message", "system messages"),
+        )
+        if count
+    ]
+    if len(kinds) == 1:
+        count, singular, plural = kinds[0]
+        return f"is a {singular}" if count == 1 else f"are {plural}"
+    named = [f"{count} {singular if count == 1 else plural}" for count, singular, plural in kinds]
+    return "are " + ", ".join(named[:-1]) + " and " + named[-1]
+
+
+_OPENING_RULE: Final = (
+    "a request opens with a user message, or an assistant message whose tool calls all "
+    "have results after it"
+)
+
+
+def _name_of(function: object) -> str:
+    return str(getattr(function, "__qualname__", None) or repr(function))
+
+
+def _check_limit(function: str, name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{function}({name}): {name} must be an int of at least 1, got {value!r}")
+    if value < 1:
+        raise ValueError(
+            f"{function}({name}): {name} must be at least 1, got {value}; "
+            "to send no history, run without one"
+        )
+    return value
+
+
+# -- the processors -------------------------------------------------------------------
+
+
+@frozen(repr=False)
+class _TrimHistory:
+    max_messages: int
+
+    def __call__(self, history: Sequence[Message]) -> Result[tuple[Message, ...], HistoryError]:
+        limit = self.max_messages
+        counted = 0
+        cut = len(history)
+        while cut > 0:
+            if history[cut - 1].role != Role.SYSTEM:
+                if counted == limit:
+                    break
+                counted += 1
+            cut -= 1
+        if cut == 0:
+            return Success(_as_tuple(history))
+        start = _opening_index(history, cut)
+        if start < len(history):
+            return Success(_suffix(history, start))
+        kept = len(history) - cut
+        newest = "newest message" if kept == 1 else f"newest {kept} messages"
+        return Failure(
+            HistoryError(
+                f"{self!r} left no message that can open a request: the {newest} "
+                f"{_describe(history, cut)}; {_OPENING_RULE}. Raise max_messages so "
+                "that the cut keeps the turn that opened them."
+            )
+        )
+
+    def __repr__(self) -> str:
+        return f"trim_history({self.max_messages})"
+
+
+def trim_history(max_messages: int) -> HistoryProcessor:
+    """A processor that keeps the newest ``max_messages`` messages, on a request boundary.
+
+    Keeps the newest ``max_messages`` messages that are not system messages (system
+    messages are free: a run replaces them with its instructions), then, when that cut
+    something, advances past every message that cannot open a request: tool results
+    whose call was cut, assistant tool-call turns whose results were cut, system
+    messages. A history of at most ``max_messages`` non-system messages comes back
+    unchanged.
+
+    Args:
+        max_messages: How many non-system messages to keep, at least 1.
+
+    Returns:
+        The processor. It returns a suffix of its input of at most ``max_messages``
+        non-system messages, starting at a message that can open a request, or
+        ``Failure(HistoryError)`` when the cut leaves no such message (the newest
+        messages are all tool results, say). It is total, deterministic and idempotent;
+        ``trim_history(b)`` after ``trim_history(a)`` is ``trim_history(min(a, b))``.
+        Processors with equal ``max_messages`` are equal.
+
+    Raises:
+        ValueError: ``max_messages`` is not an ``int`` (a ``bool`` is not), or is below 1.
+    """
+    return _TrimHistory(_check_limit("trim_history", "max_messages", max_messages))
+
+
+def _checked_count(counter: TokenCounter, message: Message, index: int) -> int:
+    value = counter(message)
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        count = operator.index(value)
+    except TypeError:
+        raise TypeError(
+            f"token counter {_name_of(counter)} returned {value!r} for message {index}; "
+            "a TokenCounter must return a non-negative int"
+        ) from None
+    if count < 0:
+        raise ValueError(
+            f"token counter {_name_of(counter)} returned {count} for message {index}; "
+            "a TokenCounter must return a non-negative int"
+        )
+    return count
+
+
+@frozen(repr=False)
+class _BudgetHistory:
+    counter: TokenCounter
+    max_tokens: int = field(kw_only=True)
+
+    def __call__(self, history: Sequence[Message]) -> Result[tuple[Message, ...], HistoryError]:
+        budget = self.max_tokens
+        total = 0
+        kept_counted = 0
+        overflow = 0
+        cut = len(history)
+        while cut > 0:
+            message = history[cut - 1]
+            if message.role != Role.SYSTEM:
+                count = _checked_count(self.counter, message, cut - 1)
+                if total + count > budget:
+                    overflow = count
+                    break
+                total += count
+                kept_counted += 1
+            cut -= 1
+        if cut == 0:
+            return Success(_as_tuple(history))
+        start = _opening_index(history, cut)
+        if start < len(history):
+            return Success(_suffix(history, start))
+        if kept_counted == 0:
+            newest = "newest message" if cut == len(history) else "newest non-system message"
+            return Failure(
+                HistoryError(
+                    f"{self!r} kept no message: the {newest} alone counts {overflow} "
+                    f"tokens. Raise max_tokens to at least {overflow}."
+                )
+            )
+        kept = len(history) - cut
+        newest = "newest message" if kept == 1 else f"{kept} newest messages"
+        return Failure(
+            HistoryError(
+                f"{self!r} left no message that can open a request: the {newest} that fit "
+                f"({total} tokens) {_describe(history, cut)}; {_OPENING_RULE}. Raise "
+                "max_tokens so that the cut keeps the turn that opened them."
+            )
+        )
+
+    def __repr__(self) -> str:
+        return f"budget_history({_name_of(self.counter)}, {self.max_tokens})"
+
+
+def budget_history(counter: TokenCounter, max_tokens: int) -> HistoryProcessor:
+    """A processor that keeps the newest messages that fit ``max_tokens``, on a request boundary.
+
+    Keeps the longest suffix whose non-system messages count at most ``max_tokens``
+    by ``counter`` (system messages are free and never counted: a run replaces them
+    with its instructions), then applies ``trim_history``'s boundary rule. A history
+    whose non-system messages fit comes back unchanged.
+
+    Args:
+        counter: Tokens per message, such as ``approximate_tokens`` or
+            ``golem_shell.tiktoken_counter()``; called at most once per message, from
+            the newest back, and never beyond the first message that does not fit.
+        max_tokens: The budget, at least 1.
+
+    Returns:
+        The processor. It returns a suffix of its input whose non-system messages count
+        at most ``max_tokens``, starting at a message that can open a request, or
+        ``Failure(HistoryError)`` when nothing that can open a request fits. It is total
+        (for a counter that is), deterministic (for a deterministic counter) and
+        idempotent; with one counter, ``budget_history(c, b)`` after
+        ``budget_history(c, a)`` is ``budget_history(c, min(a, b))``, and
+        ``budget_history(lambda m: 1, n)`` is ``trim_history(n)``.
+
+    Raises:
+        TypeError: ``counter`` is not callable (and, when the processor runs, the
+            counter returned something other than an ``int``).
+        ValueError: ``max_tokens`` is not an ``int`` (a ``bool`` is not), or is below 1
+            (and, when the processor runs, the counter returned a negative count).
+    """
+    if not callable(counter):
+        raise TypeError(
+            f"budget_history(counter, max_tokens): counter must be callable, got {counter!r}"
+        )
+    return _BudgetHistory(
+        counter, max_tokens=_check_limit("budget_history", "max_tokens", max_tokens)
+    )
+
+
+@frozen(repr=False)
+class _Composed:
+    processors: tuple[HistoryProcessor, ...]
+
+    def __call__(self, history: Sequence[Message]) -> Result[tuple[Message, ...], HistoryError]:
+        current = _as_tuple(history)
+        for processor in self.processors:
+            match processor(current):
+                case Success(value):
+                    current = value
+                case failure:
+                    return failure
+        return Success(current)
+
+    def __repr__(self) -> str:
+        return f"compose({', '.join(map(repr, self.processors))})"
+
+
+def compose(*processors: HistoryProcessor) -> HistoryProcessor:
+    """One processor that runs ``processors`` left to right, stopping at the first failure.
+
+    Args:
+        *processors: Processors; each receives the previous one's output as a tuple.
+
+    Returns:
+        The chain. ``compose()`` is the identity (``Success(tuple(history))``),
+        ``compose(p)`` is ``p``, and composition is associative: nested chains are
+        flattened, so ``compose(compose(p, q), r) == compose(p, compose(q, r))``.
+        ``compose(p, q)(h)`` is ``p(h).bind(q)``.
+
+    Raises:
+        TypeError: One of ``processors`` is not callable.
+    """
+    flat: list[HistoryProcessor] = []
+    for processor in processors:
+        if not callable(processor):
+            raise TypeError(f"compose(*processors): expected callables, got {processor!r}")
+        if isinstance(processor, _Composed):
+            flat.extend(processor.processors)
+        else:
+            flat.append(processor)
+    if len(flat) == 1:
+        return flat[0]
+    return _Composed(tuple(flat))

@@ -1,0 +1,16 @@
+"""Pure wire codecs: provider request bodies out, assistant messages and errors in.
+
+One module per provider API, each with the same shape: ``encode_request(request, *,
+model, stream)`` returns the JSON body (or ``Failure(WireError)`` for content the
+provider cannot take), ``decode_response(body)`` the assistant ``Message``,
+``StreamDecoder`` turns server-sent events into deltas and then the message, and
+``decode_error(status, headers, body)`` reads a failed response. No I/O anywhere:
+``golem_shell.models`` sends the bytes.
+
+- ``golem_core.wire.openai``: OpenAI Chat Completions and compatible servers;
+- ``golem_core.wire.anthropic``: Anthropic Messages.
+"""
+
+from golem_core.wire._common import WireError, call_as_text, result_as_text
+
+__all__ = ["WireError", "call_as_text", "result_as_text"]

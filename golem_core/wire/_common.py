@@ -1,0 +1,352 @@
+"""What the OpenAI and Anthropic codecs share: the wire error value, error
+classification, tool blocks rendered as text, and strict readers of decoded JSON.
+
+Owns the mapping from a provider's error (HTTP status, error ``type``/``code``, message)
+to ``ModelErrorKind``, one table for every provider:
+
+- context overflow (``code: context_length_exceeded``, or a message saying "prompt is
+  too long" / "maximum context length") is ``CONTEXT_TOO_LONG``;
+- ``insufficient_quota``, ``credit_balance_exhausted``, ``billing_error``, and
+  Anthropic's 429 ``enforced_spend_limit_reached`` without ``retry-after`` are ``QUOTA``
+  (never fixed by retrying);
+- ``overloaded_error`` (Anthropic 529) and HTTP 503 are ``OVERLOADED``;
+- then by status: 401 authentication, 403 permission, 404 not found, 408 timeout,
+  409 (a lock conflict the official SDKs retry) and other 5xx server error, 429 rate
+  limit, any other 4xx invalid request;
+- an error without a status (inside a stream) goes by its ``type``, else server error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+from attrs import field, frozen
+
+from golem_core._messages import Message, ToolCallPart
+from golem_core._model import ModelErrorKind
+from golem_core._retry import parse_retry_after
+
+__all__ = [
+    "Malformed",
+    "WireError",
+    "arr",
+    "bad",
+    "call_as_text",
+    "classify_error",
+    "decode_error_body",
+    "describe",
+    "dumps_compact",
+    "error_fields",
+    "obj",
+    "opt_count",
+    "opt_str",
+    "parse_json",
+    "req_str",
+    "result_as_text",
+    "stream_error",
+]
+
+_MAX_MESSAGE_CHARS = 2000
+
+_QUOTA_MARKERS = frozenset({"insufficient_quota", "credit_balance_exhausted", "billing_error"})
+_CONTEXT_PHRASES = ("prompt is too long", "maximum context length", "context length exceeded")
+_BY_TYPE: Mapping[str, ModelErrorKind] = {
+    "authentication_error": ModelErrorKind.AUTHENTICATION,
+    "invalid_api_key": ModelErrorKind.AUTHENTICATION,
+    "permission_error": ModelErrorKind.PERMISSION,
+    "not_found_error": ModelErrorKind.NOT_FOUND,
+    "rate_limit_error": ModelErrorKind.RATE_LIMIT,
+    "rate_limit_exceeded": ModelErrorKind.RATE_LIMIT,
+    "tokens": ModelErrorKind.RATE_LIMIT,
+    "requests": ModelErrorKind.RATE_LIMIT,
+    "invalid_request_error": ModelErrorKind.INVALID_REQUEST,
+    "request_too_large": ModelErrorKind.INVALID_REQUEST,
+    "api_error": ModelErrorKind.SERVER_ERROR,
+    "server_error": ModelErrorKind.SERVER_ERROR,
+    "overloaded_error": ModelErrorKind.OVERLOADED,
+    "timeout_error": ModelErrorKind.TIMEOUT,
+}
+
+
+@frozen
+class WireError:
+    """Why a provider exchange failed, or why a request cannot be encoded.
+
+    ``kind`` is ``UNSUPPORTED_CONTENT`` when the request holds content the provider
+    cannot take (the shell raises ``UsageError``); any other kind describes a provider
+    failure (the shell raises ``ModelError``). ``message`` is the provider's own words
+    where it gave some, else what was wrong.
+    """
+
+    kind: ModelErrorKind
+    message: str
+    status: int | None = field(default=None, kw_only=True)
+    request_id: str | None = field(default=None, kw_only=True)
+    retry_after: float | None = field(default=None, kw_only=True)
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}: {self.message}"
+
+
+def dumps_compact(value: object) -> str:
+    """JSON text as golem sends it: compact separators, UTF-8 kept (no ``\\u`` escapes)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+# -- errors ------------------------------------------------------------------------------
+
+
+def classify_error(
+    status: int | None,
+    *,
+    error_type: str | None = None,
+    code: str | None = None,
+    message: str = "",
+    detail_code: str | None = None,
+    has_retry_after: bool = False,
+) -> ModelErrorKind:
+    """The kind of a provider error, by the table in this module's docstring. Total."""
+    lowered = message.lower()
+    client_side = status is None or 400 <= status < 500
+    if client_side and (
+        code == "context_length_exceeded"
+        or error_type == "context_length_exceeded"
+        or any(p in lowered for p in _CONTEXT_PHRASES)
+    ):
+        return ModelErrorKind.CONTEXT_TOO_LONG
+    if code in _QUOTA_MARKERS or error_type in _QUOTA_MARKERS:
+        return ModelErrorKind.QUOTA
+    if detail_code == "enforced_spend_limit_reached" and not has_retry_after:
+        return ModelErrorKind.QUOTA
+    if error_type == "overloaded_error" or status in (503, 529):
+        return ModelErrorKind.OVERLOADED
+    if status is None:
+        by_type = _BY_TYPE.get(error_type or "") or _BY_TYPE.get(code or "")
+        return by_type or ModelErrorKind.SERVER_ERROR
+    by_status = {
+        401: ModelErrorKind.AUTHENTICATION,
+        403: ModelErrorKind.PERMISSION,
+        404: ModelErrorKind.NOT_FOUND,
+        408: ModelErrorKind.TIMEOUT,
+        409: ModelErrorKind.SERVER_ERROR,
+        429: ModelErrorKind.RATE_LIMIT,
+    }.get(status)
+    if by_status is not None:
+        return by_status
+    if status >= 500:
+        return ModelErrorKind.SERVER_ERROR
+    return ModelErrorKind.INVALID_REQUEST
+
+
+def _short(text: str) -> str:
+    text = text.strip()
+    if len(text) > _MAX_MESSAGE_CHARS:
+        return text[:_MAX_MESSAGE_CHARS] + "..."
+    return text
+
+
+def _opt_text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def error_fields(payload: object) -> tuple[str | None, str | None, str | None, str | None]:
+    """``(message, type, code, detail_code)`` read from a decoded error body or event.
+
+    Reads ``{"error": {"message", "type", "code", "details": {"error_code"}}}`` (OpenAI,
+    Anthropic), ``{"error": "text"}``, ``{"message": ...}`` and ``{"detail": ...}``
+    (compatible servers). Total: what is absent or of the wrong type is ``None``.
+    """
+    if not isinstance(payload, dict):
+        return None, None, None, None
+    err = payload.get("error")
+    if isinstance(err, dict):
+        details = err.get("details")
+        detail_code = _opt_text(details.get("error_code")) if isinstance(details, dict) else None
+        code = err.get("code")
+        return (
+            _opt_text(err.get("message")),
+            _opt_text(err.get("type")),
+            _opt_text(code) if not isinstance(code, int) else str(code),
+            detail_code,
+        )
+    if isinstance(err, str) and err:
+        return err, None, None, None
+    for key in ("message", "detail"):
+        value = payload.get(key)
+        if isinstance(value, str) and value:
+            return value, None, None, None
+    return None, None, None, None
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    value = headers.get(name)
+    if value is not None:
+        return value
+    for key, val in headers.items():
+        if key.lower() == name:
+            return val
+    return None
+
+
+def decode_error_body(
+    provider: str,
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    now_unix: float | None = None,
+) -> WireError:
+    """A failed HTTP response read as a ``WireError``. Total, deterministic.
+
+    Args:
+        provider: the provider's display name, used when the body says nothing.
+        status: the HTTP status.
+        headers: the response headers (``x-request-id``/``request-id``, ``retry-after``).
+        body: the response body (JSON from the provider, or anything from a proxy).
+        now_unix: the current time, to read an HTTP-date ``retry-after``.
+    """
+    try:
+        payload: object = json.loads(body.decode("utf-8", errors="replace"))
+    except ValueError:
+        payload = None
+    message, error_type, code, detail_code = error_fields(payload)
+    if message is None:
+        snippet = _short(body.decode("utf-8", errors="replace"))
+        message = (
+            f"{provider} answered HTTP {status}: {snippet}"
+            if snippet
+            else f"{provider} answered HTTP {status} with an empty body"
+        )
+    retry_after = parse_retry_after(headers, now_unix=now_unix)
+    request_id = _header(headers, "x-request-id") or _header(headers, "request-id")
+    if request_id is None and isinstance(payload, dict):
+        request_id = _opt_text(payload.get("request_id"))
+    kind = classify_error(
+        status,
+        error_type=error_type,
+        code=code,
+        message=message,
+        detail_code=detail_code,
+        has_retry_after=retry_after is not None,
+    )
+    return WireError(
+        kind, _short(message), status=status, request_id=request_id, retry_after=retry_after
+    )
+
+
+def stream_error(provider: str, payload: dict[str, Any]) -> WireError:
+    """An error reported inside a stream (HTTP status already 200) as a ``WireError``."""
+    message, error_type, code, detail_code = error_fields(payload)
+    message = message or f"{provider} reported an error in the stream"
+    kind = classify_error(
+        None, error_type=error_type, code=code, message=message, detail_code=detail_code
+    )
+    return WireError(kind, _short(message), request_id=_opt_text(payload.get("request_id")))
+
+
+# -- tool blocks as text (ADR 0031) -------------------------------------------------------
+
+
+def call_as_text(call: ToolCallPart, arguments: dict[str, object]) -> str:
+    """A tool call rendered as text, for a request that declares no tools (ADR 0031)."""
+    ident = f" (id {call.id})" if call.id else ""
+    return f"[tool call {call.name}{ident}] {dumps_compact(arguments)}"
+
+
+def result_as_text(message: Message) -> str:
+    """A tool result rendered as text, for a request that declares no tools (ADR 0031)."""
+    what = "tool error" if message.failed else "tool result"
+    name = f" {message.tool_name}" if message.tool_name else ""
+    ident = f" (id {message.tool_call_id})" if message.tool_call_id else ""
+    text = message.text
+    return f"[{what}{name}{ident}] {text}" if text else f"[{what}{name}{ident}]"
+
+
+# -- strict readers of decoded JSON -------------------------------------------------------
+
+
+class Malformed(Exception):
+    """Internal: raised by the readers, turned into a ``BAD_RESPONSE`` failure at the
+    codec's boundary (never escapes a public function)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(path, reason)
+        self.path = path
+        self.reason = reason
+
+
+def describe(value: object) -> str:
+    """A JSON value's type in words."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def bad(path: str, expected: str, value: object) -> NoReturn:
+    """Raise ``Malformed`` for ``path``: expected something else than ``value``."""
+    raise Malformed(path, f"expected {expected}, got {describe(value)}")
+
+
+def obj(value: object, path: str) -> dict[str, Any]:
+    """``value`` as a JSON object, else ``Malformed``."""
+    if isinstance(value, dict):
+        return value
+    bad(path, "an object", value)
+
+
+def arr(value: object, path: str) -> list[Any]:
+    """``value`` as a JSON array, else ``Malformed``."""
+    if isinstance(value, list):
+        return value
+    bad(path, "an array", value)
+
+
+def opt_str(d: dict[str, Any], key: str, path: str) -> str | None:
+    """``d[key]`` as a string, ``None`` when absent or null, else ``Malformed``."""
+    value = d.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    bad(f"{path}.{key}", "a string", value)
+
+
+def req_str(d: dict[str, Any], key: str, path: str) -> str:
+    """``d[key]`` as a string, else ``Malformed``."""
+    value = d.get(key)
+    if isinstance(value, str):
+        return value
+    if key not in d:
+        raise Malformed(f"{path}.{key}", "required field is missing")
+    bad(f"{path}.{key}", "a string", value)
+
+
+def opt_count(d: dict[str, Any], key: str) -> int | None:
+    """A token count: ``d[key]`` when it is a non-negative integer, else ``None`` (lenient:
+    a usage figure of the wrong type is treated as unreported)."""
+    value = d.get(key)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+def parse_json(text: str, what: str) -> object:
+    """Standard JSON (no NaN or Infinity), else ``Malformed`` naming ``what``."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as exc:
+        raise Malformed(what, f"not valid JSON ({exc})") from None
+
+
+def _refuse_constant(name: str) -> object:
+    raise ValueError(f"{name} is not standard JSON")

@@ -1,0 +1,596 @@
+"""The pure codec of Anthropic Messages.
+
+Owns the request body built from a ``ModelRequest``, the assistant ``Message`` read from
+a response body or from a stream of events, and the reading of error bodies. No I/O: the
+shell (``golem_shell.models.anthropic``) does the HTTP. The mapping:
+
+- instructions are the top-level ``system`` string; system messages of the history are
+  never sent, nor are unknown parts;
+- roles alternate: consecutive user-side messages (user messages and tool results) are
+  merged into one ``user`` turn whose ``tool_result`` blocks come first, and
+  consecutive assistant messages into one ``assistant`` turn;
+- user text, images (``url`` or ``base64`` source; JPEG, PNG, GIF, WebP) and documents
+  (PDF by URL or as base64, plain text as a ``text`` source) become content blocks;
+  audio and video are refused before any request (``UNSUPPORTED_CONTENT``, naming the
+  message and part index); empty text blocks, which Anthropic rejects, are not sent, and
+  a message left empty is not sent;
+- an assistant turn keeps its blocks in order: thinking with its ``signature`` unchanged
+  (``thinking``), redacted thinking (``redacted_thinking`` with ``data``), text, and
+  ``tool_use`` whose ``input`` is ``wire_arguments(call)`` (a truncated call travels as
+  ``{"truncated_args": "<verbatim>"}``). Thinking without a signature (from another
+  provider) cannot be verified and is not sent; calls without an id are not sent;
+- a tool result is a ``tool_result`` block: ``tool_use_id``, ``content`` (a string for
+  text, blocks when the tool returned media, omitted when empty) and ``is_error: true``
+  for a failed result;
+- with no tools declared, tool calls and results are rendered as text (ADR 0031);
+- ``max_tokens`` is required: the request's, else ``default_max_tokens`` (4096);
+  ``tool_choice_required`` is ``{"type": "any"}``; ``parallel_tool_calls=False`` is
+  ``disable_parallel_tool_use``; ``stop`` is ``stop_sequences``.
+
+Responses: text, thinking (signature kept), redacted thinking, and tool calls with ids
+and raw arguments: a non-streamed ``input`` object is written as compact JSON with UTF-8
+kept; a streamed input is its ``partial_json`` fragments concatenated verbatim (a block
+that ended with no fragment is ``{}``; a block cut by ``max_tokens`` keeps what came).
+``stop_reason`` is kept as the finish reason. ``Usage``: input counts every prompt token
+(``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``), cache read
+and write as reported; in a stream the last cumulative figure of each field wins. A
+stream is complete only at ``message_stop``; an ``error`` event fails it.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from typing import Any, assert_never
+
+from returns.result import Failure, Result, Success
+
+from golem_core._arguments import wire_arguments
+from golem_core._messages import (
+    DataPart,
+    Message,
+    Part,
+    Role,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    UnknownPart,
+    URLPart,
+    Usage,
+)
+from golem_core._model import (
+    ModelDelta,
+    ModelErrorKind,
+    ModelRequest,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+)
+from golem_core._sse import ServerSentEvent
+from golem_core._stream import StreamAccumulator
+from golem_core.wire._common import (
+    Malformed,
+    WireError,
+    arr,
+    bad,
+    call_as_text,
+    decode_error_body,
+    dumps_compact,
+    obj,
+    opt_count,
+    opt_str,
+    parse_json,
+    req_str,
+    result_as_text,
+    stream_error,
+)
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "DEFAULT_MAX_TOKENS",
+    "PROVIDER",
+    "StreamDecoder",
+    "decode_error",
+    "decode_response",
+    "encode_request",
+]
+
+PROVIDER = "Anthropic"
+ANTHROPIC_VERSION = "2023-06-01"
+"""The ``anthropic-version`` header golem speaks."""
+DEFAULT_MAX_TOKENS = 4096
+"""``max_tokens`` when neither the request nor the adapter sets one (Anthropic requires it)."""
+
+_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+_USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+
+
+class _Unsupported(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _refuse(index: int, part_index: int, what: str) -> _Unsupported:
+    return _Unsupported(f"message {index} part {part_index}: Anthropic Messages cannot take {what}")
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _media(part: URLPart | DataPart, index: int, part_index: int) -> dict[str, Any]:
+    if isinstance(part, URLPart):
+        if part.kind in ("image", "document"):
+            return {"type": part.kind, "source": {"type": "url", "url": part.url}}
+        raise _refuse(index, part_index, f"{part.kind} by URL")
+    media_type = part.media_type.lower()
+    if part.kind == "image" and media_type in _IMAGE_TYPES:
+        source = {"type": "base64", "media_type": media_type, "data": _b64(part.data)}
+        return {"type": "image", "source": source}
+    if part.kind == "document" and media_type == "application/pdf":
+        source = {"type": "base64", "media_type": "application/pdf", "data": _b64(part.data)}
+        return {"type": "document", "source": source}
+    if part.kind == "document" and media_type == "text/plain":
+        try:
+            text = part.data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _refuse(index, part_index, "a text/plain document that is not UTF-8") from None
+        return {
+            "type": "document",
+            "source": {"type": "text", "media_type": "text/plain", "data": text},
+        }
+    raise _refuse(index, part_index, f"{part.kind} data of type {part.media_type!r}")
+
+
+def _user_blocks(
+    parts: Sequence[Part], index: int, *, include_text: bool = True
+) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for j, part in enumerate(parts):
+        match part:
+            case TextPart():
+                if include_text and part.text:
+                    blocks.append({"type": "text", "text": part.text})
+            case URLPart() | DataPart():
+                blocks.append(_media(part, index, j))
+            case ThinkingPart() | ToolCallPart() | UnknownPart():
+                pass  # not user content: not sent
+            case _:  # pragma: no cover
+                assert_never(part)
+    return blocks
+
+
+def _assistant_blocks(message: Message, index: int, with_tools: bool) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for j, part in enumerate(message.parts):
+        match part:
+            case ThinkingPart():
+                if part.redacted:
+                    blocks.append({"type": "redacted_thinking", "data": part.text})
+                elif part.signature:
+                    blocks.append(
+                        {"type": "thinking", "thinking": part.text, "signature": part.signature}
+                    )
+            case TextPart():
+                if part.text:
+                    blocks.append({"type": "text", "text": part.text})
+            case ToolCallPart():
+                arguments = wire_arguments(part)
+                if not with_tools:
+                    blocks.append({"type": "text", "text": call_as_text(part, arguments)})
+                elif part.id:
+                    blocks.append(
+                        {"type": "tool_use", "id": part.id, "name": part.name, "input": arguments}
+                    )
+            case URLPart() | DataPart():
+                raise _refuse(index, j, f"{part.kind} in an assistant message")
+            case UnknownPart():
+                pass
+            case _:  # pragma: no cover
+                assert_never(part)
+    return blocks
+
+
+def _tool_result(message: Message, index: int) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+    media = _user_blocks(message.parts, index, include_text=False)
+    text = message.text
+    if media:
+        block["content"] = ([{"type": "text", "text": text}] if text else []) + media
+    elif text:
+        block["content"] = text
+    if message.failed:
+        block["is_error"] = True
+    return block
+
+
+class _Turn:
+    __slots__ = ("blocks", "results", "role")
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+        self.results: list[dict[str, Any]] = []
+        self.blocks: list[dict[str, Any]] = []
+
+    def render(self) -> dict[str, Any]:
+        return {"role": self.role, "content": self.results + self.blocks}
+
+
+def _messages(request: ModelRequest) -> list[dict[str, Any]]:
+    with_tools = bool(request.tools)
+    turns: list[_Turn] = []
+
+    def turn(role: str) -> _Turn:
+        if not turns or turns[-1].role != role:
+            turns.append(_Turn(role))
+        return turns[-1]
+
+    for i, message in enumerate(request.messages):
+        match message.role:
+            case Role.SYSTEM:
+                continue
+            case Role.USER:
+                blocks = _user_blocks(message.parts, i)
+                if blocks:
+                    turn("user").blocks.extend(blocks)
+            case Role.ASSISTANT:
+                blocks = _assistant_blocks(message, i, with_tools)
+                if blocks:
+                    turn("assistant").blocks.extend(blocks)
+            case Role.TOOL:
+                if not with_tools:
+                    text = {"type": "text", "text": result_as_text(message)}
+                    media = _user_blocks(message.parts, i, include_text=False)
+                    turn("user").blocks.extend([text, *media])
+                elif message.tool_call_id:  # a result that answers no call is not sent
+                    turn("user").results.append(_tool_result(message, i))
+            case _:  # pragma: no cover
+                assert_never(message.role)
+    return [t.render() for t in turns]
+
+
+def encode_request(
+    request: ModelRequest,
+    *,
+    model: str,
+    stream: bool,
+    default_max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> Result[dict[str, Any], WireError]:
+    """The JSON body of a Messages request.
+
+    Total, deterministic (same request, equal body, same key order).
+
+    Args:
+        request: what to send.
+        model: the model name (``"claude-sonnet-4-5"``).
+        stream: whether to ask for a stream of events.
+        default_max_tokens: ``max_tokens`` when the request's settings leave it unset.
+
+    Returns:
+        The body, or ``Failure(WireError)`` of kind ``UNSUPPORTED_CONTENT`` naming the
+        message and part Anthropic cannot take.
+    """
+    try:
+        messages = _messages(request)
+    except _Unsupported as exc:
+        return Failure(WireError(ModelErrorKind.UNSUPPORTED_CONTENT, exc.message))
+    settings = request.settings
+    max_tokens = settings.max_tokens if settings.max_tokens is not None else default_max_tokens
+    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens}
+    if request.instructions:
+        body["system"] = request.instructions
+    body["messages"] = messages
+    if request.tools:
+        tools: list[dict[str, Any]] = []
+        for tool in request.tools:
+            spec: dict[str, Any] = {"name": tool.name}
+            if tool.description:
+                spec["description"] = tool.description
+            spec["input_schema"] = tool.parameters
+            tools.append(spec)
+        body["tools"] = tools
+        choice: dict[str, Any] | None = None
+        if request.tool_choice_required:
+            choice = {"type": "any"}
+        if settings.parallel_tool_calls is False:
+            choice = choice or {"type": "auto"}
+            choice["disable_parallel_tool_use"] = True
+        if choice is not None:
+            body["tool_choice"] = choice
+    if settings.temperature is not None:
+        body["temperature"] = settings.temperature
+    if settings.top_p is not None:
+        body["top_p"] = settings.top_p
+    if settings.stop:
+        body["stop_sequences"] = list(settings.stop)
+    if stream:
+        body["stream"] = True
+    return Success(body)
+
+
+# -- responses -------------------------------------------------------------------------
+
+
+def _read_usage(value: object, into: dict[str, int]) -> None:
+    """Copy the reported figures of a usage object over ``into`` (cumulative: overwrite)."""
+    if not isinstance(value, dict):
+        return
+    for key in _USAGE_FIELDS:
+        count = opt_count(value, key)
+        if count is not None:
+            into[key] = count
+    details = value.get("output_tokens_details")
+    if isinstance(details, dict):
+        thinking = opt_count(details, "thinking_tokens")
+        if thinking is not None:
+            into["thinking_tokens"] = thinking
+
+
+def _usage(fields: Mapping[str, int]) -> Usage | None:
+    if not fields:
+        return None
+    written = fields.get("cache_creation_input_tokens")
+    read = fields.get("cache_read_input_tokens")
+    return Usage(
+        input_tokens=fields.get("input_tokens", 0) + (written or 0) + (read or 0),
+        output_tokens=fields.get("output_tokens", 0),
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+        reasoning_tokens=fields.get("thinking_tokens"),
+    )
+
+
+def _bad_response(exc: Malformed) -> WireError:
+    return WireError(ModelErrorKind.BAD_RESPONSE, f"malformed Anthropic {exc.path}: {exc.reason}")
+
+
+def _decode(body: object) -> Message:
+    top = obj(body, "response")
+    if "content" not in top:
+        raise Malformed("response.content", "required field is missing")
+    parts: list[Part] = []
+    for k, raw in enumerate(arr(top.get("content"), "response.content")):
+        path = f"response.content[{k}]"
+        block = obj(raw, path)
+        kind = req_str(block, "type", path)
+        if kind == "text":
+            text = req_str(block, "text", path)
+            if text:
+                parts.append(TextPart(text))
+        elif kind == "thinking":
+            signature = opt_str(block, "signature", path) or None
+            parts.append(ThinkingPart(req_str(block, "thinking", path), signature=signature))
+        elif kind == "redacted_thinking":
+            parts.append(ThinkingPart(req_str(block, "data", path), redacted=True))
+        elif kind == "tool_use":
+            if "input" not in block:
+                raise Malformed(f"{path}.input", "required field is missing")
+            arguments = dumps_compact(block["input"])
+            parts.append(
+                ToolCallPart(
+                    req_str(block, "id", path) or None, req_str(block, "name", path), arguments
+                )
+            )
+        # other block types (server tools, citations) are not part of the contract
+    fields: dict[str, int] = {}
+    _read_usage(top.get("usage"), fields)
+    return Message(
+        Role.ASSISTANT,
+        tuple(parts),
+        model=opt_str(top, "model", "response") or None,
+        usage=_usage(fields),
+        finish_reason=opt_str(top, "stop_reason", "response"),
+    )
+
+
+def decode_response(body: object) -> Result[Message, WireError]:
+    """The assistant message of a Messages response body (decoded JSON).
+
+    Total, deterministic.
+
+    Returns:
+        The message with its ``model``, ``usage`` and ``finish_reason``; an error body
+        (``"type": "error"``) is that error; a body of the wrong shape is
+        ``Failure(WireError)`` of kind ``BAD_RESPONSE`` naming the path that was wrong.
+    """
+    if isinstance(body, dict) and body.get("type") == "error":
+        return Failure(stream_error(PROVIDER, body))
+    try:
+        return Success(_decode(body))
+    except Malformed as exc:
+        return Failure(_bad_response(exc))
+
+
+def decode_error(
+    status: int, headers: Mapping[str, str], body: bytes, *, now_unix: float | None = None
+) -> WireError:
+    """A failed Messages response (status >= 400) as a ``WireError``.
+
+    Total, deterministic. ``now_unix`` is needed only to read an HTTP-date
+    ``retry-after``. See ``golem_core.wire._common`` for the kind table.
+    """
+    return decode_error_body(PROVIDER, status, headers, body, now_unix=now_unix)
+
+
+class StreamDecoder:
+    """Messages stream events in, deltas out, then the complete message.
+
+    Feed each server-sent event in order; ``feed`` returns the deltas the event carries
+    (already folded into the message being built) or the failure it reports. Pings and
+    events of unknown type are ignored. A thinking block announces itself with an empty
+    ``ThinkingDelta`` (so that an empty block still becomes a part, as in a plain
+    response); a ``tool_use`` block that ends without a fragment adds ``"{}"``. The
+    stream is complete at ``message_stop``; later events are ignored. A builder, mutated
+    in place; deterministic, effect-free.
+    """
+
+    __slots__ = ("_acc", "_args", "_blocks", "_done", "_finish_reason", "_model", "_usage")
+
+    def __init__(self) -> None:
+        self._acc = StreamAccumulator()
+        self._blocks: dict[int, str] = {}  # block index -> block type
+        self._args: set[int] = set()  # tool_use blocks that received a fragment
+        self._done = False
+        self._model: str | None = None
+        self._usage: dict[str, int] = {}
+        self._finish_reason: str | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether ``message_stop`` arrived."""
+        return self._done
+
+    @property
+    def model(self) -> str | None:
+        """The model that answered (from ``message_start``)."""
+        return self._model
+
+    @property
+    def usage(self) -> Usage | None:
+        """The usage so far: each field's last cumulative figure, never summed."""
+        return _usage(self._usage)
+
+    @property
+    def finish_reason(self) -> str | None:
+        """The ``stop_reason``, once ``message_delta`` gave it."""
+        return self._finish_reason
+
+    def feed(self, event: ServerSentEvent) -> Result[tuple[ModelDelta, ...], WireError]:
+        """Read one event.
+
+        Returns:
+            The deltas it carries, or ``Failure(WireError)``: the error an ``error``
+            event reports, or ``BAD_RESPONSE`` for an event that cannot be read.
+        """
+        if self._done:
+            return Success(())
+        try:
+            data = obj(parse_json(event.data, f"{event.event} event"), f"{event.event} event")
+            kind = data.get("type")
+            kind = kind if isinstance(kind, str) else event.event
+            if kind == "error":
+                return Failure(stream_error(PROVIDER, data))
+            deltas = self._read(kind, data)
+        except Malformed as exc:
+            return Failure(_bad_response(exc))
+        self._acc.add_all(deltas)
+        return Success(deltas)
+
+    def _index(self, data: dict[str, Any], path: str) -> int:
+        index = data.get("index")
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            bad(f"{path}.index", "a non-negative integer", index)
+        return index
+
+    def _read(self, kind: str, data: dict[str, Any]) -> tuple[ModelDelta, ...]:
+        if kind == "message_start":
+            message = obj(data.get("message"), "message_start.message")
+            model = opt_str(message, "model", "message_start.message")
+            if model:
+                self._model = model
+            _read_usage(message.get("usage"), self._usage)
+        elif kind == "content_block_start":
+            return self._start(data)
+        elif kind == "content_block_delta":
+            return self._delta(data)
+        elif kind == "content_block_stop":
+            index = self._index(data, kind)
+            if self._blocks.get(index) == "tool_use" and index not in self._args:
+                self._args.add(index)
+                return (ToolCallDelta(index, arguments="{}"),)
+        elif kind == "message_delta":
+            delta = data.get("delta")
+            if isinstance(delta, dict):
+                reason = opt_str(delta, "stop_reason", "message_delta.delta")
+                if reason:
+                    self._finish_reason = reason
+            _read_usage(data.get("usage"), self._usage)
+        elif kind == "message_stop":
+            self._done = True
+        return ()
+
+    def _start(self, data: dict[str, Any]) -> tuple[ModelDelta, ...]:
+        path = "content_block_start"
+        index = self._index(data, path)
+        block = obj(data.get("content_block"), f"{path}.content_block")
+        bpath = f"{path}.content_block"
+        kind = req_str(block, "type", bpath)
+        self._blocks[index] = kind
+        if kind == "text":
+            text = opt_str(block, "text", bpath)
+            return (TextDelta(text, index),) if text else ()
+        if kind == "thinking":
+            return (
+                ThinkingDelta(
+                    opt_str(block, "thinking", bpath) or "",
+                    index,
+                    signature=opt_str(block, "signature", bpath) or None,
+                ),
+            )
+        if kind == "redacted_thinking":
+            return (ThinkingDelta(req_str(block, "data", bpath), index, redacted=True),)
+        if kind == "tool_use":
+            initial = block.get("input")
+            arguments = dumps_compact(initial) if initial not in (None, {}) else ""
+            if arguments:
+                self._args.add(index)
+            return (
+                ToolCallDelta(
+                    index,
+                    id=req_str(block, "id", bpath) or None,
+                    name=req_str(block, "name", bpath),
+                    arguments=arguments,
+                ),
+            )
+        return ()
+
+    def _delta(self, data: dict[str, Any]) -> tuple[ModelDelta, ...]:
+        path = "content_block_delta"
+        index = self._index(data, path)
+        delta = obj(data.get("delta"), f"{path}.delta")
+        dpath = f"{path}.delta"
+        kind = req_str(delta, "type", dpath)
+        if kind == "text_delta":
+            text = req_str(delta, "text", dpath)
+            return (TextDelta(text, index),) if text else ()
+        if kind == "thinking_delta":
+            text = req_str(delta, "thinking", dpath)
+            return (ThinkingDelta(text, index),) if text else ()
+        if kind == "signature_delta":
+            return (ThinkingDelta("", index, signature=req_str(delta, "signature", dpath)),)
+        if kind == "input_json_delta":
+            fragment = req_str(delta, "partial_json", dpath)
+            if not fragment:
+                return ()
+            self._args.add(index)
+            return (ToolCallDelta(index, arguments=fragment),)
+        return ()  # citations and future delta types are not part of the contract
+
+    def finish(self) -> Result[Message, WireError]:
+        """The complete assistant message, once the stream is done.
+
+        Returns:
+            The message (``model``, ``usage``, ``finish_reason`` included), or
+            ``Failure(WireError)`` of kind ``STREAM_INTERRUPTED`` when ``message_stop``
+            never came.
+        """
+        if not self._done:
+            return Failure(
+                WireError(
+                    ModelErrorKind.STREAM_INTERRUPTED,
+                    "the Anthropic stream ended before message_stop",
+                )
+            )
+        return Success(self.message())
+
+    def message(self) -> Message:
+        """The message built so far (complete once ``done``)."""
+        return self._acc.message(
+            model=self._model, usage=_usage(self._usage), finish_reason=self._finish_reason
+        )

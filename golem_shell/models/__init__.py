@@ -1,0 +1,51 @@
+"""Models: the ``Model`` protocol, the offline models, the provider adapters, and
+``infer_model``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from golem_shell._errors import UsageError
+from golem_shell.models._base import Model
+from golem_shell.models.anthropic import AnthropicModel
+from golem_shell.models.function import FunctionModel, ScriptedModel
+from golem_shell.models.openai import OpenAIModel
+
+__all__ = [
+    "AnthropicModel",
+    "FunctionModel",
+    "Model",
+    "OpenAIModel",
+    "ScriptedModel",
+    "infer_model",
+]
+
+_PROVIDERS: dict[str, Callable[[str], Model]] = {
+    "anthropic": AnthropicModel,
+    "openai": OpenAIModel,
+}
+
+
+def infer_model(model: str | Model) -> Model:
+    """A model from ``"<provider>:<model>"``, or the model itself.
+
+    ``"openai:gpt-4o-mini"`` is ``OpenAIModel("gpt-4o-mini")`` (key and base URL from
+    ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``); ``"anthropic:claude-sonnet-4-5"`` is
+    ``AnthropicModel("claude-sonnet-4-5")`` (``ANTHROPIC_API_KEY``,
+    ``ANTHROPIC_BASE_URL``).
+
+    Raises:
+        UsageError: an unknown provider prefix, no model name, or a missing key.
+    """
+    if not isinstance(model, str):
+        if isinstance(model, Model):
+            return model
+        raise UsageError(f"expected a model or a 'provider:model' string, got {model!r}")
+    prefix, colon, name = model.partition(":")
+    known = ", ".join(f"'{p}:'" for p in sorted(_PROVIDERS))
+    factory = _PROVIDERS.get(prefix.strip().lower()) if colon else None
+    if factory is None:
+        raise UsageError(f"unknown model {model!r}: expected one of the prefixes {known}")
+    if not name.strip():
+        raise UsageError(f"model {model!r} names no model after {prefix!r}")
+    return factory(name.strip())

@@ -1,0 +1,427 @@
+"""The one choke point between the provider adapters and the network.
+
+Owns every effect of a model request: the httpx call, the clock, the jitter, the sleep
+between retries, reading a body within a size limit, and reading a stream through the
+pure SSE decoder (``golem_core._sse``) and a provider's pure stream decoder. Every
+foreign failure becomes a ``ModelError`` here, and only here:
+
+- httpx timeouts are ``TIMEOUT``; failing to connect or send is ``CONNECTION``; a
+  connection lost once the response began is ``STREAM_INTERRUPTED``;
+- HTTP >= 400 is read by the provider's ``decode_error`` (kind, message, request id,
+  ``retry-after``); a 2xx of the wrong content type, a redirect, a body that is not
+  JSON, a body or a stream line larger than the limit, are ``BAD_RESPONSE``;
+- a stream fails when it reports an error, when its connection is lost, or when it ends
+  before the provider's end marker (``STREAM_INTERRUPTED``).
+
+Retries follow ``golem_core._retry``: a retryable failure is tried again after the
+policy's delay (``retry-after`` honoured), and a stream only while nothing has been
+yielded to the caller, since deltas already handed out cannot be taken back. The API
+key is scrubbed from every message that leaves this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import time
+from collections.abc import AsyncGenerator, Callable, Mapping
+from typing import Any, Protocol, TypeAlias
+
+import attrs
+import httpx
+from returns.result import Failure, Result, Success
+
+from golem_core import (
+    Message,
+    ModelDelta,
+    ModelErrorKind,
+    ModelRequest,
+    ModelSettings,
+    StreamDone,
+    StreamEvent,
+)
+from golem_core._retry import RetryPolicy, next_delay
+from golem_core._sse import DEFAULT_MAX_LINE_BYTES, ServerSentEvent, SSEDecoder, SSEError
+from golem_core.wire import WireError
+from golem_shell._errors import ModelError, UsageError
+
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_RETRY",
+    "BodyDecoder",
+    "DEFAULT_TIMEOUT",
+    "ErrorDecoder",
+    "ProviderHTTP",
+    "StreamDecoder",
+    "encode_json",
+    "merge_settings",
+    "redact",
+]
+
+logger = logging.getLogger("golem_shell.models")
+
+DEFAULT_TIMEOUT = 60.0
+"""Seconds an adapter waits to connect, and between two reads of a response."""
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+"""The largest response body (or whole stream) an adapter reads: 32 MiB."""
+DEFAULT_RETRY = RetryPolicy()
+"""Three retries within 60 seconds, backoff from 0.5 s up to 8 s."""
+_MAX_ERROR_BODY_BYTES = 1024 * 1024
+_REDACTED = "[redacted]"
+
+
+class ErrorDecoder(Protocol):
+    """A provider's ``decode_error``."""
+
+    def __call__(
+        self, status: int, headers: Mapping[str, str], body: bytes, *, now_unix: float | None
+    ) -> WireError: ...
+
+
+class StreamDecoder(Protocol):
+    """A provider's pure stream decoder (``golem_core.wire.<provider>.StreamDecoder``)."""
+
+    @property
+    def done(self) -> bool: ...
+
+    def feed(self, event: ServerSentEvent) -> Result[tuple[ModelDelta, ...], WireError]: ...
+
+    def finish(self) -> Result[Message, WireError]: ...
+
+
+BodyDecoder: TypeAlias = Callable[[object], Result[Message, WireError]]
+"""A provider's ``decode_response``."""
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with every occurrence of ``secret`` replaced."""
+    return text.replace(secret, _REDACTED) if secret else text
+
+
+def encode_json(body: Mapping[str, Any]) -> bytes:
+    """The request body as compact UTF-8 JSON; ``UsageError`` if it cannot be JSON.
+
+    A body holds the caller's tool schemas, so NaN or a non-JSON value there is misuse.
+    """
+    try:
+        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"the request cannot be sent as JSON: {exc}") from None
+    return text.encode("utf-8")
+
+
+def merge_settings(defaults: ModelSettings | None, request: ModelRequest) -> ModelRequest:
+    """``request`` with its unset settings taken from an adapter's defaults."""
+    if defaults is None:
+        return request
+    own = request.settings
+    merged = ModelSettings(
+        max_tokens=own.max_tokens if own.max_tokens is not None else defaults.max_tokens,
+        temperature=own.temperature if own.temperature is not None else defaults.temperature,
+        top_p=own.top_p if own.top_p is not None else defaults.top_p,
+        stop=own.stop or defaults.stop,
+        parallel_tool_calls=(
+            own.parallel_tool_calls
+            if own.parallel_tool_calls is not None
+            else defaults.parallel_tool_calls
+        ),
+    )
+    return attrs.evolve(request, settings=merged)
+
+
+def _media_type(response: httpx.Response) -> str:
+    value: str = response.headers.get("content-type", "")
+    return value.split(";")[0].strip().lower()
+
+
+class ProviderHTTP:
+    """POST a JSON body to one provider endpoint, with retries; plain or streamed.
+
+    Args:
+        provider: the adapter's short name for errors (``"openai"``).
+        url: the endpoint.
+        headers: headers of every request, credentials included (never logged).
+        secret: the API key, scrubbed from every error message.
+        http_client: the caller's client, or ``None`` to own one (closed by ``aclose``).
+        timeout: applied to every request, also on a caller's client.
+        retry: the retry policy.
+        decode_error: the provider's reading of a failed response.
+        max_response_bytes: the largest body or stream read.
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        url: str,
+        headers: Mapping[str, str],
+        secret: str | None,
+        http_client: httpx.AsyncClient | None,
+        timeout: float | httpx.Timeout,
+        retry: RetryPolicy,
+        decode_error: ErrorDecoder,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
+        self.provider = provider
+        self.url = url
+        self._headers = dict(headers)
+        self._secret = secret
+        self._owns_client = http_client is None
+        self._client = http_client if http_client is not None else httpx.AsyncClient()
+        self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+        self.retry = retry
+        self._decode_error = decode_error
+        self._max_bytes = max_response_bytes
+
+    def __repr__(self) -> str:
+        return f"ProviderHTTP({self.provider!r}, {self.url!r})"
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this object created it (a caller's client stays open)."""
+        if self._owns_client:
+            await self._client.aclose()
+
+    # -- errors ---------------------------------------------------------------------
+
+    def _error(self, error: WireError) -> ModelError:
+        return ModelError(
+            error.kind,
+            redact(error.message, self._secret),
+            status=error.status,
+            request_id=error.request_id,
+            retry_after=error.retry_after,
+            provider=self.provider,
+        )
+
+    def _fail(self, kind: ModelErrorKind, message: str, status: int | None = None) -> ModelError:
+        return ModelError(
+            kind, redact(message, self._secret), status=status, provider=self.provider
+        )
+
+    def _transport_error(self, exc: httpx.RequestError, *, responded: bool) -> ModelError:
+        detail = str(exc) or type(exc).__name__
+        if isinstance(exc, httpx.TimeoutException):
+            what = "timed out reading the response" if responded else "timed out"
+            return self._fail(ModelErrorKind.TIMEOUT, f"{what} ({detail})")
+        if isinstance(exc, httpx.DecodingError):
+            return self._fail(ModelErrorKind.BAD_RESPONSE, f"undecodable body ({detail})")
+        if responded:
+            return self._fail(
+                ModelErrorKind.STREAM_INTERRUPTED, f"connection lost mid-response ({detail})"
+            )
+        return self._fail(ModelErrorKind.CONNECTION, f"{type(exc).__name__}: {detail}")
+
+    async def _read_limited(self, response: httpx.Response, limit: int) -> tuple[bytes, bool]:
+        """The body, up to ``limit`` bytes; ``True`` when it was longer."""
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                chunks.append(chunk[: len(chunk) - (size - limit)])
+                return b"".join(chunks), True
+            chunks.append(chunk)
+        return b"".join(chunks), False
+
+    async def _check_status(self, response: httpx.Response) -> None:
+        status = response.status_code
+        if status >= 400:
+            body, _ = await self._read_limited(response, _MAX_ERROR_BODY_BYTES)
+            raise self._error(
+                self._decode_error(status, response.headers, body, now_unix=time.time())
+            )
+        if not 200 <= status < 300:
+            where = response.headers.get("location")
+            extra = f" to {where}" if where else ""
+            raise self._fail(
+                ModelErrorKind.BAD_RESPONSE, f"unexpected HTTP {status}{extra}", status
+            )
+
+    # -- retries --------------------------------------------------------------------
+
+    async def _pause_before_retry(self, attempt: int, started: float, error: ModelError) -> bool:
+        elapsed = asyncio.get_running_loop().time() - started
+        delay = next_delay(
+            self.retry, attempt, elapsed, error.kind, error.retry_after, random.random()
+        )
+        if delay is None:
+            return False
+        logger.info(
+            "%s request failed (%s); retry %d of %d in %.2fs",
+            self.provider,
+            error,
+            attempt,
+            self.retry.max_attempts,
+            delay,
+        )
+        await asyncio.sleep(delay)
+        return True
+
+    def _request_headers(self, accept: str) -> dict[str, str]:
+        return {**self._headers, "content-type": "application/json", "accept": accept}
+
+    # -- plain requests ---------------------------------------------------------------
+
+    async def post(self, body: bytes, decode: BodyDecoder) -> Message:
+        """Send ``body`` and decode the answer, retrying what the policy allows.
+
+        Raises:
+            ModelError: the request failed (after retries).
+        """
+        started = asyncio.get_running_loop().time()
+        attempt = 0
+        while True:
+            try:
+                return await self._post_once(body, decode)
+            except ModelError as error:
+                attempt += 1
+                if not await self._pause_before_retry(attempt, started, error):
+                    raise
+
+    async def _post_once(self, body: bytes, decode: BodyDecoder) -> Message:
+        responded = False
+        try:
+            async with self._client.stream(
+                "POST",
+                self.url,
+                content=body,
+                headers=self._request_headers("application/json"),
+                timeout=self._timeout,
+            ) as response:
+                responded = True
+                await self._check_status(response)
+                media_type = _media_type(response)
+                if media_type and "json" not in media_type:
+                    raise self._fail(
+                        ModelErrorKind.BAD_RESPONSE,
+                        f"expected a JSON response, got content type {media_type!r}",
+                        response.status_code,
+                    )
+                status = response.status_code
+                raw, too_long = await self._read_limited(response, self._max_bytes)
+                if too_long:
+                    raise self._fail(
+                        ModelErrorKind.BAD_RESPONSE,
+                        f"response body larger than {self._max_bytes} bytes; refused",
+                        status,
+                    )
+        except httpx.RequestError as exc:
+            raise self._transport_error(exc, responded=responded) from exc
+        payload = _parse_json(raw)
+        if payload is _NOT_JSON:
+            raise self._fail(ModelErrorKind.BAD_RESPONSE, "response body is not JSON", status)
+        match decode(payload):
+            case Success(value):
+                message: Message = value
+                return message
+            case Failure(error):
+                raise self._error(error)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- streams ----------------------------------------------------------------------
+
+    async def stream(
+        self, body: bytes, new_decoder: Callable[[], StreamDecoder], decode: BodyDecoder
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """Send ``body`` and yield the stream's deltas, then one ``StreamDone``.
+
+        A failure before the first delta is retried as the policy allows; after it,
+        it is raised (the caller already holds part of the answer).
+
+        Raises:
+            ModelError: the request or the stream failed.
+        """
+        started = asyncio.get_running_loop().time()
+        attempt = 0
+        while True:
+            yielded = False
+            try:
+                async with contextlib.aclosing(
+                    self._stream_once(body, new_decoder(), decode)
+                ) as events:
+                    async for event in events:
+                        yielded = True
+                        yield event
+                return
+            except ModelError as error:
+                if yielded:
+                    raise
+                attempt += 1
+                if not await self._pause_before_retry(attempt, started, error):
+                    raise
+
+    async def _stream_once(
+        self, body: bytes, decoder: StreamDecoder, decode: BodyDecoder
+    ) -> AsyncGenerator[StreamEvent, None]:
+        sse = SSEDecoder(max_line_bytes=min(DEFAULT_MAX_LINE_BYTES, self._max_bytes))
+        responded = False
+        try:
+            async with self._client.stream(
+                "POST",
+                self.url,
+                content=body,
+                headers=self._request_headers("text/event-stream"),
+                timeout=self._timeout,
+            ) as response:
+                responded = True
+                await self._check_status(response)
+                await self._check_stream_type(response, decode)
+                received = 0
+                async for chunk in response.aiter_bytes():
+                    received += len(chunk)
+                    if received > self._max_bytes:
+                        raise self._fail(
+                            ModelErrorKind.BAD_RESPONSE,
+                            f"stream larger than {self._max_bytes} bytes; refused",
+                        )
+                    for event in sse.feed(chunk):
+                        match decoder.feed(event):
+                            case Success(deltas):
+                                for delta in deltas:
+                                    yield delta
+                            case Failure(error):
+                                raise self._error(error)
+                    if decoder.done:
+                        break
+                sse.close()
+        except httpx.RequestError as exc:
+            raise self._transport_error(exc, responded=responded) from exc
+        except SSEError as exc:
+            raise self._fail(ModelErrorKind.BAD_RESPONSE, str(exc)) from exc
+        match decoder.finish():
+            case Success(message):
+                yield StreamDone(message)
+            case Failure(error):
+                raise self._error(error)
+
+    async def _check_stream_type(self, response: httpx.Response, decode: BodyDecoder) -> None:
+        media_type = _media_type(response)
+        if media_type == "text/event-stream":
+            return
+        if "json" in media_type:  # a server that reports an error as JSON with 200
+            raw, _ = await self._read_limited(response, _MAX_ERROR_BODY_BYTES)
+            payload = _parse_json(raw)
+            if payload is not _NOT_JSON:
+                match decode(payload):
+                    case Failure(error) if error.kind is not ModelErrorKind.BAD_RESPONSE:
+                        raise self._error(error)
+                    case _:
+                        pass
+        raise self._fail(
+            ModelErrorKind.BAD_RESPONSE,
+            f"expected a stream (text/event-stream), got content type {media_type!r}",
+            response.status_code,
+        )
+
+
+_NOT_JSON = object()
+
+
+def _parse_json(raw: bytes) -> object:
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return _NOT_JSON

@@ -1,0 +1,106 @@
+"""The Anthropic Messages adapter.
+
+Only configuration lives here: the key and base URL, the headers, and which pure codec
+(``golem_core.wire.anthropic``) encodes and decodes. ``_http.py`` does the HTTP.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from returns.result import Result
+
+from golem_core import ModelRequest, ModelSettings
+from golem_core._retry import RetryPolicy
+from golem_core.wire import WireError
+from golem_core.wire import anthropic as wire
+from golem_shell._errors import UsageError
+from golem_shell.models._adapter import HTTPModel, check_base_url, env_value
+from golem_shell.models._http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_RETRY,
+    DEFAULT_TIMEOUT,
+    ProviderHTTP,
+)
+
+__all__ = ["DEFAULT_ANTHROPIC_BASE_URL", "AnthropicModel"]
+
+DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+
+
+class AnthropicModel(HTTPModel):
+    """A model behind Anthropic Messages, ``POST {base_url}/v1/messages``.
+
+    Args:
+        model: the model name, e.g. ``"claude-sonnet-4-5"``.
+        api_key: the key, sent as ``x-api-key``; default ``ANTHROPIC_API_KEY``.
+            Required for the default base URL; a custom base URL (a gateway that adds
+            credentials itself) may need none, and then no key header is sent.
+        base_url: default ``ANTHROPIC_BASE_URL``, else ``https://api.anthropic.com``.
+        http_client: your ``httpx.AsyncClient``; it stays yours to close. Without one
+            the model creates a client: close it with ``aclose()`` or ``async with``.
+        timeout: seconds (or an ``httpx.Timeout``) for every request, also on your
+            client: connecting, and waiting between two reads of a response.
+        retry: how failed requests are retried.
+        settings: defaults for the request settings a run leaves unset.
+        max_tokens: ``max_tokens`` when neither the run nor ``settings`` sets one
+            (Anthropic requires it).
+        max_response_bytes: the largest response body or stream read.
+
+    Raises:
+        UsageError: no key for the default base URL, or a base URL that is not http(s).
+    """
+
+    _prefix = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        settings: ModelSettings | None = None,
+        max_tokens: int = wire.DEFAULT_MAX_TOKENS,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
+        key = api_key or env_value("ANTHROPIC_API_KEY")
+        custom_base = base_url or env_value("ANTHROPIC_BASE_URL")
+        if key is None and custom_base is None:
+            raise UsageError(
+                "no Anthropic API key: pass api_key= or set ANTHROPIC_API_KEY "
+                "(a custom base_url / ANTHROPIC_BASE_URL needs none)"
+            )
+        if max_tokens < 1:
+            raise UsageError(f"max_tokens must be positive, got {max_tokens}")
+        base = check_base_url(custom_base or DEFAULT_ANTHROPIC_BASE_URL, "the Anthropic base URL")
+        headers = {"anthropic-version": wire.ANTHROPIC_VERSION}
+        if key:
+            headers["x-api-key"] = key
+        http = ProviderHTTP(
+            provider="anthropic",
+            url=f"{base}/v1/messages",
+            headers=headers,
+            secret=key,
+            http_client=http_client,
+            timeout=timeout,
+            retry=retry,
+            decode_error=wire.decode_error,
+            max_response_bytes=max_response_bytes,
+        )
+        super().__init__(
+            model,
+            http=http,
+            settings=settings,
+            decode_response=wire.decode_response,
+            new_stream_decoder=wire.StreamDecoder,
+        )
+        self._max_tokens = max_tokens
+
+    def _encode(self, request: ModelRequest, *, stream: bool) -> Result[dict[str, Any], WireError]:
+        return wire.encode_request(
+            request, model=self._model, stream=stream, default_max_tokens=self._max_tokens
+        )

@@ -1,0 +1,104 @@
+"""The OpenAI Chat Completions adapter (also every OpenAI-compatible server).
+
+Only configuration lives here: the key and base URL, the headers, and which pure codec
+(``golem_core.wire.openai``) encodes and decodes. ``_http.py`` does the HTTP.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import httpx
+from returns.result import Result
+
+from golem_core import ModelRequest, ModelSettings
+from golem_core._retry import RetryPolicy
+from golem_core.wire import WireError
+from golem_core.wire import openai as wire
+from golem_shell._errors import UsageError
+from golem_shell.models._adapter import HTTPModel, check_base_url, env_value
+from golem_shell.models._http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_RETRY,
+    DEFAULT_TIMEOUT,
+    ProviderHTTP,
+)
+
+__all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIModel"]
+
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAIModel(HTTPModel):
+    """A model behind OpenAI Chat Completions, ``POST {base_url}/chat/completions``.
+
+    Args:
+        model: the model name, e.g. ``"gpt-4o-mini"``.
+        api_key: the key; default ``OPENAI_API_KEY``. Required for the default base
+            URL; a custom base URL (Ollama, llama.cpp, vLLM, a gateway) may need none,
+            and then no ``Authorization`` header is sent.
+        base_url: default ``OPENAI_BASE_URL``, else ``https://api.openai.com/v1``.
+        http_client: your ``httpx.AsyncClient`` (pooling, proxies, a custom or mock
+            transport); it stays yours to close. Without one the model creates a client:
+            close it with ``aclose()`` or ``async with``.
+        timeout: seconds (or an ``httpx.Timeout``) for every request, also on your
+            client: connecting, and waiting between two reads of a response.
+        retry: how failed requests are retried.
+        system_role: ``"system"``, or ``"developer"`` for models that want it.
+        settings: defaults for the request settings a run leaves unset.
+        max_response_bytes: the largest response body or stream read.
+
+    Raises:
+        UsageError: no key for the default base URL, or a base URL that is not http(s).
+    """
+
+    _prefix = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        system_role: Literal["system", "developer"] = "system",
+        settings: ModelSettings | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
+        key = api_key or env_value("OPENAI_API_KEY")
+        custom_base = base_url or env_value("OPENAI_BASE_URL")
+        if key is None and custom_base is None:
+            raise UsageError(
+                "no OpenAI API key: pass api_key= or set OPENAI_API_KEY "
+                "(a custom base_url / OPENAI_BASE_URL needs none)"
+            )
+        if system_role not in ("system", "developer"):
+            raise UsageError(f"system_role must be 'system' or 'developer', got {system_role!r}")
+        base = check_base_url(custom_base or DEFAULT_OPENAI_BASE_URL, "the OpenAI base URL")
+        headers = {"authorization": f"Bearer {key}"} if key else {}
+        http = ProviderHTTP(
+            provider="openai",
+            url=f"{base}/chat/completions",
+            headers=headers,
+            secret=key,
+            http_client=http_client,
+            timeout=timeout,
+            retry=retry,
+            decode_error=wire.decode_error,
+            max_response_bytes=max_response_bytes,
+        )
+        super().__init__(
+            model,
+            http=http,
+            settings=settings,
+            decode_response=wire.decode_response,
+            new_stream_decoder=wire.StreamDecoder,
+        )
+        self._system_role: Literal["system", "developer"] = system_role
+
+    def _encode(self, request: ModelRequest, *, stream: bool) -> Result[dict[str, Any], WireError]:
+        return wire.encode_request(
+            request, model=self._model, stream=stream, system_role=self._system_role
+        )

@@ -1,0 +1,60 @@
+"""The examples run offline, as a user would run them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        env.pop(name, None)
+    return env
+
+
+def _run(script: str, *args: str, stdin: str = "") -> str:
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / script), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_run_ids_example() -> None:
+    out = _run("run_ids.py")
+    assert sum(line.rstrip().endswith("True") for line in out.splitlines()) == 4
+    lines = {line.split()[0]: line.split() for line in out.splitlines()[:3]}
+    assert lines["first"][2] == lines["continued"][2]  # same conversation
+    assert lines["first"][1] != lines["continued"][1]  # fresh run id
+    assert lines["fork"][2] != lines["first"][2]
+
+
+def test_conversation_example_persists_and_resumes(tmp_path: Path) -> None:
+    store = tmp_path / "conversation.json"
+    out = _run("conversation.py", "--history", str(store), stdin="hello\nsecond\n")
+    assert "offline" in out
+    assert "message 2 from you" in out
+    saved = json.loads(store.read_bytes())
+    assert [m["role"] for m in saved] == ["system", "user", "assistant", "user", "assistant"]
+    out = _run("conversation.py", "--history", str(store), stdin="third\n")
+    assert "(5 messages)" in out
+    assert "message 3 from you" in out
+
+
+def test_conversation_example_is_bounded_by_trim_history(tmp_path: Path) -> None:
+    store = tmp_path / "conversation.json"
+    _run("conversation.py", "--history", str(store), stdin="".join(f"m{i}\n" for i in range(15)))
+    out = _run("conversation.py", "--history", str(store), stdin="last\n")
+    # the offline model counts the user messages it was sent: at most 20 history messages
+    assert "message 11 from you" in out

@@ -1,0 +1,120 @@
+"""The core loop driven with no shell at all: commands out, outcomes in."""
+
+from __future__ import annotations
+
+import pytest
+
+from golem_core import (
+    TRANSITIONS,
+    ExecuteTools,
+    Fail,
+    Finish,
+    Message,
+    ModelFailed,
+    ModelResponded,
+    OutputInvalid,
+    OutputValid,
+    Pause,
+    Phase,
+    RequestModel,
+    Role,
+    RunConfig,
+    TextPart,
+    ToolCallPart,
+    ToolDefinition,
+    ToolReturned,
+    ToolSpec,
+    ToolsReturned,
+    ValidateOutput,
+    check_pairing,
+    next_command,
+    receive,
+    start_run,
+)
+
+CONFIG = RunConfig(
+    run_id="run-1",
+    conversation_id="conv-1",
+    instructions="Be brief.",
+    tools=(
+        ToolSpec(ToolDefinition("get_weather")),
+        ToolSpec(ToolDefinition("transfer"), kind="approval"),
+    ),
+)
+
+
+def test_a_tool_round_trip_step_by_step() -> None:
+    state = start_run(CONFIG, (Message.system("old"),), (TextPart("weather?"),))
+    command = next_command(state)
+    assert isinstance(command, RequestModel)
+    assert command.request.instructions == "Be brief."
+    assert [m.role for m in command.request.messages] == [Role.USER]
+    assert command.request.messages[0].run_id == "run-1"
+
+    turn = Message.assistant(tool_calls=[ToolCallPart("c1", "get_weather", '{"city":"Oslo"}')])
+    state = receive(state, ModelResponded(turn))
+    command = next_command(state)
+    assert isinstance(command, ExecuteTools)
+    assert [c.id for c in command.calls] == ["c1"]
+
+    state = receive(state, ToolsReturned((ToolReturned("c1", (TextPart("5 C"),)),)))
+    command = next_command(state)
+    assert isinstance(command, RequestModel)
+    assert command.request.messages[-1].tool_call_id == "c1"
+
+    state = receive(state, ModelResponded(Message.assistant("5 C in Oslo.")))
+    command = next_command(state)
+    assert isinstance(command, ValidateOutput)
+    state = receive(state, OutputValid("5 C in Oslo."))
+    command = next_command(state)
+    assert isinstance(command, Finish)
+    assert command.output == "5 C in Oslo."
+    assert [m.role for m in state.messages] == [
+        Role.SYSTEM,
+        Role.USER,
+        Role.ASSISTANT,
+        Role.TOOL,
+        Role.ASSISTANT,
+    ]
+    assert check_pairing(state.messages) == ()
+    assert state.requests == 2 and state.tool_executions == 1
+
+
+def test_a_call_needing_approval_pauses_the_run() -> None:
+    state = start_run(CONFIG, (), (TextPart("pay"),))
+    turn = Message.assistant(tool_calls=[ToolCallPart("t1", "transfer", '{"amount":5}')])
+    state = receive(state, ModelResponded(turn))
+    command = next_command(state)
+    assert isinstance(command, Pause)
+    assert [d.call.id for d in command.deferred] == ["t1"]
+    assert state.phase is Phase.PAUSED
+
+
+def test_model_failure_fails_at_stage_request() -> None:
+    state = start_run(CONFIG, (), (TextPart("x"),))
+    state = receive(state, ModelFailed("boom"))
+    command = next_command(state)
+    assert isinstance(command, Fail)
+    assert (command.stage, command.reason) == ("request", "boom")
+    assert not command.state.produced_evidence
+
+
+def test_output_correction_rounds_are_bounded() -> None:
+    config = RunConfig(run_id="r", conversation_id="c", output_retries=1)
+    state = start_run(config, (), (TextPart("x"),))
+    for _ in range(2):
+        state = receive(state, ModelResponded(Message.assistant("bad")))
+        state = receive(state, OutputInvalid("not a number"))
+    command = next_command(state)
+    assert isinstance(command, Fail) and command.stage == "output"
+
+
+def test_an_outcome_that_does_not_answer_the_phase_is_refused() -> None:
+    state = start_run(CONFIG, (), (TextPart("x"),))
+    with pytest.raises(ValueError, match="request phase"):
+        receive(state, OutputValid(1))
+
+
+def test_the_transition_table_names_every_phase_with_a_command() -> None:
+    phases = {row[0] for row in TRANSITIONS}
+    assert phases == {Phase.REQUEST, Phase.TOOLS, Phase.VALIDATE}
