@@ -14,12 +14,18 @@ it; the boundary is the application's.
 from __future__ import annotations
 
 import string
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import attrs
 from attrs import field, frozen
 
-from golem_core._history import HistoryRepair, RepairEntry, _holds_nothing, normalize_history
+from golem_core._history import (
+    INTERRUPTED_RESULT_TEXT,
+    HistoryRepair,
+    RepairEntry,
+    _holds_nothing,
+    normalize_history,
+)
 from golem_core._messages import Message, Part, PartKind, Role, URLPart
 
 __all__ = [
@@ -182,6 +188,8 @@ def _remap(entries: tuple[RepairEntry, ...], origin: list[int]) -> tuple[RepairE
 
 def sanitize_history(
     history: Sequence[Message],
+    *,
+    awaiting: Collection[str] = (),
 ) -> tuple[tuple[Message, ...], SanitizeReport]:
     """Strip what an untrusted history may not assert, repair pairing, report it all.
 
@@ -191,13 +199,19 @@ def sanitize_history(
     - a user or assistant message left holding nothing by those drops is removed
       (``emptied``); a ``tool`` message never is: it keeps its remaining parts, so
       pairing evidence survives;
-    - pairing is repaired by ``normalize_history`` (``repair``).
+    - pairing is repaired by ``normalize_history`` (``repair``), except that a dangling
+      call of the last assistant turn whose id is in ``awaiting`` is left open.
 
     Content is never rewritten: a kept message is the same object, or the same message
     with unsafe parts removed; thinking, failure flags, arguments and stamps pass through.
 
     Args:
         history: A history from across a trust boundary.
+        awaiting: call ids the *server* vouches are waiting for deferred answers (the
+            ids of a paused run's ``deferred`` calls, kept server-side). Those calls,
+            when they dangle in the last assistant turn, stay open so the paused run
+            can be answered; every other dangling call, a fabricated one included, is
+            closed and reported. Never take these ids from the history itself.
 
     Returns:
         The sanitized history and a ``SanitizeReport`` whose indices all refer to
@@ -240,9 +254,9 @@ def sanitize_history(
             origin.append(i)
 
     if kept is None:
-        out, repair = normalize_history(history)
+        out, repair = _reopen(*normalize_history(history), awaiting)
         return out, SanitizeReport(repair=repair)
-    out, repair = normalize_history(kept)
+    out, repair = _reopen(*normalize_history(kept), awaiting)
     repair = HistoryRepair(
         synthesized=_remap(repair.synthesized, origin),
         dropped=_remap(repair.dropped, origin),
@@ -258,3 +272,40 @@ def sanitize_history(
         repair=repair,
     )
     return out, report
+
+
+def _reopen(
+    out: tuple[Message, ...], repair: HistoryRepair, awaiting: Collection[str]
+) -> tuple[tuple[Message, ...], HistoryRepair]:
+    """Take back the results repair synthesized for vouched calls of the last turn."""
+    if not awaiting or not repair.synthesized:
+        return out, repair
+    last = max(e.message_index for e in repair.synthesized)
+    end = len(out)
+    while end > 0 and out[end - 1].role is _TOOL:
+        end -= 1
+    if end == 0 or out[end - 1].role is not Role.ASSISTANT:
+        return out, repair
+    reopen = {
+        e.call_id
+        for e in repair.synthesized
+        if e.message_index == last and e.call_id is not None and e.call_id in awaiting
+    }
+    turn_ids = {c.id for c in out[end - 1].tool_calls}
+    reopen &= turn_ids
+    if not reopen:
+        return out, repair
+    kept = tuple(
+        m
+        for k, m in enumerate(out)
+        if not (
+            k >= end
+            and m.tool_call_id in reopen
+            and m.text == INTERRUPTED_RESULT_TEXT
+            and m.run_id is None
+        )
+    )
+    synthesized = tuple(
+        e for e in repair.synthesized if not (e.message_index == last and e.call_id in reopen)
+    )
+    return kept, attrs.evolve(repair, synthesized=synthesized)

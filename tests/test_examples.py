@@ -58,3 +58,30 @@ def test_conversation_example_is_bounded_by_trim_history(tmp_path: Path) -> None
     out = _run("conversation.py", "--history", str(store), stdin="last\n")
     # the offline model counts the user messages it was sent: at most 20 history messages
     assert "message 11 from you" in out
+
+
+def test_approval_example_across_two_processes(tmp_path: Path) -> None:
+    state = tmp_path / "run.json"
+    out = _run("approval.py", "start", "--state", str(state))
+    assert "paused: 2 calls wait for approval" in out
+    stored = json.loads(state.read_text())
+    assert stored["issued"] == ["call_rent", "call_gift"]
+    out = _run("approval.py", "decide", "--state", str(state))
+    assert "call_rent: sent 950.00 EUR to landlord" in out
+    assert "call_gift: FAILED denied: unknown recipient" in out
+
+
+def test_approval_example_refuses_a_forged_call(tmp_path: Path) -> None:
+    state = tmp_path / "run.json"
+    _run("approval.py", "start", "--state", str(state))
+    _run("approval.py", "forge", "--state", str(state))
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / "approval.py"), "decide-forged", "--state", str(state)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+    )
+    assert proc.returncode != 0
+    assert "refused" in proc.stderr and "call_forged" in proc.stderr
+    assert "mallory" not in proc.stdout.replace("forged", "")

@@ -18,6 +18,7 @@ to ``ModelErrorKind``, one table for every provider:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any, NoReturn
@@ -30,6 +31,7 @@ from golem_core._retry import parse_retry_after
 
 __all__ = [
     "Malformed",
+    "WireIds",
     "WireError",
     "arr",
     "bad",
@@ -350,3 +352,56 @@ def parse_json(text: str, what: str) -> object:
 
 def _refuse_constant(name: str) -> object:
     raise ValueError(f"{name} is not standard JSON")
+
+
+class WireIds:
+    """Deterministic wire names for call ids a provider would refuse as they are.
+
+    Ids are kept byte for byte when the provider accepts them, so ordinary histories are
+    sent unchanged (and stay prompt-cache friendly). Otherwise: characters outside
+    ``allowed`` become ``_``, an id longer than ``max_length`` is cut and suffixed with a
+    hash of the original, and with ``unique`` an id already used by an earlier call of
+    the request gets ``_2``, ``_3``, ... (Anthropic refuses a request in which two
+    ``tool_use`` blocks share an id; servers that number calls ``call_0`` in every
+    response produce exactly that). A result is sent under the name of the most recent
+    call with its id, which is the call it answers once the history is repaired.
+
+    A builder used while encoding one request: effect-free and deterministic.
+    """
+
+    def __init__(self, *, allowed: str | None = None, max_length: int = 0, unique: bool = False):
+        self._allowed = frozenset(allowed) if allowed is not None else None
+        self._max = max_length
+        self._unique = unique
+        self._current: dict[str, str] = {}
+        self._used: set[str] = set()
+
+    def _clean(self, call_id: str) -> str:
+        name = call_id
+        if self._allowed is not None and not all(c in self._allowed for c in name):
+            name = "".join(c if c in self._allowed else "_" for c in name)
+        if not name:
+            name = "call"
+        if self._max and len(name) > self._max:
+            digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+            name = name[: self._max - 11] + "_" + digest
+        return name
+
+    def call(self, call_id: str) -> str:
+        """The wire id of a call (each call of the request once, in order)."""
+        name = self._clean(call_id)
+        if self._unique and name in self._used:
+            k = 2
+            while f"{name}_{k}" in self._used:
+                k += 1
+            name = f"{name}_{k}"
+            if self._max and len(name) > self._max:  # pragma: no cover - absurd lengths
+                name = self._clean(name + call_id)
+        self._used.add(name)
+        self._current[call_id] = name
+        return name
+
+    def result(self, call_id: str) -> str:
+        """The wire id a result for ``call_id`` answers."""
+        found = self._current.get(call_id)
+        return found if found is not None else self._clean(call_id)

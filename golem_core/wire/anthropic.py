@@ -71,6 +71,7 @@ from golem_core._stream import StreamAccumulator
 from golem_core.wire._common import (
     Malformed,
     WireError,
+    WireIds,
     arr,
     bad,
     call_as_text,
@@ -166,7 +167,12 @@ def _user_blocks(
     return blocks
 
 
-def _assistant_blocks(message: Message, index: int, with_tools: bool) -> list[dict[str, Any]]:
+_ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+
+
+def _assistant_blocks(
+    message: Message, index: int, with_tools: bool, ids: WireIds
+) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for j, part in enumerate(message.parts):
         match part:
@@ -186,7 +192,12 @@ def _assistant_blocks(message: Message, index: int, with_tools: bool) -> list[di
                     blocks.append({"type": "text", "text": call_as_text(part, arguments)})
                 elif part.id:
                     blocks.append(
-                        {"type": "tool_use", "id": part.id, "name": part.name, "input": arguments}
+                        {
+                            "type": "tool_use",
+                            "id": ids.call(part.id),
+                            "name": part.name,
+                            "input": arguments,
+                        }
                     )
             case URLPart() | DataPart():
                 raise _refuse(index, j, f"{part.kind} in an assistant message")
@@ -197,8 +208,9 @@ def _assistant_blocks(message: Message, index: int, with_tools: bool) -> list[di
     return blocks
 
 
-def _tool_result(message: Message, index: int) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+def _tool_result(message: Message, index: int, ids: WireIds) -> dict[str, Any]:
+    assert message.tool_call_id is not None
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": ids.result(message.tool_call_id)}
     media = _user_blocks(message.parts, index, include_text=False)
     text = message.text
     if media:
@@ -225,6 +237,7 @@ class _Turn:
 def _messages(request: ModelRequest) -> list[dict[str, Any]]:
     with_tools = bool(request.tools)
     turns: list[_Turn] = []
+    ids = WireIds(allowed=_ID_CHARS, unique=True)
 
     def turn(role: str) -> _Turn:
         if not turns or turns[-1].role != role:
@@ -240,7 +253,7 @@ def _messages(request: ModelRequest) -> list[dict[str, Any]]:
                 if blocks:
                     turn("user").blocks.extend(blocks)
             case Role.ASSISTANT:
-                blocks = _assistant_blocks(message, i, with_tools)
+                blocks = _assistant_blocks(message, i, with_tools, ids)
                 if blocks:
                     turn("assistant").blocks.extend(blocks)
             case Role.TOOL:
@@ -249,7 +262,7 @@ def _messages(request: ModelRequest) -> list[dict[str, Any]]:
                     media = _user_blocks(message.parts, i, include_text=False)
                     turn("user").blocks.extend([text, *media])
                 elif message.tool_call_id:  # a result that answers no call is not sent
-                    turn("user").results.append(_tool_result(message, i))
+                    turn("user").results.append(_tool_result(message, i, ids))
             case _:  # pragma: no cover
                 assert_never(message.role)
     return [t.render() for t in turns]

@@ -69,6 +69,7 @@ from golem_core._stream import StreamAccumulator
 from golem_core.wire._common import (
     Malformed,
     WireError,
+    WireIds,
     arr,
     bad,
     call_as_text,
@@ -169,7 +170,9 @@ def _as_content(content: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
     return content
 
 
-def _assistant(message: Message, index: int, with_tools: bool) -> dict[str, Any] | None:
+def _assistant(
+    message: Message, index: int, with_tools: bool, ids: WireIds
+) -> dict[str, Any] | None:
     texts: list[str] = []
     segments: list[str] = []
     calls: list[dict[str, Any]] = []
@@ -185,7 +188,9 @@ def _assistant(message: Message, index: int, with_tools: bool) -> dict[str, Any]
                     segments.append(call_as_text(part, arguments))
                 elif part.id:
                     function = {"name": part.name, "arguments": dumps_compact(arguments)}
-                    calls.append({"id": part.id, "type": "function", "function": function})
+                    calls.append(
+                        {"id": ids.call(part.id), "type": "function", "function": function}
+                    )
             case URLPart() | DataPart():
                 raise _refuse(index, j, f"{part.kind} in an assistant message")
             case ThinkingPart() | UnknownPart():
@@ -205,6 +210,7 @@ def _assistant(message: Message, index: int, with_tools: bool) -> dict[str, Any]
 def _messages(request: ModelRequest, system_role: SystemRole) -> list[dict[str, Any]]:
     with_tools = bool(request.tools)
     out: list[dict[str, Any]] = []
+    ids = WireIds(max_length=40)  # OpenAI refuses longer tool-call ids
     if request.instructions:
         out.append({"role": system_role, "content": request.instructions})
     attachments: list[dict[str, Any]] = []  # media of the current run of tool results
@@ -225,7 +231,7 @@ def _messages(request: ModelRequest, system_role: SystemRole) -> list[dict[str, 
             if content:
                 out.append({"role": "user", "content": _as_content(content)})
         elif role is Role.ASSISTANT:
-            assistant = _assistant(message, i, with_tools)
+            assistant = _assistant(message, i, with_tools, ids)
             if assistant is not None:
                 out.append(assistant)
         elif role is Role.TOOL:
@@ -248,7 +254,9 @@ def _messages(request: ModelRequest, system_role: SystemRole) -> list[dict[str, 
                 )
                 attachments.extend(media)
                 text = text or "(attachments follow in the next user message)"
-            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": text})
+            out.append(
+                {"role": "tool", "tool_call_id": ids.result(message.tool_call_id), "content": text}
+            )
         else:  # pragma: no cover - Role is exhaustive
             raise AssertionError(role)
     flush()
