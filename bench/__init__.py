@@ -1,0 +1,1 @@
+"""golem's benchmark against its peers: ``python -m bench`` (see ``bench/run.py``)."""
