@@ -389,8 +389,9 @@ def start_run(
                 history = processed
             case Failure(error):
                 return _failed(state, "history", f"history processor failed: {error}")
-    without_system = [m for m in history if m.role is not Role.SYSTEM]
-    repaired, _ = normalize_history(without_system)
+    if any(m.role is Role.SYSTEM for m in history):
+        history = [m for m in history if m.role is not Role.SYSTEM]
+    repaired, _ = normalize_history(history)
     state = attrs.evolve(state, history=repaired)
     if prompt is not None:
         user = Message(Role.USER, tuple(prompt), created_at=now)
@@ -500,9 +501,17 @@ def _on_response(state: RunState, message: Message) -> RunState:
     requests = state.requests + 1
     message = _with_call_ids(message, requests)
     usage = state.usage + message.usage if message.usage is not None else state.usage
-    state = _add(attrs.evolve(state, requests=requests, usage=usage), (message,))
-    calls = message.tool_calls
-    state = attrs.evolve(state, evidence=len(state.added), turn=state.added[-1], awaiting=calls)
+    stamped = _stamp(state, message)
+    calls = stamped.tool_calls
+    state = attrs.evolve(
+        state,
+        requests=requests,
+        usage=usage,
+        added=(*state.added, stamped),
+        evidence=len(state.added) + 1,
+        turn=stamped,
+        awaiting=calls,
+    )
     config = state.config
     if not calls:
         if config.output_tool is None:
