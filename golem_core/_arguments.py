@@ -2,8 +2,9 @@
 
 Owns ADR 0026's wire shape. A call's arguments are stored as the model's raw bytes;
 on the wire a provider wants an object. A JSON object is sent as itself; anything else
-(a stream cut mid-arguments, an array, a bare scalar, ``NaN``, lone surrogates) is sent
-as ``{"truncated_args": "<verbatim>"}``, so the model sees a shaped call that names the
+(a stream cut mid-arguments, an array, a bare scalar, ``NaN`` or ``1e400``, lone
+surrogates, nesting deeper than ``MAX_ARGUMENT_DEPTH``) is sent as
+``{"truncated_args": "<verbatim>"}``, so the model sees a shaped call that names the
 failure instead of the request being rejected, and replays stay byte-identical.
 """
 

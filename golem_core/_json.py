@@ -16,8 +16,8 @@ module-level functions use the same hooks directly. The rules:
   only when true); ``role`` and ``parts`` are always written;
 - ``createdAt`` is ISO 8601 (``datetime.isoformat``);
 - encoding is deterministic (same value, same bytes), compact, UTF-8, and standard JSON:
-  NaN and Infinity are refused at decode; strings that cannot be UTF-8 (lone
-  surrogates) are written as ``\\u`` escapes;
+  NaN, Infinity and numbers beyond a float's range (``1e400``) are refused at decode;
+  strings that cannot be UTF-8 (lone surrogates) are written as ``\\u`` escapes;
 - decoding never raises: it returns ``Failure(DecodeError)`` naming the JSON path
   (``[3].parts[1].url``) and what was wrong.
 """
@@ -149,11 +149,14 @@ def _extra(d: JSONObject, known: frozenset[str]) -> Extra:
     if d.keys() <= known:
         return ()
     unknown = d.keys() - known
-    return tuple(
-        (k, json.dumps(v, ensure_ascii=False, separators=(",", ":")))
-        for k, v in d.items()
-        if k in unknown
-    )
+    try:
+        return tuple(
+            (k, json.dumps(v, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+            for k, v in d.items()
+            if k in unknown
+        )
+    except ValueError:  # NaN or an infinity (a value built in Python): not standard JSON
+        raise _Invalid("", "an unknown field holds NaN or an infinite number") from None
 
 
 def _opt_str(d: JSONObject, key: str, path: str) -> str | None:
@@ -409,7 +412,6 @@ def _fast_history(text: str) -> tuple[Message, ...] | None:
     message's objects). It accepts exactly what ``json.loads`` accepts, and gives up
     on anything unusual: the reference path then decides and explains.
     """
-    end = len(text)
     i = _skip_space(text, 0)
     if not text.startswith("[", i):
         return None
@@ -418,28 +420,27 @@ def _fast_history(text: str) -> tuple[Message, ...] | None:
     if text.startswith("]", i):
         i += 1
     else:
-        scan = _DECODER.raw_decode
+        scan = _SCAN_ONCE
         append = out.append
         names: dict[str, str] = {}
-        try:
+        try:  # an IndexError past the end, like any other surprise, means "give up"
             while True:
                 value, i = scan(text, i)
                 append(_fast_message(value, names))
-                if i < end and text[i] in _SPACE_CHARS:
-                    i = _skip_space(text, i)
-                if i >= end:
-                    return None
                 separator = text[i]
+                if separator in _SPACE_CHARS:
+                    i = _skip_space(text, i)
+                    separator = text[i]
                 i += 1
                 if separator == "]":
                     break
                 if separator != ",":
                     return None
-                if i < end and text[i] in _SPACE_CHARS:
+                if text[i] in _SPACE_CHARS:
                     i = _skip_space(text, i)
         except Exception:  # anything unusual: the reference path decides, and explains
             return None
-    if i != end and _skip_space(text, i) != end:
+    if i != len(text) and _skip_space(text, i) != len(text):
         return None
     return tuple(out)
 
@@ -587,7 +588,17 @@ def _refuse_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not standard JSON")
 
 
-_DECODER: Final = json.JSONDecoder(parse_constant=_refuse_constant)
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value - value != 0.0:  # inf - inf is NaN: 1e400 is no more standard than Infinity
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
+_DECODER: Final = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+_SCAN_ONCE: Final[Callable[[str, int], tuple[Any, int]]] = _DECODER.scan_once  # type: ignore[attr-defined]
+"""``raw_decode`` without its wrapper: the value at an index and the index after it
+(``StopIteration`` when there is none)."""
 _COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _ESCAPED: Final = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
@@ -669,7 +680,7 @@ def _text(data: bytes | bytearray | memoryview | str) -> str | DecodeError:
 
 def _parse(text: str) -> Result[Any, DecodeError]:
     try:
-        return Success(json.loads(text, parse_constant=_refuse_constant))
+        return Success(_DECODER.decode(text))
     except json.JSONDecodeError as e:
         return Failure(DecodeError("", f"not JSON: {e.msg} (line {e.lineno}, column {e.colno})"))
     except ValueError as e:  # NaN/Infinity, or an integer too large to convert

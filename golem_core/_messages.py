@@ -116,8 +116,11 @@ class ToolCallPart:
         """The arguments parsed as a JSON object, or ``None`` when they are not one.
 
         Empty arguments (how some providers stream a call without parameters) are ``{}``.
-        Decided once per part and cached: history passes never re-parse. The returned
-        dict is shared; copy it before changing it.
+        Not standard JSON (NaN, a number out of a float's range, lone surrogates) or
+        nested deeper than ``MAX_ARGUMENT_DEPTH`` levels is not an object: no tool needs
+        it, and no provider request could carry it. Decided once per part and cached:
+        history passes never re-parse. The returned dict is shared; copy it before
+        changing it.
         """
         text = self.arguments
         if not text or text.isspace():
@@ -127,11 +130,11 @@ class ToolCallPart:
             value = (
                 _ARGUMENTS_DECODER.decode(text)
                 if plain
-                else json.loads(text, parse_constant=_refuse_constant)
+                else json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
             )
         except (ValueError, RecursionError):
             return None
-        if type(value) is not dict:
+        if type(value) is not dict or _too_deep(value, text):
             return None
         if plain and text.isascii() and "\\u" not in text:
             return value  # no escape and no non-ASCII character: no lone surrogate either
@@ -151,7 +154,37 @@ def _refuse_constant(name: str) -> object:
     raise ValueError(f"{name} is not standard JSON")
 
 
-_ARGUMENTS_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value - value != 0.0:  # 1e400 is an infinity: no more standard than Infinity
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
+MAX_ARGUMENT_DEPTH = 128
+"""The deepest nesting of call arguments used as an object (deeper is sent verbatim)."""
+
+
+def _too_deep(value: dict[str, object], text: str) -> bool:
+    """Whether ``value`` nests deeper than ``MAX_ARGUMENT_DEPTH``; linear, and free when
+    ``text`` has too few brackets to nest that deep."""
+    if text.count("{") + text.count("[") <= MAX_ARGUMENT_DEPTH:
+        return False
+    level: list[object] = [value]
+    depth = 0
+    while level:
+        depth += 1
+        if depth > MAX_ARGUMENT_DEPTH:
+            return True
+        below: list[object] = []
+        for v in level:
+            children = v.values() if type(v) is dict else v if type(v) is list else ()
+            below.extend(c for c in children if type(c) is dict or type(c) is list)
+        level = below
+    return False
+
+
+_ARGUMENTS_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
 @frozen

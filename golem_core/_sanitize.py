@@ -141,7 +141,10 @@ def _names_a_host(rest: str) -> bool:
         host, _, port = authority.partition(":")
         if not host or any(c in _FORBIDDEN_HOST for c in host):
             return False
-    return not port or (port.isascii() and port.isdigit() and int(port) <= 65535)
+    if not port:
+        return True
+    digits = port.lstrip("0")  # leading zeros are allowed; more than 5 digits is out of range
+    return port.isascii() and port.isdigit() and len(digits) <= 5 and int(digits or "0") <= 65535
 
 
 def url_scheme(url: str) -> str:

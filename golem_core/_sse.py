@@ -15,7 +15,8 @@ network, split anywhere; whole events come out. The rules:
 - ``data`` lines join with ``\\n``; an event whose data buffer is empty is not
   dispatched, and its type is reset all the same;
 - ``event`` names the next event only (default ``message``); ``id`` persists across
-  events and is ignored when it contains NUL; ``retry`` counts only when all ASCII digits;
+  events and is ignored when it contains NUL; ``retry`` counts only when all ASCII digits
+  (and ignored beyond 18 significant digits, which no reconnection time needs);
   other fields are ignored;
 - at the end of the stream, pending data and a partial last line are discarded.
 
@@ -188,7 +189,9 @@ class SSEDecoder:
         elif name == "id" and "\x00" not in value:
             self._last_id = value
         elif name == "retry" and _DIGITS.fullmatch(value):
-            self._retry = self._reconnection_time = int(value)
+            digits = value.lstrip("0") or "0"
+            if len(digits) <= 18:  # longer is no reconnection time (and int() may refuse it)
+                self._retry = self._reconnection_time = int(digits)
 
     def _dispatch(self, events: list[ServerSentEvent]) -> None:
         event_type = self._event or "message"

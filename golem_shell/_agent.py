@@ -619,12 +619,18 @@ class Agent(Generic[DepsT, OutputT]):
         self, progress: _Progress, context: RunContext[Any], on_delta: DeltaHandler | None
     ) -> RunResult[OutputT]:
         """Drive the run under the timeout; keep the partial reachable on cancellation."""
-        try:
-            if self.timeout is None:
+        if self.timeout is None:
+            try:
                 return await self._drive(progress, context, on_delta)
-            async with asyncio.timeout(self.timeout):
+            except asyncio.CancelledError as e:
+                e.golem_partial = _partial(progress.state)  # type: ignore[attr-defined]
+                raise
+        try:
+            async with asyncio.timeout(self.timeout) as deadline:
                 return await self._drive(progress, context, on_delta)
         except TimeoutError as e:
+            if not deadline.expired():
+                raise
             raise RunError(
                 Stage.TIMEOUT,
                 f"the run took longer than its timeout of {self.timeout} s",
@@ -681,6 +687,9 @@ class Agent(Generic[DepsT, OutputT]):
         except (ModelError, UsageError) as e:
             progress.cause = e
             return ModelFailed(str(e))
+        except Exception as e:  # a model function, an on_delta handler or an adapter bug
+            progress.cause = e
+            return ModelFailed(f"the model request raised {type(e).__name__}: {e}")
         if message.created_at is None:
             message = attrs.evolve(message, created_at=datetime.now(UTC))
         return ModelResponded(message)
@@ -688,15 +697,21 @@ class Agent(Generic[DepsT, OutputT]):
     async def _stream(self, request: Any, state: RunState, on_delta: DeltaHandler) -> Message:
         final: Message | None = None
         number = state.requests + 1
-        async for event in self.model.request_stream(request):
-            if isinstance(event, StreamDone):
-                final = event.message
-                continue
-            delivered = on_delta(
-                DeltaEvent(state.config.run_id, state.config.conversation_id, number, event)
-            )
-            if inspect.isawaitable(delivered):
-                await delivered
+        stream = self.model.request_stream(request)
+        try:
+            async for event in stream:
+                if isinstance(event, StreamDone):
+                    final = event.message
+                    continue
+                delivered = on_delta(
+                    DeltaEvent(state.config.run_id, state.config.conversation_id, number, event)
+                )
+                if inspect.isawaitable(delivered):
+                    await delivered
+        finally:  # close the response now, not when the generator is collected
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
         if final is None:
             raise ModelError(
                 ModelErrorKind.STREAM_INTERRUPTED,

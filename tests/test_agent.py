@@ -640,3 +640,35 @@ async def test_nothing_to_send_is_a_history_failure() -> None:
 
 def test_failure_result_types_are_distinct() -> None:
     assert isinstance(Failure("x"), Failure)
+
+
+async def test_an_unexpected_model_exception_keeps_the_partial() -> None:
+    def flaky(request: ModelRequest) -> Message:
+        if len(request.messages) > 1:
+            raise ValueError("model function bug")
+        return calls(call("c1", "get_weather", '{"city":"X"}'))
+
+    with pytest.raises(RunError) as info:
+        await Agent(FunctionModel(flaky), tools=[get_weather]).run("x")
+    assert info.value.stage is Stage.REQUEST
+    assert "ValueError: model function bug" in str(info.value)
+    assert info.value.partial is not None and info.value.partial.tool_executions == 1
+
+
+async def test_a_failing_delta_handler_fails_the_request_with_a_partial() -> None:
+    def handler(event: DeltaEvent) -> None:
+        raise RuntimeError("ui closed")
+
+    with pytest.raises(RunError) as info:
+        await Agent(ScriptedModel(["hello there"])).run_stream("x", on_delta=handler)
+    assert info.value.stage is Stage.REQUEST
+    assert isinstance(info.value.cause, RuntimeError)
+
+
+async def test_a_timeout_error_from_inside_is_not_the_run_timeout() -> None:
+    def slow(request: ModelRequest) -> Message:
+        raise TimeoutError("upstream")
+
+    with pytest.raises(RunError) as info:
+        await Agent(FunctionModel(slow), timeout=30).run("x")
+    assert info.value.stage is Stage.REQUEST

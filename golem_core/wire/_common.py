@@ -211,7 +211,7 @@ def decode_error_body(
     """
     try:
         payload: object = json.loads(body.decode("utf-8", errors="replace"))
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to read
         payload = None
     message, error_type, code, detail_code = error_fields(payload)
     if message is None:

@@ -165,6 +165,12 @@ class ProviderHTTP:
         decode_error: ErrorDecoder,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
+        if secret is not None and not (secret.isascii() and secret.isprintable()):
+            # httpx would refuse the header, quoting the key in its error: never echo it
+            raise UsageError(
+                f"the {provider} API key holds a character an HTTP header cannot carry"
+                " (a control character such as a trailing newline, or a non-ASCII one)"
+            )
         self.provider = provider
         self.url = url
         self._headers = dict(headers)
@@ -191,7 +197,7 @@ class ProviderHTTP:
             error.kind,
             redact(error.message, self._secret),
             status=error.status,
-            request_id=error.request_id,
+            request_id=None if error.request_id is None else redact(error.request_id, self._secret),
             retry_after=error.retry_after,
             provider=self.provider,
         )
