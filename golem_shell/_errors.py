@@ -113,7 +113,6 @@ class Stage(enum.StrEnum):
     LIMIT = "limit"
     CANCELED = "canceled"
     TIMEOUT = "timeout"
-    DEFERRED = "deferred"
 
 
 @frozen

@@ -25,6 +25,7 @@ from typing import Any, NoReturn
 
 from attrs import field, frozen
 
+from golem_core._json import _describe
 from golem_core._messages import Message, ToolCallPart
 from golem_core._model import ModelErrorKind
 from golem_core._retry import parse_retry_after
@@ -279,21 +280,8 @@ class Malformed(Exception):
         self.reason = reason
 
 
-def describe(value: object) -> str:
-    """A JSON value's type in words."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+describe = _describe
+"""A JSON value's type in words (the message codec's wording, shared)."""
 
 
 def bad(path: str, expected: str, value: object) -> NoReturn:
