@@ -50,6 +50,8 @@ from golem_core._messages import (
     UnknownPart,
     URLPart,
     Usage,
+    _plain_message,
+    _plain_text,
 )
 
 __all__ = [
@@ -360,15 +362,23 @@ def _fast_message(d: object, names: dict[str, str]) -> Message:
     raw_parts = d.get("parts")
     if role is None or type(raw_parts) is not list:
         return structure_message(d)
-    parts = tuple([_fast_part(p, names) for p in raw_parts])
+    built: list[Part] = []
+    for p in raw_parts:  # text parts inline: most parts are text
+        if type(p) is dict and len(p) == 2 and p.get("type") == "text":
+            text = p.get("text")
+            if type(text) is str:
+                built.append(_plain_text(text))
+                continue
+        built.append(_fast_part(p, names))
+    parts = tuple(built)
     size = len(d)
     if size == 2:  # role and parts only
-        return Message(role, parts)
+        return _plain_message(role, parts, None, None)
     get = d.get
     call_id = get("toolCallId")
     tool_name = _shared(get("toolName"), names)
     if size == 4 and type(call_id) is str and tool_name is not None:  # a tool result
-        return Message(role, parts, tool_call_id=call_id, tool_name=tool_name)
+        return _plain_message(role, parts, call_id, tool_name)
     failed = get("failed", False)
     created = get("createdAt")
     raw_usage = get("usage")

@@ -326,3 +326,46 @@ class Message:
     def with_ids(self, run_id: str | None, conversation_id: str | None) -> Message:
         """A copy stamped with the given run and conversation identifiers."""
         return attrs.evolve(self, run_id=run_id, conversation_id=conversation_id)
+
+
+_NEW = object.__new__
+_SET = {name: Message.__dict__[name].__set__ for name in Message.__slots__ if name != "__weakref__"}
+_SET_ROLE = _SET["role"]
+_SET_PARTS = _SET["parts"]
+_SET_CALL_ID = _SET["tool_call_id"]
+_SET_TOOL_NAME = _SET["tool_name"]
+_DEFAULTS = tuple(
+    (_SET[f.name], f.default)
+    for f in attrs.fields(Message)
+    if f.name not in ("role", "parts", "tool_call_id", "tool_name")
+)
+
+
+def _plain_message(
+    role: Role, parts: tuple[Part, ...], tool_call_id: str | None, tool_name: str | None
+) -> Message:
+    """``Message(role, parts, tool_call_id=..., tool_name=...)``, built without ``__init__``.
+
+    For the JSON decoder's hot path only: ``parts`` must already be a tuple. Equal to the
+    ``__init__``-built message in every field (a test holds it to that).
+    """
+    m: Message = _NEW(Message)
+    _SET_ROLE(m, role)
+    _SET_PARTS(m, parts)
+    _SET_CALL_ID(m, tool_call_id)
+    _SET_TOOL_NAME(m, tool_name)
+    for setter, default in _DEFAULTS:
+        setter(m, default)
+    return m
+
+
+_SET_TEXT = TextPart.__dict__["text"].__set__
+_SET_TEXT_EXTRA = TextPart.__dict__["extra"].__set__
+
+
+def _plain_text(text: str) -> TextPart:
+    """``TextPart(text)`` built without ``__init__``, for the JSON decoder's hot path."""
+    part: TextPart = _NEW(TextPart)
+    _SET_TEXT(part, text)
+    _SET_TEXT_EXTRA(part, ())
+    return part
