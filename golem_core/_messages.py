@@ -329,7 +329,7 @@ class Message:
 
 
 _NEW = object.__new__
-_SET = {name: Message.__dict__[name].__set__ for name in Message.__slots__ if name != "__weakref__"}
+_SET = {f.name: Message.__dict__[f.name].__set__ for f in attrs.fields(Message)}
 _SET_ROLE = _SET["role"]
 _SET_PARTS = _SET["parts"]
 _SET_CALL_ID = _SET["tool_call_id"]
