@@ -413,6 +413,9 @@ def _skip_space(text: str, i: int) -> int:
     return i if match is None else match.end()
 
 
+_WHOLE_PARSE_CHARS: Final = 1 << 20
+
+
 def _fast_history(text: str) -> tuple[Message, ...] | None:
     """The history in ``text``, or ``None`` when the fast path gives up.
 
@@ -422,6 +425,15 @@ def _fast_history(text: str) -> tuple[Message, ...] | None:
     message's objects). It accepts exactly what ``json.loads`` accepts, and gives up
     on anything unusual: the reference path then decides and explains.
     """
+    if len(text) <= _WHOLE_PARSE_CHARS:  # small: parse at once, the scan loop costs more
+        try:
+            value = _DECODER.decode(text)
+            if type(value) is not list:
+                return None
+            shared: dict[str, str] = {}
+            return tuple([_fast_message(m, shared) for m in value])
+        except Exception:  # anything unusual: the reference path decides, and explains
+            return None
     i = _skip_space(text, 0)
     if not text.startswith("[", i):
         return None
