@@ -247,7 +247,7 @@ def _as_parts(parts: Iterable[Part]) -> tuple[Part, ...]:
     return parts if type(parts) is tuple else tuple(parts)
 
 
-@frozen
+@frozen(repr=False)
 class Message:
     """One message of a conversation.
 
@@ -270,6 +270,15 @@ class Message:
     usage: Usage | None = field(default=None, kw_only=True)
     finish_reason: str | None = field(default=None, kw_only=True)
     extra: Extra = field(default=(), kw_only=True, repr=False)
+
+    def __repr__(self) -> str:
+        """Only the fields that differ from their defaults, so histories read at a glance."""
+        shown = [f"{self.role.value!r}", f"parts={self.parts!r}"]
+        for f in _MESSAGE_OPTIONAL:
+            value = getattr(self, f.name)
+            if value != f.default and f.name != "extra":
+                shown.append(f"{f.name}={value!r}")
+        return f"Message({', '.join(shown)})"
 
     # -- named constructors for the common shapes ---------------------------------
 
@@ -327,6 +336,8 @@ class Message:
         """A copy stamped with the given run and conversation identifiers."""
         return attrs.evolve(self, run_id=run_id, conversation_id=conversation_id)
 
+
+_MESSAGE_OPTIONAL = attrs.fields(Message)[2:]
 
 _NEW = object.__new__
 _SET = {f.name: Message.__dict__[f.name].__set__ for f in attrs.fields(Message)}

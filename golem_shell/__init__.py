@@ -1,5 +1,6 @@
 """golem_shell: the effects of golem (provider HTTP, tools, clock, ids) around ``golem_core``."""
 
+from golem_core import Approved, Denied, ExternalResult
 from golem_shell._agent import Agent, DeltaEvent, RunResult, partial_from
 from golem_shell._errors import (
     DeferredResultsError,
@@ -25,9 +26,12 @@ from golem_shell.models import (
 __all__ = [
     "Agent",
     "AnthropicModel",
+    "Approved",
     "Canceled",
     "DeferredResultsError",
     "DeltaEvent",
+    "Denied",
+    "ExternalResult",
     "FunctionModel",
     "GolemError",
     "Model",
