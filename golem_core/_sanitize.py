@@ -257,9 +257,9 @@ def sanitize_history(
             origin.append(i)
 
     if kept is None:
-        out, repair = _reopen(*normalize_history(history), awaiting)
+        out, repair = _restore_awaiting(*normalize_history(history), awaiting)
         return out, SanitizeReport(repair=repair)
-    out, repair = _reopen(*normalize_history(kept), awaiting)
+    out, repair = _restore_awaiting(*normalize_history(kept), awaiting)
     repair = HistoryRepair(
         synthesized=_remap(repair.synthesized, origin),
         dropped=_remap(repair.dropped, origin),
@@ -277,7 +277,7 @@ def sanitize_history(
     return out, report
 
 
-def _reopen(
+def _restore_awaiting(
     out: tuple[Message, ...], repair: HistoryRepair, awaiting: Collection[str]
 ) -> tuple[tuple[Message, ...], HistoryRepair]:
     """Take back the results repair synthesized for vouched calls of the last turn."""
