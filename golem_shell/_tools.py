@@ -33,7 +33,13 @@ from golem_core import (
 )
 from golem_core._loop import ToolCanceled, ToolCrashed, ToolOutcome, ToolRetry, ToolReturned
 from golem_shell._errors import GolemError, UsageError
-from golem_shell._schema import SchemaError, ValidationFailed, json_schema, validate
+from golem_shell._schema import (
+    SchemaError,
+    ValidationFailed,
+    json_schema,
+    make_strict_converter,
+    validate,
+)
 
 __all__ = ["Canceled", "RunContext", "Tool", "ToolFailure", "tool"]
 
@@ -274,6 +280,9 @@ class Tool(Generic[DepsT]):
             return ToolCrashed(call_id, f"tool {self.name} returned a value that is not JSON: {e}")
 
 
+_UNSTRUCTURE = make_strict_converter().unstructure
+
+
 def to_parts(value: object) -> tuple[Part, ...]:
     """The evidence parts of a tool's return value.
 
@@ -290,9 +299,7 @@ def to_parts(value: object) -> tuple[Part, ...]:
         and all(isinstance(v, TextPart | URLPart | DataPart) for v in value)
     ):
         return tuple(typing.cast(Sequence[Part], value))
-    from golem_shell._schema import make_strict_converter
-
-    plain = make_strict_converter().unstructure(value)
+    plain = _UNSTRUCTURE(value)
     return (TextPart(json.dumps(plain, ensure_ascii=False, allow_nan=False)),)
 
 

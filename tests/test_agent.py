@@ -672,3 +672,13 @@ async def test_a_timeout_error_from_inside_is_not_the_run_timeout() -> None:
     with pytest.raises(RunError) as info:
         await Agent(FunctionModel(slow), timeout=30).run("x")
     assert info.value.stage is Stage.REQUEST
+
+
+async def test_structured_tool_returns_are_sent_as_json() -> None:
+    def lookup_city(name: str) -> City:
+        return City(name, 42)
+
+    model = ScriptedModel([calls(call("c1", "lookup_city", '{"name":"Oslo"}')), "ok"])
+    result = await Agent(model, tools=[lookup_city]).run("x")
+    answer = next(m for m in result.messages if m.tool_call_id == "c1")
+    assert answer.text == '{"name": "Oslo", "population": 42}'
