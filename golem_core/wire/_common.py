@@ -28,7 +28,7 @@ from attrs import field, frozen
 from golem_core._json import _describe
 from golem_core._messages import Message, ToolCallPart
 from golem_core._model import ModelErrorKind
-from golem_core._retry import parse_retry_after
+from golem_core._retry import _header, parse_retry_after
 
 __all__ = [
     "Malformed",
@@ -181,16 +181,6 @@ def error_fields(payload: object) -> tuple[str | None, str | None, str | None, s
         if isinstance(value, str) and value:
             return value, None, None, None
     return None, None, None, None
-
-
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    value = headers.get(name)
-    if value is not None:
-        return value
-    for key, val in headers.items():
-        if key.lower() == name:
-            return val
-    return None
 
 
 def decode_error_body(
