@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar, cast, overload
@@ -771,13 +772,28 @@ def _ignore(_: DeltaEvent) -> None:
     return None
 
 
+_runners = threading.local()
+
+
 def _sync(coroutine: Awaitable[RunResult[OutputT]]) -> RunResult[OutputT]:
+    """Run ``coroutine`` to completion for code without an event loop.
+
+    Each thread keeps one event loop for its ``_sync`` calls, so a model's connection
+    pool lives on across calls (and a model also works when the caller mixes these
+    with ``asyncio.run``: HTTP models keep a client per event loop).
+    """
     try:
         asyncio.get_running_loop()
+        inside = True
     except RuntimeError:
-        return asyncio.run(cast(Any, coroutine))
-    if inspect.iscoroutine(coroutine):
-        coroutine.close()
-    raise UsageError(
-        "the _sync methods cannot run inside an event loop; await the async method instead"
-    )
+        inside = False
+    if inside:
+        if inspect.iscoroutine(coroutine):
+            coroutine.close()
+        raise UsageError(
+            "the _sync methods cannot run inside an event loop; await the async method instead"
+        )
+    runner: asyncio.Runner | None = getattr(_runners, "runner", None)
+    if runner is None:
+        runner = _runners.runner = asyncio.Runner()
+    return runner.run(cast(Any, coroutine))

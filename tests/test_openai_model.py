@@ -598,8 +598,10 @@ async def test_a_callers_client_and_mock_transport() -> None:
 
 async def test_an_owned_client_is_closed() -> None:
     m = OpenAIModel("gpt-4o-mini", api_key=KEY)
+    client = m._http._client
     await m.aclose()
-    assert m._http._client.is_closed
+    assert client.is_closed
+    assert m._http._client is not client  # a later request opens a fresh one
 
 
 async def test_mock_transport_streaming_and_text_content_fallback() -> None:

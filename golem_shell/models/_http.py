@@ -27,6 +27,7 @@ import json
 import logging
 import random
 import time
+import weakref
 from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, Protocol, TypeAlias
 
@@ -176,7 +177,12 @@ class ProviderHTTP:
         self._headers = dict(headers)
         self._secret = secret
         self._owns_client = http_client is None
-        self._client = http_client if http_client is not None else httpx.AsyncClient()
+        self._given = http_client
+        # an httpx client's connections belong to the event loop that opened them: an
+        # owned client is made per loop, so each ``asyncio.run`` (every ``_sync`` call
+        # of an Agent) gets its own, and a client of a loop that has ended is dropped
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient]
+        self._clients = weakref.WeakKeyDictionary()
         self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         self.retry = retry
         self._decode_error = decode_error
@@ -185,10 +191,27 @@ class ProviderHTTP:
     def __repr__(self) -> str:
         return f"ProviderHTTP({self.provider!r}, {self.url!r})"
 
+    @property
+    def _client(self) -> httpx.AsyncClient:
+        """The caller's client, or the one this object owns for the running event loop."""
+        if self._given is not None:
+            return self._given
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            for old in [old for old in self._clients if old.is_closed()]:
+                del self._clients[old]
+            client = self._clients[loop] = httpx.AsyncClient()
+        return client
+
     async def aclose(self) -> None:
-        """Close the HTTP client if this object created it (a caller's client stays open)."""
-        if self._owns_client:
-            await self._client.aclose()
+        """Close the HTTP client this object created for the running event loop (a
+        caller's client stays open)."""
+        if self._given is not None:
+            return
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.aclose()
 
     # -- errors ---------------------------------------------------------------------
 
