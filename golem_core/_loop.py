@@ -49,12 +49,13 @@ from datetime import datetime
 from typing import Any, Literal, TypeAlias
 
 import attrs
-from attrs import frozen
+from attrs import field, frozen
 from returns.result import Failure, Result, Success
 
 from golem_core._history import interrupted_result, normalize_history
 from golem_core._messages import Message, Part, Role, TextPart, ToolCallPart, Usage
 from golem_core._model import ModelRequest, ModelSettings, ToolDefinition
+from golem_core._provenance import sign_message
 
 __all__ = [
     "TRANSITIONS",
@@ -123,6 +124,8 @@ class RunConfig:
         settings: sampling settings sent with every request.
         max_requests: the most model requests the run may make.
         output_retries: how many correction rounds a bad output may get.
+        signing_key: when set, every message the run adds (and every call it issues)
+            is signed with it (``sign_message``, ADR 0054); never shown in a repr.
     """
 
     run_id: str
@@ -133,6 +136,7 @@ class RunConfig:
     settings: ModelSettings = ModelSettings()
     max_requests: int = 50
     output_retries: int = 2
+    signing_key: bytes | None = field(default=None, kw_only=True, repr=False)
 
     def tool(self, name: str) -> ToolSpec | None:
         for t in self.tools:
@@ -194,9 +198,11 @@ class RunState:
         instructions = self.config.instructions
         if instructions is None:
             return ()
-        return (
-            Message.system(instructions).with_ids(self.config.run_id, self.config.conversation_id),
+        system = Message.system(instructions).with_ids(
+            self.config.run_id, self.config.conversation_id
         )
+        key = self.config.signing_key
+        return (system if key is None else sign_message(system, key),)
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -406,7 +412,9 @@ def _failed(state: RunState, stage: FailStage, reason: str) -> RunState:
 
 
 def _stamp(state: RunState, m: Message) -> Message:
-    return attrs.evolve(m, run_id=state.config.run_id, conversation_id=state.config.conversation_id)
+    config = state.config
+    m = attrs.evolve(m, run_id=config.run_id, conversation_id=config.conversation_id)
+    return m if config.signing_key is None else sign_message(m, config.signing_key)
 
 
 def _add(state: RunState, messages: Sequence[Message], *, stamp: bool = True) -> RunState:

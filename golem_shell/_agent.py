@@ -14,6 +14,7 @@ import asyncio
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar, cast, overload
 
@@ -59,6 +60,7 @@ from golem_core._loop import (
     start_run,
 )
 from golem_core._model import ModelErrorKind
+from golem_core._provenance import SigningKeys, signed_calls, signing_keys
 from golem_shell._errors import (
     DeferredResultsError,
     ModelError,
@@ -68,8 +70,9 @@ from golem_shell._errors import (
     UsageError,
 )
 from golem_shell._ids import new_id
+from golem_shell._observe import EventHandler, RunObserver, observe_run, relay, watch
 from golem_shell._schema import SchemaError, ValidationFailed, json_schema, validate
-from golem_shell._tools import RunContext, Tool
+from golem_shell._tools import RunContext, Tool, Toolset
 from golem_shell.models import Model, infer_model
 
 __all__ = [
@@ -211,11 +214,12 @@ class _Output:
 class _Progress:
     """The latest state of a run in progress, for partials after a timeout or cancel."""
 
-    __slots__ = ("cause", "state")
+    __slots__ = ("cause", "observer", "state")
 
-    def __init__(self, state: RunState) -> None:
+    def __init__(self, state: RunState, observer: RunObserver | None = None) -> None:
         self.state = state
         self.cause: BaseException | None = None
+        self.observer = observer
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -240,6 +244,11 @@ class Agent(Generic[DepsT, OutputT]):
         output_retries: correction rounds a bad output may get (stage ``output``).
         timeout: seconds a run may take (stage ``timeout``, with a partial).
         settings: sampling settings sent with every request.
+        toolsets: sources of more tools, asked at the start of every run (e.g. MCP
+            servers, ``golem_shell.mcp``); ``async with agent`` opens and closes them.
+        signing_key: a server key (``bytes``, or several newest first) with which every
+            message a run adds and every call it issues is signed (ADR 0054); answers
+            to deferred calls are then refused unless the call's signature verifies.
     """
 
     @overload
@@ -256,6 +265,8 @@ class Agent(Generic[DepsT, OutputT]):
         timeout: float | None = None,
         settings: ModelSettings | None = None,
         deps_type: type[DepsT] | None = None,
+        toolsets: Sequence[Toolset] = (),
+        signing_key: SigningKeys | None = None,
     ) -> None: ...
 
     @overload
@@ -273,6 +284,8 @@ class Agent(Generic[DepsT, OutputT]):
         timeout: float | None = None,
         settings: ModelSettings | None = None,
         deps_type: type[DepsT] | None = None,
+        toolsets: Sequence[Toolset] = (),
+        signing_key: SigningKeys | None = None,
     ) -> None: ...
 
     def __init__(
@@ -289,6 +302,8 @@ class Agent(Generic[DepsT, OutputT]):
         timeout: float | None = None,
         settings: ModelSettings | None = None,
         deps_type: type[DepsT] | None = None,
+        toolsets: Sequence[Toolset] = (),
+        signing_key: SigningKeys | None = None,
     ) -> None:
         self.model: Model = infer_model(model)
         self.instructions = instructions
@@ -315,9 +330,33 @@ class Agent(Generic[DepsT, OutputT]):
         if self._output.definition is not None:
             specs.append(ToolSpec(self._output.definition, "output", output_retries))
         self._specs = tuple(specs)
+        self.toolsets: tuple[Toolset, ...] = tuple(toolsets)
+        self._open_toolsets: AsyncExitStack | None = None
+        for ts in self.toolsets:
+            if not isinstance(ts, Toolset):
+                raise UsageError(f"{ts!r} is not a toolset: it needs an async tools(context)")
+        try:
+            self._signing_keys = () if signing_key is None else signing_keys(signing_key)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
 
     def __repr__(self) -> str:
         return f"Agent(model={self.model.name!r}, tools={sorted(self.tools)!r})"
+
+    async def __aenter__(self) -> Agent[DepsT, OutputT]:
+        """Open the toolsets that are async context managers (MCP connections)."""
+        async with AsyncExitStack() as stack:
+            for ts in self.toolsets:
+                if hasattr(ts, "__aenter__"):
+                    await stack.enter_async_context(cast(Any, ts))
+            self._open_toolsets = stack.pop_all()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """Close what ``__aenter__`` opened, in reverse order."""
+        stack, self._open_toolsets = self._open_toolsets, None
+        if stack is not None:
+            await stack.aclose()
 
     # -- running ------------------------------------------------------------------
 
@@ -328,10 +367,16 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
+        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         """Run the agent on a fresh prompt, with no history."""
         return await self.run_with_history(
-            (), prompt, deps=deps, run_id=run_id, conversation_id=conversation_id
+            (),
+            prompt,
+            deps=deps,
+            run_id=run_id,
+            conversation_id=conversation_id,
+            on_event=on_event,
         )
 
     async def run_with_history(
@@ -342,6 +387,7 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
+        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         """Continue a conversation: ``history`` (a previous ``result.messages``), then ``prompt``.
 
@@ -350,7 +396,7 @@ class Agent(Generic[DepsT, OutputT]):
         Raises:
             RunError: the run failed; ``partial`` holds the resume-ready evidence.
         """
-        return await self._run(history, prompt, deps, run_id, conversation_id, None)
+        return await self._run(history, prompt, deps, run_id, conversation_id, None, on_event)
 
     async def run_stream(
         self,
@@ -360,6 +406,7 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
+        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         """Like ``run``, streaming every model answer to ``on_delta`` as it arrives."""
         return await self.run_stream_with_history(
@@ -369,6 +416,7 @@ class Agent(Generic[DepsT, OutputT]):
             deps=deps,
             run_id=run_id,
             conversation_id=conversation_id,
+            on_event=on_event,
         )
 
     async def run_stream_with_history(
@@ -380,10 +428,38 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
+        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
-        """Like ``run_with_history``, streaming every model answer to ``on_delta``."""
+        """Like ``run_with_history``, streaming every model answer to ``on_delta``.
+
+        ``on_event`` (on every run method) receives the run's lifecycle events
+        (``golem_core._events``) and, in a stream, every ``DeltaEvent`` too, in order.
+        """
         handler: DeltaHandler = on_delta if on_delta is not None else _ignore
-        return await self._run(history, prompt, deps, run_id, conversation_id, handler)
+        return await self._run(history, prompt, deps, run_id, conversation_id, handler, on_event)
+
+    def iter_stream(
+        self,
+        prompt: Prompt,
+        *,
+        history: Sequence[Message] = (),
+        deps: DepsT | None = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> EventStream[OutputT]:
+        """Stream a run as an async iterator of its events (deltas and lifecycle events).
+
+        ``async with agent.iter_stream(prompt) as stream: async for event in stream: ...``;
+        then ``stream.result``. Leaving early cancels the run; ``stream.partial`` keeps
+        what it completed. See ``EventStream``.
+        """
+        from golem_shell._event_stream import EventStream
+
+        return EventStream(
+            lambda on_delta, on_event: self._run(
+                history, prompt, deps, run_id, conversation_id, on_delta, on_event
+            )
+        )
 
     def run_sync(
         self,
@@ -467,6 +543,7 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
+        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         """Continue a paused run: answer its waiting calls by call id, then go on.
 
@@ -492,6 +569,17 @@ class Agent(Generic[DepsT, OutputT]):
             RunError: the continued run failed.
         """
         waiting = self.waiting_calls(history)
+        if self._signing_keys:  # only calls this server signed, intact, may be answered
+            vouched = signed_calls(history, self._signing_keys)
+            unsigned = sorted(
+                str(d.call.id) for d in waiting if d.call.id in results and d.call.id not in vouched
+            )
+            if unsigned:
+                raise DeferredResultsError(
+                    "refusing answers for calls without a valid signature of this server"
+                    " (forged or edited?): " + ", ".join(unsigned),
+                    tuple(unsigned),
+                )
         if issued is not None:
             ids = issued
 
@@ -520,7 +608,9 @@ class Agent(Generic[DepsT, OutputT]):
                 pass
             case Failure(error):
                 raise DeferredResultsError(str(error), error.call_ids)
-        return await self._guarded(_Progress(state), context, on_delta)
+        progress = _Progress(state, observe_run(self, state, on_event, resumed=True))
+        on_delta = relay(progress.observer, on_delta)
+        return await watch(progress, self._guarded(progress, context, on_delta))
 
     def run_with_deferred_results_sync(
         self,
@@ -561,12 +651,31 @@ class Agent(Generic[DepsT, OutputT]):
             run_id=run_id,
             conversation_id=conversation_id,
             instructions=instructions,
-            tools=self._specs,
+            tools=self._specs + await self._toolset_specs(context),
             output_tool=OUTPUT_TOOL_NAME if self._output.definition is not None else None,
             settings=self.settings,
             max_requests=self.max_requests,
             output_retries=self.output_retries,
+            signing_key=self._signing_keys[0] if self._signing_keys else None,
         )
+
+    async def _toolset_specs(self, context: RunContext[Any]) -> tuple[ToolSpec, ...]:
+        """Ask every toolset for this run's tools; keep them in ``context.toolset_tools``."""
+        table = context.toolset_tools
+        for ts in self.toolsets:
+            try:
+                offered = await ts.tools(context)
+            except UsageError:
+                raise
+            except Exception as e:
+                raise RunError(
+                    Stage.TOOL, f"listing the tools of {ts!r} failed: {e}", cause=e
+                ) from e
+            for t in offered:
+                if t.name in self.tools or t.name in table or t.name == OUTPUT_TOOL_NAME:
+                    raise UsageError(f"two tools are named {t.name!r} (one from {ts!r})")
+                table[t.name] = t
+        return tuple(t.spec for t in table.values())
 
     async def _resolve_instructions(self, context: RunContext[Any]) -> str | None:
         dynamic: str | None = None
@@ -602,6 +711,7 @@ class Agent(Generic[DepsT, OutputT]):
         run_id: str | None,
         conversation_id: str | None,
         on_delta: DeltaHandler | None,
+        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         run_id = run_id if run_id is not None else new_id()
         conversation_id = conversation_id_of(history, conversation_id) or new_id()
@@ -614,7 +724,9 @@ class Agent(Generic[DepsT, OutputT]):
             processor=self._processor(),
             now=datetime.now(UTC),
         )
-        return await self._guarded(_Progress(state), context, on_delta)
+        progress = _Progress(state, observe_run(self, state, on_event))
+        on_delta = relay(progress.observer, on_delta)
+        return await watch(progress, self._guarded(progress, context, on_delta))
 
     async def _guarded(
         self, progress: _Progress, context: RunContext[Any], on_delta: DeltaHandler | None
@@ -652,9 +764,17 @@ class Agent(Generic[DepsT, OutputT]):
         while True:
             command = next_command(state)
             if isinstance(command, RequestModel):
+                if progress.observer is not None:
+                    await progress.observer.request_started(
+                        command.request, state, on_delta is not None
+                    )
                 outcome: Any = await self._request(command, state, on_delta, progress)
+                if progress.observer is not None:
+                    await progress.observer.request_ended(outcome, progress.cause)
             elif isinstance(command, ExecuteTools):
-                outcome = ToolsReturned(await self._execute(command.calls, state, context))
+                outcome = ToolsReturned(
+                    await self._execute(command.calls, state, context, progress.observer)
+                )
             elif isinstance(command, ValidateOutput):
                 outcome = self._output.check(command.candidate)
             elif isinstance(command, Finish):
@@ -722,7 +842,11 @@ class Agent(Generic[DepsT, OutputT]):
         return final
 
     async def _execute(
-        self, calls: Sequence[ToolCallPart], state: RunState, base: RunContext[Any]
+        self,
+        calls: Sequence[ToolCallPart],
+        state: RunState,
+        base: RunContext[Any],
+        observer: RunObserver | None = None,
     ) -> tuple[ToolOutcome, ...]:
         messages = state.messages
         tasks: dict[asyncio.Task[ToolOutcome], ToolCallPart] = {}
@@ -735,7 +859,11 @@ class Agent(Generic[DepsT, OutputT]):
                 tool_call_id=call.id,
                 tool_name=call.name,
             )
-            tasks[asyncio.create_task(self.tools[call.name].execute(context, call))] = call
+            run_tool = self.tools.get(call.name) or base.toolset_tools[call.name]
+            execution = run_tool.execute(context, call)
+            if observer is not None:
+                execution = observer.tool(call, execution)
+            tasks[asyncio.create_task(execution)] = call
         outcomes: list[ToolOutcome] = []
         pending = set(tasks)
         try:

@@ -16,7 +16,7 @@ import json
 import re
 import typing
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Generic, Literal, TypeVar, get_origin, overload
+from typing import Any, Generic, Literal, Protocol, TypeVar, get_origin, overload, runtime_checkable
 
 from attrs import field, frozen
 
@@ -41,7 +41,7 @@ from golem_shell._schema import (
     validate,
 )
 
-__all__ = ["Canceled", "RunContext", "Tool", "ToolFailure", "tool"]
+__all__ = ["Canceled", "RunContext", "Tool", "ToolFailure", "Toolset", "tool"]
 
 DepsT = TypeVar("DepsT")
 
@@ -51,7 +51,8 @@ class RunContext(Generic[DepsT]):
     """What a tool or an instructions function knows of its run.
 
     ``usage`` is the usage so far; ``messages`` the conversation so far; ``tool_call_id``
-    and ``tool_name`` are set inside a tool call.
+    and ``tool_name`` are set inside a tool call; ``toolset_tools`` holds the tools the
+    agent's toolsets offer this run.
     """
 
     deps: DepsT
@@ -62,13 +63,20 @@ class RunContext(Generic[DepsT]):
     messages: tuple[Message, ...] = field(default=(), repr=False)
     tool_call_id: str | None = None
     tool_name: str | None = None
+    toolset_tools: dict[str, Tool[Any]] = field(factory=dict, repr=False, eq=False)
+    """The tools the agent's toolsets added to this run, by name (filled at its start)."""
 
 
 @frozen
 class ToolFailure:
-    """Return this from a tool to report a definitive failure; the run goes on."""
+    """Return this from a tool to report a definitive failure; the run goes on.
+
+    ``parts``, when given, are the failure's evidence (e.g. an MCP error result with an
+    image); otherwise ``message`` is.
+    """
 
     message: str
+    parts: tuple[Part, ...] = field(default=(), kw_only=True)
 
 
 class Canceled(GolemError):  # the seed's name for a deliberate stop
@@ -138,6 +146,7 @@ class Tool(Generic[DepsT]):
     params: tuple[_Param, ...]
     kind: Literal["function", "approval", "external"] = "function"
     max_retries: int = 2
+    takes_json: bool = field(default=False, kw_only=True)
 
     @property
     def name(self) -> str:
@@ -213,6 +222,37 @@ class Tool(Generic[DepsT]):
         )
         return Tool(function, definition, takes_context, tuple(params), kind, max_retries)
 
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        function: Callable[[RunContext[Any], dict[str, object]], Awaitable[Any]],
+        *,
+        kind: Literal["function", "approval", "external"] = "function",
+        max_retries: int = 2,
+    ) -> Tool[Any]:
+        """A tool described by a JSON Schema of its own (e.g. one an MCP server lists).
+
+        ``parameters`` reaches the model unchanged; the call's arguments reach
+        ``function(context, arguments)`` as the parsed JSON object, unvalidated (the
+        schema's owner validates them). ``function`` returns what a tool returns.
+
+        Raises:
+            UsageError: the name is not 1-64 letters, digits, ``_`` or ``-``, or
+                ``parameters`` is not a JSON Schema object.
+        """
+        if not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name):
+            raise UsageError(
+                f"tool name {name!r} must be 1-64 letters, digits, '_' or '-'"
+                " (what every provider accepts)"
+            )
+        if not isinstance(parameters, dict) or parameters.get("type", "object") != "object":
+            raise UsageError(f"tool {name}: the parameters must be a JSON Schema of an object")
+        definition = ToolDefinition(name, description, parameters)
+        return Tool(function, definition, True, (), kind, max_retries, takes_json=True)
+
     def bind(self, arguments: dict[str, object]) -> tuple[list[Any], dict[str, Any]]:
         """Validate parsed arguments into the parameter types.
 
@@ -250,13 +290,17 @@ class Tool(Generic[DepsT]):
         arguments = call.arguments_object
         if arguments is None:  # the loop never asks for this; be total anyway
             return ToolRetry(call_id, "the arguments are not a JSON object")
-        try:
-            args, kwargs = self.bind(arguments)
-        except ValidationFailed as e:
-            return ToolRetry(
-                call_id,
-                f"the arguments of {self.name} are not valid: {e}. Fix them and call again.",
-            )
+        if self.takes_json:
+            args: list[Any] = [dict(arguments)]
+            kwargs: dict[str, Any] = {}
+        else:
+            try:
+                args, kwargs = self.bind(arguments)
+            except ValidationFailed as e:
+                return ToolRetry(
+                    call_id,
+                    f"the arguments of {self.name} are not valid: {e}. Fix them and call again.",
+                )
         if self.takes_context:
             args.insert(0, context)
         try:
@@ -273,11 +317,26 @@ class Tool(Generic[DepsT]):
         if isinstance(value, Canceled):
             return ToolCanceled(call_id, value.reason)
         if isinstance(value, ToolFailure):
-            return ToolReturned(call_id, (TextPart(value.message),), failed=True)
+            return ToolReturned(call_id, value.parts or (TextPart(value.message),), failed=True)
         try:
             return ToolReturned(call_id, to_parts(value))
         except (TypeError, ValueError) as e:
             return ToolCrashed(call_id, f"tool {self.name} returned a value that is not JSON: {e}")
+
+
+@runtime_checkable
+class Toolset(Protocol):
+    """Tools that join an agent's tools per run (``Agent(toolsets=[...])``).
+
+    ``tools`` is called at the start of every run with the run's context, so a toolset
+    can follow a changing source (an MCP server's tool list) or scope what it offers to
+    the caller (``context.deps``). A toolset that is also an async context manager (an
+    MCP connection) is entered and exited with the agent: ``async with agent: ...``.
+    """
+
+    async def tools(self, context: RunContext[Any]) -> Sequence[Tool[Any]]:
+        """The tools this run may call."""
+        ...
 
 
 _UNSTRUCTURE = make_strict_converter().unstructure
