@@ -22,7 +22,7 @@ import attrs
 from attrs import frozen
 from returns.result import Failure, Result, Success
 
-from golem_core._history import interrupted_result, normalize_history
+from golem_core._history import _calls_of, interrupted_result, normalize_history
 from golem_core._loop import (
     DeferredCall,
     Phase,
@@ -96,7 +96,7 @@ def _frontier(history: Sequence[Message]) -> int | None:
 
 def _unanswered(history: Sequence[Message], a: int) -> list[ToolCallPart]:
     answered = {m.tool_call_id for m in history[a + 1 :] if m.role is Role.TOOL}
-    return [c for c in history[a].tool_calls if c.id is not None and c.id not in answered]
+    return [c for c in _calls_of(history[a]) if c.id not in answered]
 
 
 def waiting_calls(history: Sequence[Message], kinds: Mapping[str, str]) -> tuple[DeferredCall, ...]:

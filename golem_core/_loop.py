@@ -52,7 +52,7 @@ import attrs
 from attrs import field, frozen
 from returns.result import Failure, Result, Success
 
-from golem_core._history import interrupted_result, normalize_history
+from golem_core._history import _calls_of, interrupted_result, normalize_history
 from golem_core._messages import Message, Part, Role, TextPart, ToolCallPart, Usage
 from golem_core._model import ModelRequest, ModelSettings, ToolDefinition
 from golem_core._provenance import sign_message
@@ -510,7 +510,9 @@ def _on_response(state: RunState, message: Message) -> RunState:
     message = _with_call_ids(message, requests)
     usage = state.usage + message.usage if message.usage is not None else state.usage
     stamped = _stamp(state, message)
-    calls = stamped.tool_calls
+    # a call repeating an earlier call's id in this turn is not a new call: one id, one
+    # execution, one result (ADR 0030 §3); the encoders answer the repeat on the wire
+    calls = tuple(_calls_of(stamped))
     state = attrs.evolve(
         state,
         requests=requests,
@@ -682,7 +684,7 @@ def _close_turn(state: RunState, output_call: ToolCallPart | None) -> RunState:
     assert assistant is not None
     results = [
         _result(c, FINAL_RESULT_TEXT if c is output_call else NOT_EXECUTED_TEXT, failed=False)
-        for c in assistant.tool_calls
+        for c in _calls_of(assistant)
     ]
     return _add(state, results)
 
@@ -704,7 +706,7 @@ def _on_output_invalid(state: RunState, reason: str) -> RunState:
             _result(c, reason, failed=True)
             if c is candidate
             else _result(c, NOT_EXECUTED_TEXT, failed=False)
-            for c in assistant.tool_calls
+            for c in _calls_of(assistant)
         ]
         state = _add(state, results)
         return _correction(state, reason, as_user=False)

@@ -20,17 +20,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
-from typing import Any, NoReturn
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn, cast
 
+import attrs
 from attrs import field, frozen
 
 from golem_core._json import _describe
-from golem_core._messages import Message, ToolCallPart
+from golem_core._messages import Message, Part, Role, ToolCallPart
 from golem_core._model import ModelErrorKind
 from golem_core._retry import _header, parse_retry_after
 
 __all__ = [
+    "REPEATED_CALL_TEXT",
     "Malformed",
     "WireIds",
     "WireError",
@@ -49,6 +51,7 @@ __all__ = [
     "req_str",
     "result_as_text",
     "stream_error",
+    "wire_sequence",
 ]
 
 _MAX_MESSAGE_CHARS = 2000
@@ -383,3 +386,77 @@ class WireIds:
         """The wire id a result for ``call_id`` answers."""
         found = self._current.get(call_id)
         return found if found is not None else self._clean(call_id)
+
+
+REPEATED_CALL_TEXT = (
+    "not executed: this call repeated the id of an earlier call in the same turn;"
+    " call the tool again if it is still needed"
+)
+"""The wire-only answer to a call that repeats an earlier call's id in its turn."""
+
+
+def wire_sequence(messages: Sequence[Message]) -> list[tuple[int, Message]]:
+    """The messages a request carries, each with its index in ``messages``.
+
+    A turn that repeats a call id (``[call x, call x]``) needs one result for ``x`` in
+    the history (ADR 0030 §3; the loop executes the first only), but a provider answers
+    calls, not ids: each repeat is renamed on the wire (``x_2``, an id no other call or
+    result of the request uses) and answered after the turn's results with
+    ``REPEATED_CALL_TEXT``, so every call on the wire has exactly one answer. The history
+    itself never changes. A synthesized answer carries the index of its turn. Total and
+    deterministic; histories without repeats (nearly all) come back message for message.
+    """
+    repeats = [
+        i
+        for i, m in enumerate(messages)
+        if m.role is Role.ASSISTANT and len(m.parts) > 1 and _has_repeat(m)
+    ]
+    if not repeats:
+        return list(enumerate(messages))
+    taken: set[str] = set()
+    for m in messages:
+        if m.tool_call_id is not None:
+            taken.add(m.tool_call_id)
+        for p in m.parts:
+            if type(p) is ToolCallPart and p.id is not None:
+                taken.add(p.id)
+    out: list[tuple[int, Message]] = []
+    pending: list[tuple[int, Message]] = []
+    at_turn = set(repeats)
+    for i, m in enumerate(messages):
+        if pending and m.role is not Role.TOOL:
+            out.extend(pending)
+            pending = []
+        if i not in at_turn:
+            out.append((i, m))
+            continue
+        seen: set[str] = set()
+        parts: list[Part] = []
+        for p in m.parts:
+            call_id = p.id if type(p) is ToolCallPart else None
+            if call_id is not None and call_id in seen:
+                k = 2
+                while f"{call_id}_{k}" in taken:
+                    k += 1
+                new_id = f"{call_id}_{k}"
+                taken.add(new_id)
+                call = attrs.evolve(cast(ToolCallPart, p), id=new_id)
+                pending.append((i, Message.tool_result(new_id, call.name, REPEATED_CALL_TEXT)))
+                parts.append(call)
+                continue
+            if call_id is not None:
+                seen.add(call_id)
+            parts.append(p)
+        out.append((i, attrs.evolve(m, parts=tuple(parts))))
+    out.extend(pending)
+    return out
+
+
+def _has_repeat(message: Message) -> bool:
+    seen: set[str] = set()
+    for p in message.parts:
+        if type(p) is ToolCallPart and p.id is not None:
+            if p.id in seen:
+                return True
+            seen.add(p.id)
+    return False

@@ -84,6 +84,7 @@ from golem_core.wire._common import (
     req_str,
     result_as_text,
     stream_error,
+    wire_sequence,
 )
 
 __all__ = [
@@ -156,7 +157,7 @@ def _user_blocks(
     for j, part in enumerate(parts):
         match part:
             case TextPart():
-                if include_text and part.text:
+                if include_text and _sendable(part.text):
                     blocks.append({"type": "text", "text": part.text})
             case URLPart() | DataPart():
                 blocks.append(_media(part, index, j))
@@ -168,6 +169,28 @@ def _user_blocks(
 
 
 _ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+
+
+def _sendable(text: str) -> bool:
+    """Anthropic refuses text blocks that are empty or only whitespace (a real reply can
+    start with a ``"\n\n"`` block): such a block is left off the wire, never the history."""
+    return bool(text) and not text.isspace()
+
+
+def _trim_final_assistant(turns: list[_Turn]) -> None:
+    """Anthropic refuses a final assistant turn (a prefill) ending in whitespace: its last
+    text block loses the trailing whitespace on the wire (and goes if nothing is left)."""
+    if not turns or turns[-1].role != "assistant":
+        return
+    blocks = turns[-1].blocks
+    if blocks and blocks[-1]["type"] == "text":
+        text = blocks[-1]["text"].rstrip()
+        if text:
+            blocks[-1] = {"type": "text", "text": text}
+        else:
+            blocks.pop()
+    if not blocks and not turns[-1].results:
+        turns.pop()
 
 
 def _assistant_blocks(
@@ -184,7 +207,7 @@ def _assistant_blocks(
                         {"type": "thinking", "thinking": part.text, "signature": part.signature}
                     )
             case TextPart():
-                if part.text:
+                if _sendable(part.text):
                     blocks.append({"type": "text", "text": part.text})
             case ToolCallPart():
                 arguments = wire_arguments(part)
@@ -212,7 +235,7 @@ def _tool_result(message: Message, index: int, ids: WireIds) -> dict[str, Any]:
     assert message.tool_call_id is not None
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": ids.result(message.tool_call_id)}
     media = _user_blocks(message.parts, index, include_text=False)
-    text = message.text
+    text = message.text if _sendable(message.text) else ""
     if media:
         block["content"] = ([{"type": "text", "text": text}] if text else []) + media
     elif text:
@@ -244,7 +267,7 @@ def _messages(request: ModelRequest) -> list[dict[str, Any]]:
             turns.append(_Turn(role))
         return turns[-1]
 
-    for i, message in enumerate(request.messages):
+    for i, message in wire_sequence(request.messages):
         match message.role:
             case Role.SYSTEM:
                 continue
@@ -265,6 +288,12 @@ def _messages(request: ModelRequest) -> list[dict[str, Any]]:
                     turn("user").results.append(_tool_result(message, i, ids))
             case _:  # pragma: no cover
                 assert_never(message.role)
+    _trim_final_assistant(turns)
+    if not turns:
+        raise _Unsupported(
+            "nothing to send: no message holds content Anthropic accepts"
+            " (empty or whitespace-only text is not sent)"
+        )
     return [t.render() for t in turns]
 
 
@@ -579,8 +608,8 @@ class StreamDecoder:
             return (ThinkingDelta("", index, signature=req_str(delta, "signature", dpath)),)
         if kind == "input_json_delta":
             fragment = req_str(delta, "partial_json", dpath)
-            if not fragment:
-                return ()
+            if not fragment or self._blocks.get(index) != "tool_use":
+                return ()  # server tools (web search, code execution, mcp) are not calls
             self._args.add(index)
             return (ToolCallDelta(index, arguments=fragment),)
         return ()  # citations and future delta types are not part of the contract

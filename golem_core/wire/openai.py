@@ -82,13 +82,24 @@ from golem_core.wire._common import (
     req_str,
     result_as_text,
     stream_error,
+    wire_sequence,
 )
 
-__all__ = ["PROVIDER", "StreamDecoder", "decode_error", "decode_response", "encode_request"]
+__all__ = [
+    "PROVIDER",
+    "MaxTokensField",
+    "StreamDecoder",
+    "decode_error",
+    "decode_response",
+    "encode_request",
+]
 
 PROVIDER = "OpenAI"
 
 SystemRole = Literal["system", "developer"]
+MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
+"""How the token limit is named: OpenAI's own models (o-series, gpt-5) refuse
+``max_tokens`` and want ``max_completion_tokens``; compatible servers know ``max_tokens``."""
 
 _AUDIO_FORMATS: Mapping[str, str] = {
     "audio/wav": "wav",
@@ -98,6 +109,10 @@ _AUDIO_FORMATS: Mapping[str, str] = {
     "audio/mpeg": "mp3",
     "audio/mp3": "mp3",
 }
+
+
+_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+"""The image types OpenAI accepts inline (HEIC, TIFF, BMP, SVG, ... are refused)."""
 
 
 class _Unsupported(Exception):
@@ -122,7 +137,7 @@ def _media(part: URLPart | DataPart, index: int, part_index: int) -> dict[str, A
             return {"type": "image_url", "image_url": {"url": part.url}}
         raise _refuse(index, part_index, f"{part.kind} by URL (only images can be URLs)")
     media_type = part.media_type.lower()
-    if part.kind == "image":
+    if part.kind == "image" and media_type in _IMAGE_TYPES:
         url = f"data:{part.media_type};base64,{_b64(part.data)}"
         return {"type": "image_url", "image_url": {"url": url}}
     if part.kind == "document" and media_type == "application/pdf":
@@ -220,7 +235,7 @@ def _messages(request: ModelRequest, system_role: SystemRole) -> list[dict[str, 
             out.append({"role": "user", "content": list(attachments)})
             attachments.clear()
 
-    for i, message in enumerate(request.messages):
+    for i, message in wire_sequence(request.messages):
         role = message.role
         if role is not Role.TOOL:
             flush()
@@ -269,6 +284,7 @@ def encode_request(
     model: str,
     stream: bool,
     system_role: SystemRole = "system",
+    max_tokens_field: MaxTokensField = "max_tokens",
 ) -> Result[dict[str, Any], WireError]:
     """The JSON body of a Chat Completions request.
 
@@ -280,6 +296,7 @@ def encode_request(
         stream: whether to ask for a stream of chunks.
         system_role: the role of the instructions message: ``"system"``, or
             ``"developer"`` for models that want it.
+        max_tokens_field: the name the token limit travels under.
 
     Returns:
         The body, or ``Failure(WireError)`` of kind ``UNSUPPORTED_CONTENT`` naming the
@@ -305,7 +322,7 @@ def encode_request(
         if settings.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = settings.parallel_tool_calls
     if settings.max_tokens is not None:
-        body["max_tokens"] = settings.max_tokens
+        body[max_tokens_field] = settings.max_tokens
     if settings.temperature is not None:
         body["temperature"] = settings.temperature
     if settings.top_p is not None:
@@ -336,6 +353,21 @@ def _usage(value: object) -> Usage | None:
     )
 
 
+def _content_text(d: dict[str, Any], key: str, path: str) -> str:
+    """A message's ``content`` (or ``refusal``): a string, or (Mistral and some
+    compatible servers) an array of ``{"type": "text", "text": ...}`` parts; other part
+    types (references, images) are not text and are left out."""
+    value = d.get(key)
+    if not isinstance(value, list):
+        return opt_str(d, key, path) or ""
+    texts: list[str] = []
+    for k, raw in enumerate(value):
+        item = obj(raw, f"{path}.{key}[{k}]")
+        if item.get("type") == "text":
+            texts.append(req_str(item, "text", f"{path}.{key}[{k}]"))
+    return "".join(texts)
+
+
 def _reasoning(d: dict[str, Any]) -> str | None:
     for key in ("reasoning_content", "reasoning"):
         value = d.get(key)
@@ -361,13 +393,17 @@ def _decode(body: object) -> Message:
     if found is None:
         raise Malformed("response.choices", "no choice with index 0")
     choice, path = found
-    message = obj(choice.get("message"), f"{path}.message")
+    # a choice the content filter stopped (Azure) comes without a message: an empty answer
+    raw_message = choice.get("message")
+    if raw_message is None and choice.get("finish_reason") is not None:
+        raw_message = {}
+    message = obj(raw_message, f"{path}.message")
     mpath = f"{path}.message"
     parts: list[Part] = []
     reasoning = _reasoning(message)
     if reasoning:
         parts.append(ThinkingPart(reasoning))
-    text = (opt_str(message, "content", mpath) or "") + (opt_str(message, "refusal", mpath) or "")
+    text = _content_text(message, "content", mpath) + _content_text(message, "refusal", mpath)
     if text:
         parts.append(TextPart(text))
     calls = message.get("tool_calls")
@@ -511,7 +547,7 @@ class StreamDecoder:
         if reasoning:
             out.append(ThinkingDelta(reasoning))
         for key in ("content", "refusal"):
-            text = opt_str(delta, key, dpath)
+            text = _content_text(delta, key, dpath)
             if text:
                 out.append(TextDelta(text))
         calls = delta.get("tool_calls")

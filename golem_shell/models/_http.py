@@ -109,9 +109,20 @@ def encode_json(body: Mapping[str, Any]) -> bytes:
     """
     try:
         text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise UsageError(f"the request cannot be sent as JSON: {exc}") from None
-    return text.encode("utf-8")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # a lone surrogate (text from a broken source, or cut-off arguments sent verbatim
+        # per ADR 0026) has no UTF-8 form: it travels as U+FFFD, on the wire only, so the
+        # conversation can always be sent; the history keeps what it holds
+        return _without_lone_surrogates(text).encode("utf-8")
+
+
+def _without_lone_surrogates(text: str) -> str:
+    """``text`` with surrogate pairs joined and every lone surrogate replaced by U+FFFD."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def merge_settings(defaults: ModelSettings | None, request: ModelRequest) -> ModelRequest:

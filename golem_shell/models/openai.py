@@ -45,6 +45,10 @@ class OpenAIModel(HTTPModel):
             client: connecting, and waiting between two reads of a response.
         retry: how failed requests are retried.
         system_role: ``"system"``, or ``"developer"`` for models that want it.
+        max_tokens_field: the name the token limit is sent under. Default:
+            ``"max_completion_tokens"`` for api.openai.com (its o-series and gpt-5
+            models refuse ``max_tokens``), ``"max_tokens"`` for any other base URL
+            (compatible servers know that one).
         settings: defaults for the request settings a run leaves unset.
         max_response_bytes: the largest response body or stream read.
 
@@ -64,6 +68,7 @@ class OpenAIModel(HTTPModel):
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         retry: RetryPolicy = DEFAULT_RETRY,
         system_role: Literal["system", "developer"] = "system",
+        max_tokens_field: wire.MaxTokensField | None = None,
         settings: ModelSettings | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
@@ -77,6 +82,14 @@ class OpenAIModel(HTTPModel):
         if system_role not in ("system", "developer"):
             raise UsageError(f"system_role must be 'system' or 'developer', got {system_role!r}")
         base = check_base_url(custom_base or DEFAULT_OPENAI_BASE_URL, "the OpenAI base URL")
+        if max_tokens_field is None:
+            official = httpx.URL(base).host == "api.openai.com"
+            max_tokens_field = "max_completion_tokens" if official else "max_tokens"
+        elif max_tokens_field not in ("max_tokens", "max_completion_tokens"):
+            raise UsageError(
+                "max_tokens_field must be 'max_tokens' or 'max_completion_tokens',"
+                f" got {max_tokens_field!r}"
+            )
         headers = {"authorization": f"Bearer {key}"} if key else {}
         http = ProviderHTTP(
             provider="openai",
@@ -97,8 +110,13 @@ class OpenAIModel(HTTPModel):
             new_stream_decoder=wire.StreamDecoder,
         )
         self._system_role: Literal["system", "developer"] = system_role
+        self._max_tokens_field: wire.MaxTokensField = max_tokens_field
 
     def _encode(self, request: ModelRequest, *, stream: bool) -> Result[dict[str, Any], WireError]:
         return wire.encode_request(
-            request, model=self._model, stream=stream, system_role=self._system_role
+            request,
+            model=self._model,
+            stream=stream,
+            system_role=self._system_role,
+            max_tokens_field=self._max_tokens_field,
         )
