@@ -70,7 +70,6 @@ from golem_shell._errors import (
     UsageError,
 )
 from golem_shell._ids import new_id
-from golem_shell._observe import EventHandler, RunObserver, observe_run, relay, watch
 from golem_shell._schema import SchemaError, ValidationFailed, json_schema, validate
 from golem_shell._tools import RunContext, Tool, Toolset
 from golem_shell.models import Model, infer_model
@@ -214,12 +213,11 @@ class _Output:
 class _Progress:
     """The latest state of a run in progress, for partials after a timeout or cancel."""
 
-    __slots__ = ("cause", "observer", "state")
+    __slots__ = ("cause", "state")
 
-    def __init__(self, state: RunState, observer: RunObserver | None = None) -> None:
+    def __init__(self, state: RunState) -> None:
         self.state = state
         self.cause: BaseException | None = None
-        self.observer = observer
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -367,16 +365,10 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         """Run the agent on a fresh prompt, with no history."""
         return await self.run_with_history(
-            (),
-            prompt,
-            deps=deps,
-            run_id=run_id,
-            conversation_id=conversation_id,
-            on_event=on_event,
+            (), prompt, deps=deps, run_id=run_id, conversation_id=conversation_id
         )
 
     async def run_with_history(
@@ -387,7 +379,6 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         """Continue a conversation: ``history`` (a previous ``result.messages``), then ``prompt``.
 
@@ -396,7 +387,7 @@ class Agent(Generic[DepsT, OutputT]):
         Raises:
             RunError: the run failed; ``partial`` holds the resume-ready evidence.
         """
-        return await self._run(history, prompt, deps, run_id, conversation_id, None, on_event)
+        return await self._run(history, prompt, deps, run_id, conversation_id, None)
 
     async def run_stream(
         self,
@@ -406,7 +397,6 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         """Like ``run``, streaming every model answer to ``on_delta`` as it arrives."""
         return await self.run_stream_with_history(
@@ -416,7 +406,6 @@ class Agent(Generic[DepsT, OutputT]):
             deps=deps,
             run_id=run_id,
             conversation_id=conversation_id,
-            on_event=on_event,
         )
 
     async def run_stream_with_history(
@@ -428,38 +417,10 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
-        """Like ``run_with_history``, streaming every model answer to ``on_delta``.
-
-        ``on_event`` (on every run method) receives the run's lifecycle events
-        (``golem_core._events``) and, in a stream, every ``DeltaEvent`` too, in order.
-        """
+        """Like ``run_with_history``, streaming every model answer to ``on_delta``."""
         handler: DeltaHandler = on_delta if on_delta is not None else _ignore
-        return await self._run(history, prompt, deps, run_id, conversation_id, handler, on_event)
-
-    def iter_stream(
-        self,
-        prompt: Prompt,
-        *,
-        history: Sequence[Message] = (),
-        deps: DepsT | None = None,
-        run_id: str | None = None,
-        conversation_id: str | None = None,
-    ) -> EventStream[OutputT]:
-        """Stream a run as an async iterator of its events (deltas and lifecycle events).
-
-        ``async with agent.iter_stream(prompt) as stream: async for event in stream: ...``;
-        then ``stream.result``. Leaving early cancels the run; ``stream.partial`` keeps
-        what it completed. See ``EventStream``.
-        """
-        from golem_shell._event_stream import EventStream
-
-        return EventStream(
-            lambda on_delta, on_event: self._run(
-                history, prompt, deps, run_id, conversation_id, on_delta, on_event
-            )
-        )
+        return await self._run(history, prompt, deps, run_id, conversation_id, handler)
 
     def run_sync(
         self,
@@ -543,7 +504,6 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         """Continue a paused run: answer its waiting calls by call id, then go on.
 
@@ -608,9 +568,7 @@ class Agent(Generic[DepsT, OutputT]):
                 pass
             case Failure(error):
                 raise DeferredResultsError(str(error), error.call_ids)
-        progress = _Progress(state, observe_run(self, state, on_event, resumed=True))
-        on_delta = relay(progress.observer, on_delta)
-        return await watch(progress, self._guarded(progress, context, on_delta))
+        return await self._guarded(_Progress(state), context, on_delta)
 
     def run_with_deferred_results_sync(
         self,
@@ -711,7 +669,6 @@ class Agent(Generic[DepsT, OutputT]):
         run_id: str | None,
         conversation_id: str | None,
         on_delta: DeltaHandler | None,
-        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         run_id = run_id if run_id is not None else new_id()
         conversation_id = conversation_id_of(history, conversation_id) or new_id()
@@ -724,9 +681,7 @@ class Agent(Generic[DepsT, OutputT]):
             processor=self._processor(),
             now=datetime.now(UTC),
         )
-        progress = _Progress(state, observe_run(self, state, on_event))
-        on_delta = relay(progress.observer, on_delta)
-        return await watch(progress, self._guarded(progress, context, on_delta))
+        return await self._guarded(_Progress(state), context, on_delta)
 
     async def _guarded(
         self, progress: _Progress, context: RunContext[Any], on_delta: DeltaHandler | None
@@ -764,17 +719,9 @@ class Agent(Generic[DepsT, OutputT]):
         while True:
             command = next_command(state)
             if isinstance(command, RequestModel):
-                if progress.observer is not None:
-                    await progress.observer.request_started(
-                        command.request, state, on_delta is not None
-                    )
                 outcome: Any = await self._request(command, state, on_delta, progress)
-                if progress.observer is not None:
-                    await progress.observer.request_ended(outcome, progress.cause)
             elif isinstance(command, ExecuteTools):
-                outcome = ToolsReturned(
-                    await self._execute(command.calls, state, context, progress.observer)
-                )
+                outcome = ToolsReturned(await self._execute(command.calls, state, context))
             elif isinstance(command, ValidateOutput):
                 outcome = self._output.check(command.candidate)
             elif isinstance(command, Finish):
@@ -842,11 +789,7 @@ class Agent(Generic[DepsT, OutputT]):
         return final
 
     async def _execute(
-        self,
-        calls: Sequence[ToolCallPart],
-        state: RunState,
-        base: RunContext[Any],
-        observer: RunObserver | None = None,
+        self, calls: Sequence[ToolCallPart], state: RunState, base: RunContext[Any]
     ) -> tuple[ToolOutcome, ...]:
         messages = state.messages
         tasks: dict[asyncio.Task[ToolOutcome], ToolCallPart] = {}
@@ -860,10 +803,7 @@ class Agent(Generic[DepsT, OutputT]):
                 tool_name=call.name,
             )
             run_tool = self.tools.get(call.name) or base.toolset_tools[call.name]
-            execution = run_tool.execute(context, call)
-            if observer is not None:
-                execution = observer.tool(call, execution)
-            tasks[asyncio.create_task(execution)] = call
+            tasks[asyncio.create_task(run_tool.execute(context, call))] = call
         outcomes: list[ToolOutcome] = []
         pending = set(tasks)
         try:
