@@ -16,7 +16,7 @@ import threading
 from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
-from typing import Any, Generic, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 import attrs
 from attrs import field, frozen
@@ -70,9 +70,13 @@ from golem_shell._errors import (
     UsageError,
 )
 from golem_shell._ids import new_id
+from golem_shell._observe import EventHandler, RunObserver, observe_run, relay, watch
 from golem_shell._schema import SchemaError, ValidationFailed, json_schema, validate
 from golem_shell._tools import RunContext, Tool, Toolset
 from golem_shell.models import Model, infer_model
+
+if TYPE_CHECKING:
+    from golem_shell._event_stream import EventStream
 
 __all__ = [
     "Agent",
@@ -213,11 +217,12 @@ class _Output:
 class _Progress:
     """The latest state of a run in progress, for partials after a timeout or cancel."""
 
-    __slots__ = ("cause", "state")
+    __slots__ = ("cause", "observer", "state")
 
-    def __init__(self, state: RunState) -> None:
+    def __init__(self, state: RunState, observer: RunObserver | None = None) -> None:
         self.state = state
         self.cause: BaseException | None = None
+        self.observer = observer
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -365,10 +370,16 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
+        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         """Run the agent on a fresh prompt, with no history."""
         return await self.run_with_history(
-            (), prompt, deps=deps, run_id=run_id, conversation_id=conversation_id
+            (),
+            prompt,
+            deps=deps,
+            run_id=run_id,
+            conversation_id=conversation_id,
+            on_event=on_event,
         )
 
     async def run_with_history(
@@ -379,6 +390,7 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
+        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         """Continue a conversation: ``history`` (a previous ``result.messages``), then ``prompt``.
 
@@ -387,7 +399,7 @@ class Agent(Generic[DepsT, OutputT]):
         Raises:
             RunError: the run failed; ``partial`` holds the resume-ready evidence.
         """
-        return await self._run(history, prompt, deps, run_id, conversation_id, None)
+        return await self._run(history, prompt, deps, run_id, conversation_id, None, on_event)
 
     async def run_stream(
         self,
@@ -397,6 +409,7 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
+        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         """Like ``run``, streaming every model answer to ``on_delta`` as it arrives."""
         return await self.run_stream_with_history(
@@ -406,6 +419,7 @@ class Agent(Generic[DepsT, OutputT]):
             deps=deps,
             run_id=run_id,
             conversation_id=conversation_id,
+            on_event=on_event,
         )
 
     async def run_stream_with_history(
@@ -417,10 +431,38 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
+        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
-        """Like ``run_with_history``, streaming every model answer to ``on_delta``."""
+        """Like ``run_with_history``, streaming every model answer to ``on_delta``.
+
+        ``on_event`` (on every run method) receives the run's lifecycle events
+        (``golem_core._events``) and, in a stream, every ``DeltaEvent`` too, in order.
+        """
         handler: DeltaHandler = on_delta if on_delta is not None else _ignore
-        return await self._run(history, prompt, deps, run_id, conversation_id, handler)
+        return await self._run(history, prompt, deps, run_id, conversation_id, handler, on_event)
+
+    def iter_stream(
+        self,
+        prompt: Prompt,
+        *,
+        history: Sequence[Message] = (),
+        deps: DepsT | None = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> EventStream[OutputT]:
+        """Stream a run as an async iterator of its events (deltas and lifecycle events).
+
+        ``async with agent.iter_stream(prompt) as stream: async for event in stream: ...``;
+        then ``stream.result``. Leaving early cancels the run; ``stream.partial`` keeps
+        what it completed. See ``EventStream``.
+        """
+        from golem_shell._event_stream import EventStream
+
+        return EventStream(
+            lambda on_delta, on_event: self._run(
+                history, prompt, deps, run_id, conversation_id, on_delta, on_event
+            )
+        )
 
     def run_sync(
         self,
@@ -504,6 +546,7 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
+        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         """Continue a paused run: answer its waiting calls by call id, then go on.
 
@@ -568,7 +611,9 @@ class Agent(Generic[DepsT, OutputT]):
                 pass
             case Failure(error):
                 raise DeferredResultsError(str(error), error.call_ids)
-        return await self._guarded(_Progress(state), context, on_delta)
+        progress = _Progress(state, observe_run(self, state, on_event, resumed=True))
+        on_delta = relay(progress.observer, on_delta)
+        return await watch(progress, self._guarded(progress, context, on_delta))
 
     def run_with_deferred_results_sync(
         self,
@@ -669,6 +714,7 @@ class Agent(Generic[DepsT, OutputT]):
         run_id: str | None,
         conversation_id: str | None,
         on_delta: DeltaHandler | None,
+        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         run_id = run_id if run_id is not None else new_id()
         conversation_id = conversation_id_of(history, conversation_id) or new_id()
@@ -681,7 +727,9 @@ class Agent(Generic[DepsT, OutputT]):
             processor=self._processor(),
             now=datetime.now(UTC),
         )
-        return await self._guarded(_Progress(state), context, on_delta)
+        progress = _Progress(state, observe_run(self, state, on_event))
+        on_delta = relay(progress.observer, on_delta)
+        return await watch(progress, self._guarded(progress, context, on_delta))
 
     async def _guarded(
         self, progress: _Progress, context: RunContext[Any], on_delta: DeltaHandler | None
@@ -719,9 +767,17 @@ class Agent(Generic[DepsT, OutputT]):
         while True:
             command = next_command(state)
             if isinstance(command, RequestModel):
+                if progress.observer is not None:
+                    await progress.observer.request_started(
+                        command.request, state, on_delta is not None
+                    )
                 outcome: Any = await self._request(command, state, on_delta, progress)
+                if progress.observer is not None:
+                    await progress.observer.request_ended(outcome, progress.cause)
             elif isinstance(command, ExecuteTools):
-                outcome = ToolsReturned(await self._execute(command.calls, state, context))
+                outcome = ToolsReturned(
+                    await self._execute(command.calls, state, context, progress.observer)
+                )
             elif isinstance(command, ValidateOutput):
                 outcome = self._output.check(command.candidate)
             elif isinstance(command, Finish):
@@ -789,7 +845,11 @@ class Agent(Generic[DepsT, OutputT]):
         return final
 
     async def _execute(
-        self, calls: Sequence[ToolCallPart], state: RunState, base: RunContext[Any]
+        self,
+        calls: Sequence[ToolCallPart],
+        state: RunState,
+        base: RunContext[Any],
+        observer: RunObserver | None = None,
     ) -> tuple[ToolOutcome, ...]:
         messages = state.messages
         tasks: dict[asyncio.Task[ToolOutcome], ToolCallPart] = {}
@@ -803,7 +863,10 @@ class Agent(Generic[DepsT, OutputT]):
                 tool_name=call.name,
             )
             run_tool = self.tools.get(call.name) or base.toolset_tools[call.name]
-            tasks[asyncio.create_task(run_tool.execute(context, call))] = call
+            execution = run_tool.execute(context, call)
+            if observer is not None:
+                execution = observer.tool(call, execution)
+            tasks[asyncio.create_task(execution)] = call
         outcomes: list[ToolOutcome] = []
         pending = set(tasks)
         try:

@@ -48,6 +48,7 @@ from golem_core._retry import RetryPolicy, next_delay
 from golem_core._sse import DEFAULT_MAX_LINE_BYTES, ServerSentEvent, SSEDecoder, SSEError
 from golem_core.wire import WireError
 from golem_shell._errors import ModelError, UsageError
+from golem_shell._observe import report_retry
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
@@ -297,6 +298,7 @@ class ProviderHTTP:
             self.retry.max_attempts,
             delay,
         )
+        await report_retry(attempt, delay, error)  # the observed run's RetryScheduled event
         await asyncio.sleep(delay)
         return True
 

@@ -1,0 +1,194 @@
+"""Lifecycle events of a run: plain values that say what a run is doing.
+
+Owns the event types a run reports besides its streamed deltas: the run started; a
+model request started, finished, failed, or will be retried; a tool call started and
+finished; the run finished, paused or failed. They are frozen values with no behaviour:
+the shell's driver creates them (durations and delays are numbers it measured) and
+hands them to the caller's ``on_event`` handler, to ``Agent.iter_stream`` and to the
+OpenTelemetry exporter. Every event names its run and conversation.
+
+Events carry identifiers, counts, durations and usage, never message content: a
+handler that logs every event leaks no prompt, answer, argument or result.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias
+
+from attrs import frozen
+
+from golem_core._loop import DeferredCall
+from golem_core._messages import Usage
+
+__all__ = [
+    "LifecycleEvent",
+    "RequestFailed",
+    "RequestFinished",
+    "RequestStarted",
+    "RetryScheduled",
+    "RunFailed",
+    "RunFinished",
+    "RunPaused",
+    "RunStarted",
+    "ToolFinished",
+    "ToolOutcomeKind",
+    "ToolStarted",
+]
+
+ToolOutcomeKind: TypeAlias = Literal["returned", "failed", "retry", "canceled", "crashed"]
+"""How a tool call ended: a result, a definitive failure (``ToolFailure``), arguments the
+model must fix, a deliberate stop (``Canceled``), or an unexpected exception."""
+
+
+@frozen
+class RunStarted:
+    """A run began: its ids, the model it talks to, and whether it resumes a paused run."""
+
+    run_id: str
+    conversation_id: str
+    model: str
+    resumed: bool = False
+
+
+@frozen
+class RequestStarted:
+    """Model request number ``request`` (from 1) of the run was sent."""
+
+    run_id: str
+    conversation_id: str
+    request: int
+    model: str
+    stream: bool = False
+
+
+@frozen
+class RequestFinished:
+    """A model request answered.
+
+    ``model`` is the model that answered (as the provider named it), ``usage`` and
+    ``finish_reason`` what it reported; ``duration`` is in seconds, retries included.
+    """
+
+    run_id: str
+    conversation_id: str
+    request: int
+    duration: float
+    model: str | None = None
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+
+@frozen
+class RequestFailed:
+    """A model request failed for good (after its retries); the run fails next.
+
+    ``error`` is the error's text (API keys are never in it), ``kind`` the
+    ``ModelErrorKind`` value when the model reported one, ``status`` the HTTP status.
+    """
+
+    run_id: str
+    conversation_id: str
+    request: int
+    duration: float
+    error: str
+    kind: str | None = None
+    status: int | None = None
+
+
+@frozen
+class RetryScheduled:
+    """A failed attempt of a model request will be tried again after ``delay`` seconds.
+
+    ``attempt`` is the retry about to be made (from 1); ``cause`` the failure's text,
+    ``kind`` its ``ModelErrorKind`` value, ``status`` its HTTP status.
+    """
+
+    run_id: str
+    conversation_id: str
+    request: int
+    attempt: int
+    delay: float
+    cause: str
+    kind: str | None = None
+    status: int | None = None
+
+
+@frozen
+class ToolStarted:
+    """A tool call began executing."""
+
+    run_id: str
+    conversation_id: str
+    call_id: str
+    name: str
+
+
+@frozen
+class ToolFinished:
+    """A tool call ended: ``outcome`` says how; ``failed`` when the model gets a failed
+    result (or the run stops); ``duration`` in seconds."""
+
+    run_id: str
+    conversation_id: str
+    call_id: str
+    name: str
+    outcome: ToolOutcomeKind
+    failed: bool
+    duration: float
+
+
+@frozen
+class RunFinished:
+    """The run finished with its output."""
+
+    run_id: str
+    conversation_id: str
+    usage: Usage
+    requests: int
+    tool_executions: int
+
+
+@frozen
+class RunPaused:
+    """The run paused: ``deferred`` calls wait for approval or an external result."""
+
+    run_id: str
+    conversation_id: str
+    usage: Usage
+    requests: int
+    tool_executions: int
+    deferred: tuple[DeferredCall, ...]
+
+
+@frozen
+class RunFailed:
+    """The run failed (``RunError``) or was cancelled from outside.
+
+    ``stage`` is the ``RunError``'s stage, or ``"cancelled"`` when the run was
+    cancelled from outside (``error_type`` is then ``"CancelledError"``); ``message``
+    is the error's text.
+    """
+
+    run_id: str
+    conversation_id: str
+    stage: str
+    error_type: str
+    message: str
+    usage: Usage
+    requests: int
+    tool_executions: int
+
+
+LifecycleEvent: TypeAlias = (
+    RunStarted
+    | RequestStarted
+    | RequestFinished
+    | RequestFailed
+    | RetryScheduled
+    | ToolStarted
+    | ToolFinished
+    | RunFinished
+    | RunPaused
+    | RunFailed
+)
+"""Every lifecycle event of a run (the deltas of a stream are ``DeltaEvent``)."""

@@ -1,0 +1,165 @@
+"""A run as an async iterator of its events: ``Agent.iter_stream``.
+
+Owns ``EventStream``: it drives one streamed run in its own task and hands its events
+(``DeltaEvent`` and the lifecycle events of ``golem_core._events``) to the consumer in
+the order they happened. The final result is ``stream.result`` once the events are
+exhausted. Leaving early (``break`` inside ``async with``, or ``aclose()``) cancels the
+run; what it completed stays reachable as ``stream.partial``, as ``partial_from`` gives
+it for any interrupted run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from types import TracebackType
+from typing import Any, Generic, TypeAlias, TypeVar
+
+from golem_core._events import LifecycleEvent
+from golem_shell._agent import DeltaEvent, RunResult, partial_from
+from golem_shell._errors import PartialResult, UsageError
+
+__all__ = ["EventStream", "RunEvent"]
+
+OutputT = TypeVar("OutputT")
+
+RunEvent: TypeAlias = DeltaEvent | LifecycleEvent
+"""What ``iter_stream`` yields and ``on_event`` receives."""
+
+StartRun: TypeAlias = Callable[
+    [Callable[[DeltaEvent], None], Callable[[RunEvent], None]],
+    Coroutine[Any, Any, RunResult[OutputT]],
+]
+
+_DONE = object()
+
+
+class EventStream(Generic[OutputT]):
+    """The events of one streamed run, in order, then its result.
+
+    Use it as ``async with agent.iter_stream(prompt) as stream: async for event in
+    stream: ...``. The run starts at the first iteration (or on entering ``async with``)
+    in a task of its own, so a slow consumer never loses an event (they queue up).
+
+    - ``result``: the ``RunResult`` once the run finished or paused; if the run failed,
+      iterating raises its ``RunError`` and ``result`` raises it again.
+    - Leaving the ``async with`` block early, or ``await stream.aclose()``, cancels the
+      run and waits for it to stop; ``partial`` is then the completed evidence
+      (``None`` if nothing was completed), ready for ``run_with_history``.
+    """
+
+    def __init__(self, start: StartRun[OutputT]) -> None:
+        self._start = start
+        self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self._task: asyncio.Task[RunResult[OutputT]] | None = None
+        self._error: BaseException | None = None
+        self._result: RunResult[OutputT] | None = None
+        self._finished = False
+        self._cancelled: asyncio.CancelledError | None = None
+
+    def __repr__(self) -> str:
+        state = "finished" if self._finished else "running" if self._task else "not started"
+        return f"EventStream({state})"
+
+    # -- running --------------------------------------------------------------------
+
+    def _ensure_started(self) -> None:
+        if self._task is not None:
+            return
+        put = self._queue.put_nowait
+
+        def on_delta(_: DeltaEvent) -> None:
+            return None  # deltas reach the queue through on_event, in order
+
+        self._task = asyncio.get_running_loop().create_task(self._drive(self._start(on_delta, put)))
+
+    async def _drive(self, run: Coroutine[Any, Any, RunResult[OutputT]]) -> RunResult[OutputT]:
+        try:
+            return await run
+        except asyncio.CancelledError as e:
+            self._cancelled = e  # carries the run's partial (``partial_from``)
+            raise
+        finally:
+            self._queue.put_nowait(_DONE)
+
+    def __aiter__(self) -> EventStream[OutputT]:
+        return self
+
+    async def __anext__(self) -> RunEvent:
+        if self._finished:
+            raise StopAsyncIteration
+        self._ensure_started()
+        item = await self._queue.get()
+        if item is not _DONE:
+            return item  # type: ignore[return-value]
+        self._finish()
+        if self._error is not None:
+            raise self._error
+        raise StopAsyncIteration
+
+    def _finish(self) -> None:
+        self._finished = True
+        task = self._task
+        assert task is not None and task.done()
+        if task.cancelled():
+            self._error = self._cancelled or asyncio.CancelledError()
+            return
+        error = task.exception()
+        if error is not None:
+            self._error = error
+        else:
+            self._result = task.result()
+
+    async def aclose(self) -> None:
+        """Stop the run if it is still going, and wait until it has stopped."""
+        task = self._task
+        if task is None:
+            self._finished = True
+            return
+        if not task.done():
+            task.cancel()
+        await asyncio.wait({task})
+        if not self._finished:
+            self._finish()
+
+    async def __aenter__(self) -> EventStream[OutputT]:
+        self._ensure_started()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- the outcome ----------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        """Whether the run has ended (finished, paused, failed or cancelled)."""
+        return self._finished
+
+    @property
+    def result(self) -> RunResult[OutputT]:
+        """The run's result.
+
+        Raises:
+            RunError: the run failed (the error iteration raised).
+            asyncio.CancelledError: the stream was closed before the run ended.
+            UsageError: the events are not exhausted yet.
+        """
+        if not self._finished:
+            raise UsageError("the run has not ended yet: iterate the stream to its end first")
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    @property
+    def partial(self) -> PartialResult | None:
+        """What a failed or cancelled run completed (``None`` if it finished, or did nothing)."""
+        if self._error is None:
+            return None
+        return partial_from(self._error)

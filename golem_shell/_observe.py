@@ -1,0 +1,471 @@
+"""Observing a run: lifecycle events for the caller, spans and metrics for OpenTelemetry.
+
+Owns the one object per run that the driver (``golem_shell._agent``) calls at a few
+points: the run's start and end (``watch``), each model request (``request_started``,
+``request_ended``), each tool call (``tool``), each retry of a request (``report_retry``,
+called by the HTTP layer), and each streamed delta (``relay``). The observer turns them
+into ``golem_core._events`` values for the caller's ``on_event`` handler and, once
+``instrument()`` has been called, into OpenTelemetry spans and metrics
+(``golem_shell._otel``, imported only then).
+
+When nobody listens (no handler, tracing not enabled) ``observe_run`` returns ``None``
+and every hook is one ``is None`` check: observing costs nothing.
+
+An ``on_event`` handler observes; it never steers the run. If it raises, golem stops
+calling it and the exception ends the run: it propagates out of the run method
+unchanged, with the run's partial result attached (``partial_from(error)``), as a
+cancellation does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+
+from golem_core import Message, ModelRequest, ToolCallPart
+from golem_core._events import (
+    LifecycleEvent,
+    RequestFailed,
+    RequestFinished,
+    RequestStarted,
+    RetryScheduled,
+    RunFailed,
+    RunFinished,
+    RunPaused,
+    RunStarted,
+    ToolFinished,
+    ToolOutcomeKind,
+    ToolStarted,
+)
+from golem_core._loop import (
+    ModelResponded,
+    RunState,
+    ToolCanceled,
+    ToolCrashed,
+    ToolOutcome,
+    ToolRetry,
+    ToolReturned,
+)
+from golem_shell._errors import ModelError, RunError, UsageError
+
+if TYPE_CHECKING:
+    from golem_shell._agent import DeltaEvent, RunResult
+    from golem_shell._otel import Instrumentation, RunTrace
+
+__all__ = [
+    "EventHandler",
+    "RunObserver",
+    "instrument",
+    "observe_run",
+    "relay",
+    "report_retry",
+    "uninstrument",
+    "watch",
+]
+
+T = TypeVar("T")
+
+EventHandler: TypeAlias = "Callable[[DeltaEvent | LifecycleEvent], Awaitable[None] | None]"
+"""A run's ``on_event``: every lifecycle event, and in a stream every ``DeltaEvent``."""
+
+RetryHook: TypeAlias = Callable[[int, float, BaseException], Awaitable[None]]
+
+_retry_hook: contextvars.ContextVar[RetryHook | None] = contextvars.ContextVar(
+    "golem_retry_hook", default=None
+)
+_tracing: Instrumentation | None = None
+
+
+# -- enabling tracing ---------------------------------------------------------------------
+
+
+def instrument(
+    *,
+    tracer_provider: Any = None,
+    meter_provider: Any = None,
+    capture_content: bool | None = None,
+) -> None:
+    """Trace every run with OpenTelemetry, per the GenAI semantic conventions.
+
+    Spans: ``invoke_agent {agent}`` per run, ``chat {model}`` per model request (retries
+    are its ``golem.retry`` events), ``execute_tool {tool}`` per tool call. Metrics:
+    ``gen_ai.client.token.usage`` and ``gen_ai.client.operation.duration``. Calling it
+    again replaces the previous configuration; ``uninstrument()`` turns tracing off.
+
+    Args:
+        tracer_provider: where spans go; default the global tracer provider.
+        meter_provider: where metrics go; default the global meter provider.
+        capture_content: record instructions, messages, tool arguments and results on
+            the spans. Default: the environment variable
+            ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (``true`` turns it
+            on); off otherwise. Content may hold personal data.
+
+    Raises:
+        UsageError: ``opentelemetry-api`` is not installed (``pip install golem[otel]``).
+    """
+    global _tracing
+    try:
+        from golem_shell import _otel
+    except ImportError as e:
+        raise UsageError(
+            f"tracing needs opentelemetry-api: pip install 'golem[otel]' (importing it failed: {e})"
+        ) from e
+    capture = _otel.capture_from_env() if capture_content is None else bool(capture_content)
+    _tracing = _otel.Instrumentation(
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        capture_content=capture,
+    )
+
+
+def uninstrument() -> None:
+    """Stop tracing runs (runs in flight keep their spans to the end)."""
+    global _tracing
+    _tracing = None
+
+
+# -- the observer ---------------------------------------------------------------------------
+
+
+def _tool_outcome(outcome: ToolOutcome) -> tuple[ToolOutcomeKind, bool]:
+    if isinstance(outcome, ToolReturned):
+        return ("failed", True) if outcome.failed else ("returned", False)
+    if isinstance(outcome, ToolRetry):
+        return "retry", True
+    if isinstance(outcome, ToolCanceled):
+        return "canceled", True
+    assert isinstance(outcome, ToolCrashed)
+    return "crashed", True
+
+
+class RunObserver:
+    """Reports one run: events to the caller's handler, signals to OpenTelemetry.
+
+    Created by ``observe_run`` only when someone listens. ``handler_error`` is the
+    exception the handler raised, if it did (the handler is not called again).
+    """
+
+    __slots__ = (
+        "_handler",
+        "_request",
+        "_started",
+        "_task",
+        "_trace",
+        "conversation_id",
+        "handler_error",
+        "model",
+        "resumed",
+        "run_id",
+    )
+
+    def __init__(
+        self,
+        agent: Any,
+        state: RunState,
+        handler: EventHandler | None,
+        tracing: Instrumentation | None,
+        *,
+        resumed: bool,
+    ) -> None:
+        self.run_id = state.config.run_id
+        self.conversation_id = state.config.conversation_id
+        self.model = str(agent.model.name)
+        self.resumed = resumed
+        self._handler = handler
+        self.handler_error: BaseException | None = None
+        self._trace: RunTrace | None = None
+        if tracing is not None:
+            from golem_shell._otel import RunTrace
+
+            self._trace = RunTrace(tracing, agent, state, resumed=resumed)
+        self._request = 0
+        self._started = 0.0
+        self._task: asyncio.Task[Any] | None = None
+
+    @property
+    def listens(self) -> bool:
+        """Whether a handler still receives events."""
+        return self._handler is not None
+
+    async def emit(self, event: DeltaEvent | LifecycleEvent) -> None:
+        """Hand ``event`` to the handler; remember and re-raise what it raises."""
+        handler = self._handler
+        if handler is None:
+            return
+        try:
+            delivered = handler(event)
+            if inspect.isawaitable(delivered):
+                await delivered
+        except Exception as e:
+            self._handler = None
+            if self.handler_error is None:
+                self.handler_error = e
+            raise
+
+    # -- the run ----------------------------------------------------------------------
+
+    async def watch(self, run: Coroutine[Any, Any, RunResult[T]], progress: Any) -> RunResult[T]:
+        self._task = asyncio.current_task()
+        trace = self._trace
+        token = _retry_hook.set(self._on_retry)
+        try:
+            if trace is not None:
+                trace.attach()
+            try:
+                await self.emit(
+                    RunStarted(self.run_id, self.conversation_id, self.model, self.resumed)
+                )
+            except BaseException:
+                run.close()
+                raise
+            try:
+                result = await run
+            except BaseException as e:
+                await self._failed(e, progress)
+                raise
+            state = progress.state
+            if result.deferred:
+                if trace is not None:
+                    trace.paused(state, result.deferred)
+                await self._end(
+                    RunPaused(
+                        self.run_id,
+                        self.conversation_id,
+                        result.usage,
+                        result.requests,
+                        result.tool_executions,
+                        result.deferred,
+                    ),
+                    progress,
+                )
+            else:
+                if trace is not None:
+                    trace.finished(state)
+                await self._end(
+                    RunFinished(
+                        self.run_id,
+                        self.conversation_id,
+                        result.usage,
+                        result.requests,
+                        result.tool_executions,
+                    ),
+                    progress,
+                )
+            return result
+        finally:
+            _retry_hook.reset(token)
+            if trace is not None:
+                trace.close()
+
+    async def _end(self, event: LifecycleEvent, progress: Any) -> None:
+        try:
+            await self.emit(event)
+        except Exception as e:
+            _attach_partial(e, progress)
+            raise
+
+    async def _failed(self, error: BaseException, progress: Any) -> None:
+        """Report the run's failure; raise the handler's error in its place if it failed."""
+        state: RunState = progress.state
+        handler_error = self.handler_error
+        if handler_error is not None and error is not handler_error:
+            _attach_partial(handler_error, progress, error)
+            if self._trace is not None:
+                self._trace.failed(state, handler_error)
+            raise handler_error from error
+        if self._trace is not None:
+            self._trace.failed(state, error)
+        if handler_error is not None:  # the handler itself ended the run
+            _attach_partial(error, progress)
+            return
+        if isinstance(error, RunError):
+            stage, message = error.stage.value, error.message
+        elif isinstance(error, asyncio.CancelledError):
+            stage, message = "cancelled", "the run was cancelled from outside"
+        else:
+            stage, message = "unexpected", str(error)
+        try:
+            await self.emit(
+                RunFailed(
+                    self.run_id,
+                    self.conversation_id,
+                    stage,
+                    type(error).__name__,
+                    message,
+                    state.usage,
+                    state.requests,
+                    state.tool_executions,
+                )
+            )
+        except Exception as e:
+            _attach_partial(e, progress, error)
+            raise e from error
+
+    # -- requests ---------------------------------------------------------------------
+
+    async def request_started(self, request: ModelRequest, state: RunState, stream: bool) -> None:
+        """A model request is about to be sent (hook before ``RequestModel``)."""
+        self._request = state.requests + 1
+        self._started = time.perf_counter()
+        if self._trace is not None:
+            self._trace.request_started(request, stream)
+        await self.emit(
+            RequestStarted(self.run_id, self.conversation_id, self._request, self.model, stream)
+        )
+
+    async def request_ended(self, outcome: object, cause: BaseException | None) -> None:
+        """The request's outcome (``ModelResponded`` or ``ModelFailed``) is known."""
+        duration = time.perf_counter() - self._started
+        if isinstance(outcome, ModelResponded):
+            message: Message = outcome.message
+            if self._trace is not None:
+                self._trace.request_finished(message, duration)
+            await self.emit(
+                RequestFinished(
+                    self.run_id,
+                    self.conversation_id,
+                    self._request,
+                    duration,
+                    message.model,
+                    message.usage,
+                    message.finish_reason,
+                )
+            )
+            return
+        if self._trace is not None:
+            self._trace.request_failed(cause, duration)
+        error = cause if cause is not None else getattr(outcome, "reason", "")
+        kind = cause.kind.value if isinstance(cause, ModelError) else None
+        status = cause.status if isinstance(cause, ModelError) else None
+        await self.emit(
+            RequestFailed(
+                self.run_id,
+                self.conversation_id,
+                self._request,
+                duration,
+                str(error),
+                kind,
+                status,
+            )
+        )
+
+    async def _on_retry(self, attempt: int, delay: float, error: BaseException) -> None:
+        if asyncio.current_task() is not self._task:
+            return  # a request of someone else's code (a tool's) in this context
+        if self._trace is not None:
+            self._trace.retry(attempt, delay, error)
+        await self.emit(
+            RetryScheduled(
+                self.run_id,
+                self.conversation_id,
+                self._request,
+                attempt,
+                delay,
+                str(error),
+                error.kind.value if isinstance(error, ModelError) else None,
+                error.status if isinstance(error, ModelError) else None,
+            )
+        )
+
+    # -- tools ------------------------------------------------------------------------
+
+    async def tool(
+        self, call: ToolCallPart, execution: Coroutine[Any, Any, ToolOutcome]
+    ) -> ToolOutcome:
+        """Run one tool call's ``execution`` (in its own task), reporting it."""
+        call_id = str(call.id)
+        span = self._trace.tool_started(call) if self._trace is not None else None
+        token = None
+        if span is not None:
+            from opentelemetry import context as otel_context
+            from opentelemetry import trace
+
+            token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            try:
+                await self.emit(ToolStarted(self.run_id, self.conversation_id, call_id, call.name))
+            except BaseException:
+                execution.close()
+                raise
+            started = time.perf_counter()
+            outcome = await execution
+            duration = time.perf_counter() - started
+        except BaseException:
+            if span is not None and self._trace is not None:
+                self._trace.tool_interrupted(span)
+            raise
+        finally:
+            if token is not None:
+                from opentelemetry import context as otel_context
+
+                otel_context.detach(token)
+        kind, failed = _tool_outcome(outcome)
+        if span is not None and self._trace is not None:
+            self._trace.tool_finished(span, outcome, kind)
+        await self.emit(
+            ToolFinished(
+                self.run_id, self.conversation_id, call_id, call.name, kind, failed, duration
+            )
+        )
+        return outcome
+
+
+def _attach_partial(
+    error: BaseException, progress: Any, source: BaseException | None = None
+) -> None:
+    from golem_shell._agent import _partial, partial_from
+
+    partial = partial_from(source) if source is not None else None
+    error.golem_partial = (  # type: ignore[attr-defined]
+        partial if partial is not None else _partial(progress.state)
+    )
+
+
+# -- the driver's hooks ---------------------------------------------------------------------
+
+
+def observe_run(
+    agent: Any, state: RunState, on_event: EventHandler | None, *, resumed: bool = False
+) -> RunObserver | None:
+    """The run's observer, or ``None`` when no handler listens and tracing is off."""
+    tracing = _tracing
+    if on_event is None and tracing is None:
+        return None
+    return RunObserver(agent, state, on_event, tracing, resumed=resumed)
+
+
+async def watch(progress: Any, run: Coroutine[Any, Any, RunResult[T]]) -> RunResult[T]:
+    """Await the run coroutine, reporting its start and its end to the run's observer."""
+    observer: RunObserver | None = progress.observer
+    if observer is None:
+        return await run
+    return await observer.watch(run, progress)
+
+
+def relay(observer: RunObserver | None, on_delta: Any) -> Any:
+    """``on_delta``, or a handler that also gives each delta to the observer's handler."""
+    if observer is None or on_delta is None or not observer.listens:
+        return on_delta
+
+    async def both(event: DeltaEvent) -> None:
+        delivered = on_delta(event)
+        if inspect.isawaitable(delivered):
+            await delivered
+        await observer.emit(event)
+
+    return both
+
+
+async def report_retry(attempt: int, delay: float, error: BaseException) -> None:
+    """Tell the run in progress (if observed) that a request is retried after ``delay`` s.
+
+    Called by the HTTP layer before it sleeps; a custom ``Model`` that retries on its
+    own may call it too. Outside an observed run it does nothing.
+    """
+    hook = _retry_hook.get()
+    if hook is not None:
+        await hook(attempt, delay, error)
