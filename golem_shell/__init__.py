@@ -37,6 +37,7 @@ from golem_shell.models import (
     FunctionModel,
     Model,
     OpenAIModel,
+    OpenAIResponsesModel,
     ScriptedModel,
     infer_model,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "Model",
     "ModelError",
     "OpenAIModel",
+    "OpenAIResponsesModel",
     "PartialResult",
     "RequestFailed",
     "RequestFinished",

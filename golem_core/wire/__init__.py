@@ -8,6 +8,7 @@ provider cannot take), ``decode_response(body)`` the assistant ``Message``,
 ``golem_shell.models`` sends the bytes.
 
 - ``golem_core.wire.openai``: OpenAI Chat Completions and compatible servers;
+- ``golem_core.wire.openai_responses``: the OpenAI Responses API;
 - ``golem_core.wire.anthropic``: Anthropic Messages.
 """
 

@@ -10,12 +10,14 @@ from golem_shell.models._base import Model
 from golem_shell.models.anthropic import AnthropicModel
 from golem_shell.models.function import FunctionModel, ScriptedModel
 from golem_shell.models.openai import OpenAIModel
+from golem_shell.models.openai_responses import OpenAIResponsesModel
 
 __all__ = [
     "AnthropicModel",
     "FunctionModel",
     "Model",
     "OpenAIModel",
+    "OpenAIResponsesModel",
     "ScriptedModel",
     "infer_model",
 ]
@@ -23,6 +25,7 @@ __all__ = [
 _PROVIDERS: dict[str, Callable[[str], Model]] = {
     "anthropic": AnthropicModel,
     "openai": OpenAIModel,
+    "openai-responses": OpenAIResponsesModel,
 }
 
 
@@ -30,7 +33,9 @@ def infer_model(model: str | Model) -> Model:
     """A model from ``"<provider>:<model>"``, or the model itself.
 
     ``"openai:gpt-4o-mini"`` is ``OpenAIModel("gpt-4o-mini")`` (key and base URL from
-    ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``); ``"anthropic:claude-sonnet-4-5"`` is
+    ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``); ``"openai-responses:gpt-5"`` is
+    ``OpenAIResponsesModel("gpt-5")`` (the Responses API, same variables);
+    ``"anthropic:claude-sonnet-4-5"`` is
     ``AnthropicModel("claude-sonnet-4-5")`` (``ANTHROPIC_API_KEY``,
     ``ANTHROPIC_BASE_URL``).
 

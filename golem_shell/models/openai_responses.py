@@ -1,0 +1,153 @@
+"""The OpenAI Responses API adapter (``POST {base}/responses``).
+
+Only configuration lives here: the key and base URL (the same ``OPENAI_API_KEY`` and
+``OPENAI_BASE_URL`` as the Chat Completions adapter), the headers, whether to keep
+encrypted reasoning, and which pure codec (``golem_core.wire.openai_responses``) encodes
+and decodes. ``_http.py`` does the HTTP; it opens one client per event loop, so a model
+can serve any number of ``asyncio.run`` calls (every ``_sync`` method of an Agent).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import httpx
+from returns.result import Result
+
+from golem_core import ModelRequest, ModelSettings
+from golem_core._retry import RetryPolicy
+from golem_core.wire import WireError
+from golem_core.wire import openai_responses as wire
+from golem_shell._errors import UsageError
+from golem_shell.models._adapter import HTTPModel, check_base_url, env_value
+from golem_shell.models._http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_RETRY,
+    DEFAULT_TIMEOUT,
+    ProviderHTTP,
+)
+from golem_shell.models.openai import DEFAULT_OPENAI_BASE_URL
+
+__all__ = ["OpenAIResponsesModel", "ReasoningEffort", "ReasoningSummary"]
+
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+"""How hard a reasoning model thinks (``reasoning.effort``)."""
+ReasoningSummary = Literal["auto", "concise", "detailed"]
+"""Which reasoning summary to ask for (``reasoning.summary``)."""
+
+_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+_SUMMARIES = ("auto", "concise", "detailed")
+
+
+class OpenAIResponsesModel(HTTPModel):
+    """A model behind the OpenAI Responses API, ``POST {base_url}/responses``.
+
+    Every request is stateless (``store: false``): the conversation golem sends is the
+    whole state. A reasoning model's reasoning comes back encrypted, is kept on the
+    assistant message (a ``ThinkingPart`` whose ``extra`` holds the item id and the
+    encrypted content; ADR 0049) and is sent back on the next request.
+
+    Args:
+        model: the model name, e.g. ``"gpt-5"`` or ``"gpt-4.1-mini"``.
+        api_key: the key; default ``OPENAI_API_KEY``. Required for the default base
+            URL; a custom base URL may need none, and then no ``Authorization`` header
+            is sent.
+        base_url: default ``OPENAI_BASE_URL``, else ``https://api.openai.com/v1``.
+        http_client: your ``httpx.AsyncClient``; it stays yours to close. Without one
+            the model creates one per event loop: close it with ``aclose()`` or
+            ``async with``.
+        timeout: seconds (or an ``httpx.Timeout``) for every request, also on your
+            client: connecting, and waiting between two reads of a response.
+        retry: how failed requests are retried.
+        encrypted_reasoning: ask for and send back encrypted reasoning
+            (``include: ["reasoning.encrypted_content"]``). Default: on for reasoning
+            models (o-series, gpt-5), off for others, which refuse it.
+        reasoning_effort: ``reasoning.effort`` for reasoning models.
+        reasoning_summary: ``reasoning.summary``: ask for readable summaries of the
+            reasoning (some organizations must be verified for this).
+        settings: defaults for the request settings a run leaves unset.
+        max_response_bytes: the largest response body or stream read.
+
+    Raises:
+        UsageError: no key for the default base URL, a base URL that is not http(s),
+            or an unknown reasoning effort or summary.
+    """
+
+    _prefix = "openai-responses"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        encrypted_reasoning: bool | None = None,
+        reasoning_effort: ReasoningEffort | None = None,
+        reasoning_summary: ReasoningSummary | None = None,
+        settings: ModelSettings | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
+        key = api_key or env_value("OPENAI_API_KEY")
+        custom_base = base_url or env_value("OPENAI_BASE_URL")
+        if key is None and custom_base is None:
+            raise UsageError(
+                "no OpenAI API key: pass api_key= or set OPENAI_API_KEY "
+                "(a custom base_url / OPENAI_BASE_URL needs none)"
+            )
+        if reasoning_effort is not None and reasoning_effort not in _EFFORTS:
+            raise UsageError(
+                f"reasoning_effort must be one of {', '.join(_EFFORTS)}, got {reasoning_effort!r}"
+            )
+        if reasoning_summary is not None and reasoning_summary not in _SUMMARIES:
+            raise UsageError(
+                f"reasoning_summary must be one of {', '.join(_SUMMARIES)},"
+                f" got {reasoning_summary!r}"
+            )
+        base = check_base_url(custom_base or DEFAULT_OPENAI_BASE_URL, "the OpenAI base URL")
+        headers = {"authorization": f"Bearer {key}"} if key else {}
+        http = ProviderHTTP(
+            provider="openai-responses",
+            url=f"{base}/responses",
+            headers=headers,
+            secret=key,
+            http_client=http_client,
+            timeout=timeout,
+            retry=retry,
+            decode_error=wire.decode_error,
+            max_response_bytes=max_response_bytes,
+        )
+        super().__init__(
+            model,
+            http=http,
+            settings=settings,
+            decode_response=wire.decode_response,
+            new_stream_decoder=wire.StreamDecoder,
+        )
+        self._encrypted_reasoning = (
+            wire.supports_encrypted_reasoning(model)
+            if encrypted_reasoning is None
+            else encrypted_reasoning
+        )
+        reasoning: dict[str, str] = {}
+        if reasoning_effort is not None:
+            reasoning["effort"] = reasoning_effort
+        if reasoning_summary is not None:
+            reasoning["summary"] = reasoning_summary
+        self._reasoning = reasoning
+
+    @property
+    def encrypted_reasoning(self) -> bool:
+        """Whether requests ask for, and send back, encrypted reasoning."""
+        return self._encrypted_reasoning
+
+    def _encode(self, request: ModelRequest, *, stream: bool) -> Result[dict[str, Any], WireError]:
+        return wire.encode_request(
+            request,
+            model=self._model,
+            stream=stream,
+            encrypted_reasoning=self._encrypted_reasoning,
+            reasoning=self._reasoning or None,
+        )
