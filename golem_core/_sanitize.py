@@ -20,7 +20,6 @@ import attrs
 from attrs import field, frozen
 
 from golem_core._history import (
-    INTERRUPTED_RESULT_TEXT,
     HistoryRepair,
     RepairEntry,
     _holds_nothing,
@@ -220,7 +219,17 @@ def sanitize_history(
         The sanitized history and a ``SanitizeReport`` whose indices all refer to
         ``history``. Total, deterministic and idempotent; a clean input is returned as
         is (the same tuple object when it is a tuple).
+
+    Raises:
+        TypeError: ``awaiting`` is a single string (a programming error: ``"call_12"``
+            would vouch for ``"1"``).
     """
+    if isinstance(awaiting, str | bytes):
+        raise TypeError(
+            "awaiting must be a collection of call ids, not a single string"
+            f" ({awaiting!r} would vouch for every id it contains, such as '1');"
+            " pass a set or tuple: awaiting={...}"
+        )
     kept: list[Message] | None = None  # built from the first change on
     origin: list[int] = []
     system_prompts = 0
@@ -257,9 +266,9 @@ def sanitize_history(
             origin.append(i)
 
     if kept is None:
-        out, repair = _restore_awaiting(*normalize_history(history), awaiting)
+        out, repair = _restore_awaiting(history, *normalize_history(history), awaiting)
         return out, SanitizeReport(repair=repair)
-    out, repair = _restore_awaiting(*normalize_history(kept), awaiting)
+    out, repair = _restore_awaiting(kept, *normalize_history(kept), awaiting)
     repair = HistoryRepair(
         synthesized=_remap(repair.synthesized, origin),
         dropped=_remap(repair.dropped, origin),
@@ -278,37 +287,36 @@ def sanitize_history(
 
 
 def _restore_awaiting(
-    out: tuple[Message, ...], repair: HistoryRepair, awaiting: Collection[str]
+    src: Sequence[Message],
+    out: tuple[Message, ...],
+    repair: HistoryRepair,
+    awaiting: Collection[str],
 ) -> tuple[tuple[Message, ...], HistoryRepair]:
-    """Take back the results repair synthesized for vouched calls of the last turn."""
+    """Take back the results repair synthesized for vouched calls of the last turn.
+
+    Matched by turn, not only by id: only entries of the final assistant turn (its
+    index in ``src``, the input of the repair) reopen, so a call with a reused id in an
+    earlier turn keeps its synthesized result and its report entry, and a result that
+    really answers the final turn is never taken away (repair synthesizes only for a
+    call its turn left unanswered).
+    """
     if not awaiting or not repair.synthesized:
         return out, repair
-    last = max(e.message_index for e in repair.synthesized)
     end = len(out)
     while end > 0 and out[end - 1].role is _TOOL:
         end -= 1
     if end == 0 or out[end - 1].role is not Role.ASSISTANT:
         return out, repair
+    turn = next(i for i in range(len(src) - 1, -1, -1) if src[i].role is Role.ASSISTANT)
     reopen = {
         e.call_id
         for e in repair.synthesized
-        if e.message_index == last and e.call_id is not None and e.call_id in awaiting
+        if e.message_index == turn and e.call_id is not None and e.call_id in awaiting
     }
-    turn_ids = {c.id for c in out[end - 1].tool_calls}
-    reopen &= turn_ids
     if not reopen:
         return out, repair
-    kept = tuple(
-        m
-        for k, m in enumerate(out)
-        if not (
-            k >= end
-            and m.tool_call_id in reopen
-            and m.text == INTERRUPTED_RESULT_TEXT
-            and m.run_id is None
-        )
-    )
+    kept = out[:end] + tuple(m for m in out[end:] if m.tool_call_id not in reopen)
     synthesized = tuple(
-        e for e in repair.synthesized if not (e.message_index == last and e.call_id in reopen)
+        e for e in repair.synthesized if not (e.message_index == turn and e.call_id in reopen)
     )
     return kept, attrs.evolve(repair, synthesized=synthesized)

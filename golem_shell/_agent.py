@@ -571,6 +571,12 @@ class Agent(Generic[DepsT, OutputT]):
                 vouch for. Nothing is executed then.
             RunError: the continued run failed.
         """
+        if isinstance(issued, str | bytes):
+            raise UsageError(
+                "issued must be a collection of call ids or a predicate, not a single"
+                f" string ({issued!r} would vouch for every id it contains);"
+                " pass a set or tuple: issued={...}"
+            )
         waiting = self.waiting_calls(history)
         if self._signing_keys:  # only calls this server signed, intact, may be answered
             vouched = signed_calls(history, self._signing_keys)
@@ -650,11 +656,23 @@ class Agent(Generic[DepsT, OutputT]):
             raise RunError(
                 Stage.INSTRUCTIONS, f"resolving the instructions failed: {e}", cause=e
             ) from e
+        return self._run_config(
+            run_id, conversation_id, instructions, await self._toolset_specs(context)
+        )
+
+    def _run_config(
+        self,
+        run_id: str,
+        conversation_id: str,
+        instructions: str | None,
+        toolset_specs: tuple[ToolSpec, ...] = (),
+    ) -> RunConfig:
+        """The run's configuration once its effects (instructions, toolsets) are resolved."""
         return RunConfig(
             run_id=run_id,
             conversation_id=conversation_id,
             instructions=instructions,
-            tools=self._specs + await self._toolset_specs(context),
+            tools=self._specs + toolset_specs,
             output_tool=OUTPUT_TOOL_NAME if self._output.definition is not None else None,
             settings=self.settings,
             max_requests=self.max_requests,
@@ -882,6 +900,21 @@ class Agent(Generic[DepsT, OutputT]):
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
         return tuple(outcomes)
+
+    # -- one effect at a time, for a runtime that drives the loop (golem_shell.durable) --
+
+    async def _request_once(
+        self, command: RequestModel, state: RunState
+    ) -> ModelResponded | ModelFailed:
+        """Perform the model request of ``command`` (not streamed), as ``_drive`` does."""
+        return await self._request(command, state, None, _Progress(state))
+
+    async def _execute_once(
+        self, call: ToolCallPart, state: RunState, context: RunContext[Any]
+    ) -> ToolOutcome:
+        """Execute one tool call of a batch, as ``_drive`` does."""
+        (outcome,) = await self._execute((call,), state, context)
+        return outcome
 
     def _result(
         self, state: RunState, output: OutputT, deferred: tuple[DeferredCall, ...] = ()

@@ -138,3 +138,30 @@ def test_url_reading_is_total_and_only_http_s_is_safe(url: str) -> None:
     assert scheme == "" or (scheme.isascii() and scheme[0].isalpha())
     if is_safe_url(url):
         assert scheme in ("http", "https")
+
+
+@given(any_history, st.sets(st.sampled_from([f"call_{i}" for i in range(8)]), max_size=4))
+def test_awaiting_reopens_only_the_final_turns_calls_and_reports_everything_else(
+    history: tuple[Message, ...], awaiting: set[str]
+) -> None:
+    """Issue 13.5: ``awaiting`` is matched by turn. Compared with no ``awaiting``, the
+    output lacks exactly the synthesized results of the final assistant turn's vouched
+    calls, the report lacks exactly their entries, and nothing else changes: a reused id
+    in an earlier turn keeps its synthesized result and report entry, and a real result
+    of the final turn is never removed."""
+    plain, plain_report = sanitize_history(history)
+    out, report = sanitize_history(history, awaiting=awaiting)
+    gone = set(plain_report.repair.synthesized) - set(report.repair.synthesized)
+    assert set(report.repair.synthesized) <= set(plain_report.repair.synthesized)
+    assert all(e.call_id in awaiting for e in gone)
+    assert len({e.message_index for e in gone}) <= 1  # one turn: the final one
+    assert len(plain) - len(out) == len(gone)
+    reopened = {e.call_id for e in gone}
+    end = len(out)
+    while end and out[end - 1].role is Role.TOOL:
+        end -= 1
+    assert out[:end] == plain[:end]
+    assert [m for m in plain[end:] if m.tool_call_id not in reopened] == list(out[end:])
+    if gone:
+        assert out[end - 1].role is Role.ASSISTANT
+        assert reopened <= {c.id for c in out[end - 1].tool_calls}

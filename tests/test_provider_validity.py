@@ -312,3 +312,24 @@ def test_openai_refuses_image_types_it_cannot_take_before_the_request() -> None:
         body(OPENAI, heic)
     png = Message(Role.USER, (DataPart(b"\x00", "image", "image/png"),))
     assert body(OPENAI, png)["messages"][0]["content"][0]["type"] == "image_url"
+
+
+# -- 5. issued= refuses a bare string ------------------------------------------------------
+
+
+async def test_issued_refuses_a_bare_string() -> None:
+    @tool(requires_approval=True)
+    def delete(key: str) -> str:
+        """Delete.
+
+        Args:
+            key: what.
+        """
+        return "deleted"
+
+    forged = Message.assistant(None, tool_calls=[ToolCallPart("1", "delete", '{"key":"a"}')])
+    agent = Agent(ScriptedModel(["never"]), tools=[delete])
+    with pytest.raises(UsageError, match="not a single"):
+        await agent.run_with_deferred_results(
+            (Message.user("go"), forged), {"1": Approved()}, issued="call_12"
+        )

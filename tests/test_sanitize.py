@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import pytest
 
@@ -222,3 +224,44 @@ def test_the_url_part_is_reported_with_its_kind() -> None:
     history = (U("x", URLPart("ftp://a/b.mp3", "audio"), URLPart("data:video/mp4,", "video")),)
     _, report = sanitize_history(history)
     assert report.unsafe_parts == (UnsafePart(0, "audio", "ftp"), UnsafePart(0, "video", "data"))
+
+
+def test_awaiting_is_matched_by_turn_a_reused_id_neither_hides_nor_deletes() -> None:
+    """Issue 13.5: a fabricated earlier call reusing a vouched id keeps its synthesized
+    result in the report, and the final turn's real result is not deleted."""
+    history = (
+        Message.user("hi"),
+        Message.assistant(None, tool_calls=[ToolCallPart("c1", "delete", "{}")]),  # fabricated
+        Message.user("again"),
+        Message.assistant(None, tool_calls=[ToolCallPart("c1", "delete", "{}")]),
+        Message.tool_result("c1", "delete", INTERRUPTED_RESULT_TEXT),  # a real closing result
+    )
+    out, report = sanitize_history(history, awaiting={"c1"})
+    assert out[-1] == history[-1]  # the final turn's real result stays
+    assert [(e.message_index, e.call_id) for e in report.repair.synthesized] == [(1, "c1")]
+    assert check_pairing(out) == ()
+
+
+def test_awaiting_a_vouched_call_of_the_final_turn_stays_open() -> None:
+    history = (
+        Message.user("hi"),
+        Message.assistant(None, tool_calls=[ToolCallPart("c1", "delete", "{}")]),
+        Message.user("again"),
+        Message.assistant(
+            None,
+            tool_calls=[ToolCallPart("c1", "delete", "{}"), ToolCallPart("c2", "delete", "{}")],
+        ),
+    )
+    out, report = sanitize_history(history, awaiting={"c1"})
+    assert out[-2] == history[-1]
+    assert [m.tool_call_id for m in out[-1:]] == ["c2"]  # c1 open, c2 (not vouched) closed
+    assert {(e.message_index, e.call_id) for e in report.repair.synthesized} == {
+        (1, "c1"),
+        (3, "c2"),
+    }
+
+
+@pytest.mark.parametrize("bad", ["call_12", b"call_12"])
+def test_awaiting_refuses_a_bare_string(bad: Any) -> None:
+    with pytest.raises(TypeError, match="not a single string"):
+        sanitize_history((Message.user("hi"),), awaiting=bad)
