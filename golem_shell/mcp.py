@@ -118,22 +118,30 @@ class MCPToolset:
         try:
             async with asyncio.timeout(self.connect_timeout):
                 read, write = await stack.enter_async_context(self._transport(mcp))
-                session = await stack.enter_async_context(
-                    mcp.ClientSession(read, write, read_timeout_seconds=self.timeout)
-                )
+                session = await stack.enter_async_context(mcp.ClientSession(read, write))
                 await session.initialize()
         except BaseException as e:
-            await stack.aclose()
-            if isinstance(e, TimeoutError):
+            closing: Exception | None = None
+            try:
+                await stack.aclose()
+            except Exception as error:  # the transport's own failure, reported on close
+                closing = error
+            task = asyncio.current_task()
+            if isinstance(e, UsageError) or not isinstance(e, Exception | asyncio.CancelledError):
+                raise
+            if isinstance(e, asyncio.CancelledError) and (
+                closing is None or task is None or task.cancelling()
+            ):
+                raise  # a cancellation from outside stays one
+            if isinstance(e, TimeoutError) and closing is None:
                 raise MCPConnectionError(
                     f"MCP server {self._where()} did not complete the handshake within"
                     f" {self.connect_timeout} s"
                 ) from e
-            if isinstance(e, Exception) and not isinstance(e, UsageError):
-                raise MCPConnectionError(
-                    f"cannot connect to MCP server {self._where()}: {type(e).__name__}: {e}"
-                ) from e
-            raise
+            cause = _leaf(closing if closing is not None else e)
+            raise MCPConnectionError(
+                f"cannot connect to MCP server {self._where()}: {type(cause).__name__}: {cause}"
+            ) from cause
         self._stack = stack
         self._session = session
         self._entered = 1
@@ -334,6 +342,13 @@ class _owning:
             await self._transport.__aexit__(*exc)
         finally:
             await self._client.__aexit__(None, None, None)
+
+
+def _leaf(error: BaseException) -> BaseException:
+    """The first exception inside (nested) exception groups: what actually went wrong."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
 
 
 def _kind(media_type: str | None) -> PartKind:
