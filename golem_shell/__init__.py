@@ -31,7 +31,7 @@ from golem_shell._event_stream import EventStream, RunEvent
 from golem_shell._ids import new_id
 from golem_shell._observe import EventHandler, instrument, uninstrument
 from golem_shell._tokens import tiktoken_counter
-from golem_shell._tools import Canceled, RunContext, Tool, ToolFailure, tool
+from golem_shell._tools import Canceled, RunContext, Tool, ToolFailure, Toolset, tool
 from golem_shell.models import (
     AnthropicModel,
     FunctionModel,
@@ -80,6 +80,7 @@ __all__ = [
     "ToolFinished",
     "ToolOutcomeKind",
     "ToolStarted",
+    "Toolset",
     "UsageError",
     "infer_model",
     "instrument",
