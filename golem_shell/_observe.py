@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import importlib
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -109,7 +110,7 @@ def instrument(
     """
     global _tracing
     try:
-        from golem_shell import _otel
+        _otel = importlib.import_module("golem_shell._otel")
     except ImportError as e:
         raise UsageError(
             f"tracing needs opentelemetry-api: pip install 'golem[otel]' (importing it failed: {e})"
