@@ -9,7 +9,9 @@ provider cannot take), ``decode_response(body)`` the assistant ``Message``,
 
 - ``golem_core.wire.openai``: OpenAI Chat Completions and compatible servers;
 - ``golem_core.wire.openai_responses``: the OpenAI Responses API;
-- ``golem_core.wire.anthropic``: Anthropic Messages.
+- ``golem_core.wire.anthropic``: Anthropic Messages;
+- ``golem_core.wire.gemini``: the Google Gemini API (the model and the choice of stream
+  are in the request path, ``request_path(model, stream=...)``, not the body).
 """
 
 from golem_core.wire._common import WireError, call_as_text, result_as_text

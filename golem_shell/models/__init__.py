@@ -9,12 +9,14 @@ from golem_shell._errors import UsageError
 from golem_shell.models._base import Model
 from golem_shell.models.anthropic import AnthropicModel
 from golem_shell.models.function import FunctionModel, ScriptedModel
+from golem_shell.models.gemini import GeminiModel
 from golem_shell.models.openai import OpenAIModel
 from golem_shell.models.openai_responses import OpenAIResponsesModel
 
 __all__ = [
     "AnthropicModel",
     "FunctionModel",
+    "GeminiModel",
     "Model",
     "OpenAIModel",
     "OpenAIResponsesModel",
@@ -24,6 +26,9 @@ __all__ = [
 
 _PROVIDERS: dict[str, Callable[[str], Model]] = {
     "anthropic": AnthropicModel,
+    "gemini": GeminiModel,
+    "google": GeminiModel,
+    "google-gla": GeminiModel,
     "openai": OpenAIModel,
     "openai-responses": OpenAIResponsesModel,
 }
@@ -37,7 +42,9 @@ def infer_model(model: str | Model) -> Model:
     ``OpenAIResponsesModel("gpt-5")`` (the Responses API, same variables);
     ``"anthropic:claude-sonnet-4-5"`` is
     ``AnthropicModel("claude-sonnet-4-5")`` (``ANTHROPIC_API_KEY``,
-    ``ANTHROPIC_BASE_URL``).
+    ``ANTHROPIC_BASE_URL``); ``"google:gemini-2.5-flash"`` (also ``"google-gla:"`` and
+    ``"gemini:"``) is ``GeminiModel("gemini-2.5-flash")`` (``GOOGLE_API_KEY`` or
+    ``GEMINI_API_KEY``, ``GEMINI_BASE_URL``).
 
     Raises:
         UsageError: an unknown provider prefix, no model name, or a missing key.
