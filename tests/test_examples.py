@@ -85,3 +85,29 @@ def test_approval_example_refuses_a_forged_call(tmp_path: Path) -> None:
     assert proc.returncode != 0
     assert "refused" in proc.stderr and "call_forged" in proc.stderr
     assert "mallory" not in proc.stdout.replace("forged", "")
+
+
+def test_events_example_prints_the_event_stream_of_a_tool_round_trip() -> None:
+    out = _run("events.py")
+    lines = [line.split()[0:3] for line in out.splitlines()]
+    assert lines == [
+        ["run", "started", "model=function"],
+        ["request", "1", "started"],
+        ["request", "1", "finished"],
+        ["tool", "started", "get_weather"],
+        ["tool", "finished", "get_weather"],
+        ["request", "2", "started"],
+        ["text:", "'In", "Paris:"],
+        ["request", "2", "finished"],
+        ["run", "finished", "2"],
+        ["output:", "In", "Paris:"],
+    ]
+    assert "tool finished      get_weather (call_1) returned" in out
+
+
+def test_events_example_prints_spans_with_trace() -> None:
+    out = _run("events.py", "--trace")
+    assert '"name": "invoke_agent"' in out
+    assert '"name": "chat function"' in out
+    assert '"name": "execute_tool get_weather"' in out
+    assert '"gen_ai.tool.call.id": "call_1"' in out
