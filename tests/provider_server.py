@@ -92,6 +92,7 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: bytes
+    query: str = ""  # the raw query string, e.g. "alt=sse"
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -132,7 +133,8 @@ class ProviderServer:
                 break
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         with self._lock:
-            self.requests.append(Recorded(scope["method"], scope["path"], headers, body))
+            query = scope.get("query_string", b"").decode("latin-1")
+            self.requests.append(Recorded(scope["method"], scope["path"], headers, body, query))
             reply = self.replies.pop(0) if self.replies else None
         if reply is None:
             reply = json_reply({"error": {"message": "no scripted reply"}}, status=599)
