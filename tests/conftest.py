@@ -27,3 +27,27 @@ def _clean_provider_environ(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server on 127.0.0.1 for the session (``tests/postgres_server.py``).
+
+    Skips, saying why, only when no server can be started here; with
+    ``GOLEM_REQUIRE_POSTGRES=1`` (as in CI) that is a failure instead. More databases on
+    the same server: ``postgres_server.create_database(postgres_url, name)``.
+    """
+    import os
+
+    from postgres_server import PostgresUnavailable, start_postgres
+
+    try:
+        server = start_postgres()
+    except PostgresUnavailable as e:
+        why = f"PostgreSQL could not be started: {e}"
+        print(why, file=sys.stderr)
+        if os.environ.get("GOLEM_REQUIRE_POSTGRES") == "1":
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    with server:
+        yield server.url
