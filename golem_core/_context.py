@@ -1,0 +1,408 @@
+"""Context processors: making an old conversation cheaper without breaking it.
+
+Owns the pure processors beyond a plain cut (``_processors.py``): ``clear_tool_results``
+(old tool results lose their content, never their pairing), ``drop_thinking`` (old
+reasoning is not replayed), and the pure half of summarization: ``plan_summary`` chooses
+where a summary may replace the older part of a history, ``summary_message`` builds the
+message that holds it, and ``SummaryPlan.apply`` puts it in place. The shell's
+``golem_shell.summarize_history`` asks a model for the text in between.
+
+The vocabulary (ADR 0044):
+
+- a **turn** starts at a user message and runs to the next user message; messages
+  before the first user message form a leading turn of their own. A turn holds a
+  request and everything the run did for it: assistant messages, tool calls and their
+  results, so a cut at a turn's start is never inside a tool exchange;
+- a **summary** is a user message marked by the additive JSON field ``"summary"``
+  (``{"messages": <how many it replaced>}``), carried in ``Message.extra`` like every
+  field this version does not model; providers never see the marker, stores keep it.
+
+Every processor here is total, deterministic and idempotent, returns ``Success``, keeps
+every ``tool`` message with its ``tool_call_id``, ``tool_name``, ``failed`` flag and
+stamps, and keeps the order of messages: pairing that was valid stays valid.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Final
+
+import attrs
+from attrs import field, frozen
+from returns.result import Result, Success
+
+from golem_core._messages import Message, Part, Role, TextPart, ThinkingPart
+from golem_core._processors import HistoryError, TokenCounter, approximate_tokens
+
+__all__ = [
+    "DEFAULT_CLEARED_PLACEHOLDER",
+    "SUMMARY_KEY",
+    "ClearReport",
+    "ClearedResult",
+    "SummaryPlan",
+    "clear_old_tool_results",
+    "clear_tool_results",
+    "drop_thinking",
+    "is_summary",
+    "plan_summary",
+    "summary_message",
+    "turn_starts",
+]
+
+DEFAULT_CLEARED_PLACEHOLDER: Final = "[tool result cleared to save context]"
+"""The text an old tool result is replaced with, unless the caller names another."""
+
+SUMMARY_KEY: Final = "summary"
+"""The JSON field that marks a summary message (kept in ``Message.extra``)."""
+
+
+def _check_count(function: str, name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{function}({name}): {name} must be an int of at least 0, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{function}({name}): {name} must be at least 0, got {value}")
+    return value
+
+
+def _as_tuple(history: Sequence[Message]) -> tuple[Message, ...]:
+    return history if type(history) is tuple else tuple(history)
+
+
+def turn_starts(history: Sequence[Message]) -> tuple[int, ...]:
+    """The index at which each turn of ``history`` starts, oldest first.
+
+    A turn starts at every user message, and at index 0 when the history does not open
+    with one (the messages before the first user message are a leading turn; a history
+    of system messages alone has no turn).
+
+    Total and deterministic; linear.
+    """
+    starts = [i for i, m in enumerate(history) if m.role is Role.USER]
+    if (not starts or starts[0] != 0) and any(
+        m.role is not Role.SYSTEM for m in history[: starts[0] if starts else len(history)]
+    ):
+        starts.insert(0, 0)
+    return tuple(starts)
+
+
+def _newest_turns_start(history: Sequence[Message], turns: int) -> int:
+    """The index where the newest ``turns`` turns start (``len`` for 0, 0 for all)."""
+    if turns == 0:
+        return len(history)
+    starts = turn_starts(history)
+    return 0 if len(starts) <= turns else starts[-turns]
+
+
+# -- clearing old tool results ----------------------------------------------------------
+
+
+@frozen
+class ClearedResult:
+    """One tool result whose content ``clear_tool_results`` replaced.
+
+    Attributes:
+        message_index: Index of the ``tool`` message in the INPUT history.
+        call_id: Its ``tool_call_id``.
+        tool_name: Its ``tool_name``.
+        parts: How many parts it held before.
+    """
+
+    message_index: int
+    call_id: str | None
+    tool_name: str | None
+    parts: int
+
+
+@frozen
+class ClearReport:
+    """What ``clear_old_tool_results`` cleared, in input order (empty: nothing changed)."""
+
+    cleared: tuple[ClearedResult, ...] = field(default=(), kw_only=True)
+
+    @property
+    def changed(self) -> bool:
+        """Whether the returned history differs from the input."""
+        return bool(self.cleared)
+
+
+def _check_placeholder(function: str, placeholder: object) -> str:
+    if not isinstance(placeholder, str) or not placeholder.strip():
+        raise ValueError(
+            f"{function}(placeholder): placeholder must be a non-blank string (providers "
+            f"refuse empty tool results), got {placeholder!r}"
+        )
+    return placeholder
+
+
+def clear_old_tool_results(
+    history: Sequence[Message],
+    *,
+    keep_last: int = 3,
+    placeholder: str = DEFAULT_CLEARED_PLACEHOLDER,
+) -> tuple[tuple[Message, ...], ClearReport]:
+    """Replace the content of every tool result but the newest ``keep_last``; report it.
+
+    A cleared result keeps its place, ``tool_call_id``, ``tool_name``, ``failed`` flag,
+    stamps and unknown fields; only its parts become one ``TextPart(placeholder)``. A
+    result that already holds exactly that is left alone and not reported again.
+
+    Args:
+        history: Any history (broken pairing included: nothing is paired or dropped).
+        keep_last: How many of the newest ``tool`` messages keep their content; 0
+            clears them all.
+        placeholder: The text a cleared result holds; not blank.
+
+    Returns:
+        The history and a ``ClearReport`` whose indices refer to ``history``. Total,
+        deterministic and idempotent; the input itself (the same tuple) when nothing
+        is cleared.
+
+    Raises:
+        ValueError: ``keep_last`` is not an ``int`` of at least 0, or ``placeholder``
+            is blank.
+    """
+    keep = _check_count("clear_tool_results", "keep_last", keep_last)
+    text = _check_placeholder("clear_tool_results", placeholder)
+    cleared_parts: tuple[Part, ...] = (TextPart(text),)
+    results = [i for i, m in enumerate(history) if m.role is Role.TOOL]
+    old = results[: max(0, len(results) - keep)]
+    out: list[Message] | None = None
+    report: list[ClearedResult] = []
+    for index in old:
+        message = history[index]
+        if message.parts == cleared_parts:
+            continue
+        if out is None:
+            out = list(history)
+        out[index] = attrs.evolve(message, parts=cleared_parts)
+        report.append(
+            ClearedResult(index, message.tool_call_id, message.tool_name, len(message.parts))
+        )
+    if out is None:
+        return _as_tuple(history), ClearReport()
+    return tuple(out), ClearReport(cleared=tuple(report))
+
+
+@frozen(repr=False)
+class _ClearToolResults:
+    keep_last: int
+    placeholder: str
+
+    def __call__(self, history: Sequence[Message]) -> Result[tuple[Message, ...], HistoryError]:
+        cleared, _ = clear_old_tool_results(
+            history, keep_last=self.keep_last, placeholder=self.placeholder
+        )
+        return Success(cleared)
+
+    def __repr__(self) -> str:
+        if self.placeholder == DEFAULT_CLEARED_PLACEHOLDER:
+            return f"clear_tool_results(keep_last={self.keep_last})"
+        return f"clear_tool_results(keep_last={self.keep_last}, placeholder={self.placeholder!r})"
+
+
+def clear_tool_results(
+    *, keep_last: int = 3, placeholder: str = DEFAULT_CLEARED_PLACEHOLDER
+) -> _ClearToolResults:
+    """A processor that clears the content of all but the newest ``keep_last`` tool results.
+
+    Tool results are usually the bulk of an agent's context and the part least needed
+    once the model has acted on them. The pairs stay: a cleared result still answers
+    its call, with its ids, ``failed`` flag and stamps, so the history stays
+    provider-valid and the model still sees which tools ran. For the report of what was
+    cleared, call ``clear_old_tool_results`` with the same arguments.
+
+    Args:
+        keep_last: How many of the newest results keep their content (0: none).
+        placeholder: The text a cleared result holds.
+
+    Returns:
+        The processor: always ``Success``; total, deterministic, idempotent, and
+        monotone in ``keep_last`` (a larger ``keep_last`` clears a subset).
+
+    Raises:
+        ValueError: ``keep_last`` is not an ``int`` of at least 0, or ``placeholder``
+            is blank.
+    """
+    return _ClearToolResults(
+        _check_count("clear_tool_results", "keep_last", keep_last),
+        _check_placeholder("clear_tool_results", placeholder),
+    )
+
+
+# -- dropping old thinking ---------------------------------------------------------------
+
+
+@frozen(repr=False)
+class _DropThinking:
+    keep_last_turns: int
+
+    def __call__(self, history: Sequence[Message]) -> Result[tuple[Message, ...], HistoryError]:
+        end = _newest_turns_start(history, self.keep_last_turns)
+        out: list[Message] | None = None
+        for index in range(end):
+            message = history[index]
+            if message.role is not Role.ASSISTANT:
+                continue
+            kept = tuple(p for p in message.parts if type(p) is not ThinkingPart)
+            if len(kept) == len(message.parts) or not kept:
+                continue  # no thinking, or nothing but thinking: left as it is
+            if out is None:
+                out = list(history)
+            out[index] = attrs.evolve(message, parts=kept)
+        return Success(_as_tuple(history) if out is None else tuple(out))
+
+    def __repr__(self) -> str:
+        return f"drop_thinking(keep_last_turns={self.keep_last_turns})"
+
+
+def drop_thinking(*, keep_last_turns: int = 1) -> _DropThinking:
+    """A processor that removes thinking from every assistant message but the newest turns'.
+
+    Reasoning is rarely worth replaying once its turn is over (Anthropic strips it from
+    earlier turns itself, and bills it where it does not); the newest turns keep theirs,
+    as Anthropic requires of a tool loop in progress when thinking is on. A message
+    that holds nothing but thinking keeps it: removing the message, or leaving it empty,
+    would change the shape of the conversation.
+
+    Args:
+        keep_last_turns: How many of the newest turns (each starting at a user
+            message) keep their thinking; 0 drops it everywhere.
+
+    Returns:
+        The processor: always ``Success``; total, deterministic, idempotent, and
+        monotone in ``keep_last_turns``. Redacted thinking is thinking too.
+
+    Raises:
+        ValueError: ``keep_last_turns`` is not an ``int`` of at least 0.
+    """
+    return _DropThinking(_check_count("drop_thinking", "keep_last_turns", keep_last_turns))
+
+
+# -- planning a summary ------------------------------------------------------------------
+
+
+def is_summary(message: Message) -> bool:
+    """Whether ``message`` is a summary that ``summary_message`` built (or a peer wrote)."""
+    return any(key == SUMMARY_KEY for key, _ in message.extra)
+
+
+def summary_message(text: str, *, summarized: int) -> Message:
+    """The user message that stands for ``summarized`` earlier messages.
+
+    Args:
+        text: The summary, as the model should read it.
+        summarized: How many messages it replaces (written in the marker).
+
+    Returns:
+        ``Message(Role.USER, (TextPart(text),))`` carrying the additive field
+        ``"summary": {"messages": summarized}``. No stamps: a run stamps only the
+        messages it adds after processing. Total and deterministic.
+    """
+    marker = json.dumps({"messages": summarized}, separators=(",", ":"))
+    return Message(Role.USER, (TextPart(text),), extra=((SUMMARY_KEY, marker),))
+
+
+@frozen
+class SummaryPlan:
+    """Where a summary replaces the older part of a history.
+
+    Attributes:
+        cut: Index of the first kept message: the start of a turn.
+        to_summarize: The non-system messages before ``cut``, in order: what the summary
+            must stand for (an earlier summary among them included).
+        kept: ``history[cut:]``, the newest turns, whole.
+        head: The system messages before ``cut``, kept in front (a run replaces them
+            with its instructions anyway).
+    """
+
+    cut: int
+    to_summarize: tuple[Message, ...]
+    kept: tuple[Message, ...]
+    head: tuple[Message, ...] = ()
+
+    def apply(self, summary: Message) -> tuple[Message, ...]:
+        """The history with ``summary`` in place of ``to_summarize``: head, summary, kept."""
+        return (*self.head, summary, *self.kept)
+
+
+def _splits_a_pair(history: Sequence[Message], cut: int) -> bool:
+    """Whether a result at or after ``cut`` answers a call that only a turn before it makes."""
+    before: set[str] = set()
+    for message in history[:cut]:
+        if message.role is Role.ASSISTANT:
+            before.update(c.id for c in message.tool_calls if c.id is not None)
+    if not before:
+        return False
+    after: set[str] = set()
+    for message in history[cut:]:
+        if message.role is Role.ASSISTANT:
+            after.update(c.id for c in message.tool_calls if c.id is not None)
+        elif (
+            message.role is Role.TOOL
+            and message.tool_call_id in before
+            and message.tool_call_id not in after
+        ):
+            return True
+    return False
+
+
+def plan_summary(
+    history: Sequence[Message],
+    *,
+    keep_last_turns: int = 2,
+    max_tokens: int | None = None,
+    counter: TokenCounter = approximate_tokens,
+) -> SummaryPlan | None:
+    """Choose the cut for a summary: before the newest turns, never inside a tool exchange.
+
+    The cut is the start of the ``keep_last_turns``-th newest turn; when a result after
+    it answers a call made before it (only in a broken history), the cut moves back a
+    turn until none does. Everything before the cut that is not a system message is to
+    be summarized.
+
+    Args:
+        history: Any history.
+        keep_last_turns: How many of the newest turns are kept whole (0: summarize all).
+        max_tokens: Summarize only when the non-system messages count more than this by
+            ``counter``; ``None`` summarizes whenever there is something to summarize.
+        counter: Tokens per message, for ``max_tokens``.
+
+    Returns:
+        The plan, or ``None`` when there is nothing to do: the history fits
+        ``max_tokens``, has no more than ``keep_last_turns`` turns, no cut keeps the
+        pairs whole, or everything before the cut is already a summary (so summarizing
+        a summarized history again changes nothing). Total and deterministic.
+
+    Raises:
+        ValueError: ``keep_last_turns`` is not an ``int`` of at least 0, or
+            ``max_tokens`` is given and is not an ``int`` of at least 1.
+    """
+    keep = _check_count("plan_summary", "keep_last_turns", keep_last_turns)
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+    ):
+        raise ValueError(
+            f"plan_summary(max_tokens): max_tokens must be None or an int of at least 1, "
+            f"got {max_tokens!r}"
+        )
+    if max_tokens is not None:
+        total = sum(counter(m) for m in history if m.role is not Role.SYSTEM)
+        if total <= max_tokens:
+            return None
+    starts = [*turn_starts(history), len(history)]
+    candidates = [s for s in starts[: len(starts) - keep] if s > 0] if keep else [len(history)]
+    for cut in reversed(candidates):
+        if _splits_a_pair(history, cut):
+            continue
+        older = history[:cut]
+        to_summarize = tuple(m for m in older if m.role is not Role.SYSTEM)
+        if not to_summarize or all(is_summary(m) for m in to_summarize):
+            return None
+        return SummaryPlan(
+            cut=cut,
+            to_summarize=to_summarize,
+            kept=tuple(history[cut:]),
+            head=tuple(m for m in older if m.role is Role.SYSTEM),
+        )
+    return None
