@@ -439,12 +439,17 @@ def observe_run(
     return RunObserver(agent, state, on_event, tracing, resumed=resumed)
 
 
-async def watch(progress: Any, run: Coroutine[Any, Any, RunResult[T]]) -> RunResult[T]:
-    """Await the run coroutine, reporting its start and its end to the run's observer."""
+def watch(
+    progress: Any, run: Coroutine[Any, Any, RunResult[T]]
+) -> Coroutine[Any, Any, RunResult[T]]:
+    """The run coroutine, reporting its start and end to the run's observer (if any).
+
+    Without an observer it is ``run`` itself: no extra coroutine is awaited.
+    """
     observer: RunObserver | None = progress.observer
     if observer is None:
-        return await run
-    return await observer.watch(run, progress)
+        return run
+    return observer.watch(run, progress)
 
 
 def relay(observer: RunObserver | None, on_delta: Any) -> Any:
