@@ -1,0 +1,51 @@
+"""The agent of the durable-run tests, shared by the test process and its workers.
+
+One tool, ``step(n)``, appends ``"<run id> <n>"`` to a log file before it does anything
+else (so the log counts executions, completed or not) and hangs when ``(run id, n)`` is
+in ``block`` (so a worker can be killed with the tool in flight). The model is the
+loopback server of ``durable_server.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Collection
+from pathlib import Path
+
+from golem_shell import Agent, OpenAIModel, RunContext, Tool
+
+AGENT_NAME = "durable-test"
+EFFECTS = ("request 1", "tool 1", "request 2", "tool 2", "request 3")
+"""The effects of one run, in order: 3 model requests and 2 tool executions."""
+
+
+def make_agent(
+    model_url: str, log: Path, block: Collection[tuple[str, int]] = ()
+) -> Agent[None, str]:
+    """The test agent: the loopback model and the counting ``step`` tool."""
+
+    async def step(context: RunContext[None], n: int) -> str:
+        """Do step n of the task.
+
+        Args:
+            n: which step.
+        """
+        with log.open("a") as f:
+            f.write(f"{context.run_id} {n}\n")
+        if (context.run_id, n) in block:
+            await asyncio.sleep(3600)  # the worker is killed meanwhile
+        return f"step {n} done"
+
+    model = OpenAIModel("durable-test", base_url=model_url, api_key="test-key")
+    return Agent(model, tools=[Tool.from_function(step)])
+
+
+def tool_counts(log: Path) -> Counter[tuple[str, int]]:
+    """How many times each ``(run id, n)`` began executing."""
+    counts: Counter[tuple[str, int]] = Counter()
+    if log.exists():
+        for line in log.read_text().splitlines():
+            run_id, n = line.rsplit(" ", 1)
+            counts[(run_id, int(n))] += 1
+    return counts

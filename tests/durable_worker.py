@@ -1,0 +1,100 @@
+"""A worker process of the durable-run tests: ``python tests/durable_worker.py CONFIG.json``.
+
+The configuration (JSON) holds ``db`` (the DBOS system database URL), ``executor`` (the
+DBOS executor id: a restarted worker reuses its predecessor's, so it recovers its runs),
+``model`` (the loopback model URL), ``log`` (the tools' execution log), ``dir`` (where
+markers and results are written), ``runs`` (``[run id, label]`` pairs) and ``mode``:
+
+- ``start``: start every run here, wait for the runs listed in ``wait`` (writing
+  ``<dir>/<run id>.done`` for each), then idle until killed. Tools listed in ``block``
+  (``[run id, n]``) hang.
+- ``resume``: launch (DBOS recovers this executor's pending runs), wait for the result
+  of every run, write them to ``<dir>/results.json`` and exit.
+- ``queue``: register the queue ``queue`` (``{"name", "worker_concurrency"}``), write
+  ``<dir>/<executor>.ready``, and work on it until killed. The ``producer`` also waits
+  for the markers of every worker in ``workers``, enqueues the runs, waits for their
+  results and writes them to ``<dir>/results.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from dbos import DBOS, DBOSPortableJSONSerializer
+from durable_app import AGENT_NAME, make_agent
+
+from golem_core import history_to_jsonable
+from golem_shell.durable import DurableAgent
+
+
+def _write(path: Path, value: Any) -> None:
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(value))
+    partial.replace(path)  # readers never see half a file
+
+
+async def _results(durable: DurableAgent[None, str], run_ids: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for run_id in run_ids:
+        result = await durable.result(run_id)
+        out[run_id] = {
+            "output": result.output,
+            "conversationId": result.conversation_id,
+            "messages": history_to_jsonable(result.messages),
+            "newMessages": len(result.new_messages),
+            "requests": result.requests,
+            "toolExecutions": result.tool_executions,
+        }
+    return out
+
+
+async def main(config: dict[str, Any]) -> None:
+    where = Path(config["dir"])
+    block = {(run_id, n) for run_id, n in config.get("block", ())}
+    agent = make_agent(config["model"], Path(config["log"]), block)
+    durable = DurableAgent(agent, name=AGENT_NAME)  # registered before launch
+    DBOS(
+        config={
+            "name": "golem-durable-test",
+            "system_database_url": config["db"],
+            "executor_id": config["executor"],
+            "serializer": DBOSPortableJSONSerializer(),
+            "log_level": "WARNING",
+        }
+    )
+    DBOS.launch()
+    runs: list[tuple[str, str]] = [(r, label) for r, label in config["runs"]]
+    mode = config["mode"]
+    if mode == "start":
+        for run_id, label in runs:
+            await durable.start(label, run_id=run_id)
+        for run_id in config.get("wait", ()):
+            await durable.result(run_id)
+            (where / f"{run_id}.done").write_text("done")
+    elif mode == "resume":
+        _write(where / "results.json", await _results(durable, [r for r, _ in runs]))
+        sys.stdout.flush()
+        os._exit(0)  # the results are written; skip DBOS's graceful shutdown
+    else:
+        assert mode == "queue", mode
+        q = config["queue"]
+        await DBOS.register_queue_async(
+            q["name"], worker_concurrency=q["worker_concurrency"], polling_interval_sec=0.05
+        )
+        (where / f"{config['executor']}.ready").write_text("ready")
+        if config.get("producer"):
+            while not all((where / f"{w}.ready").exists() for w in config["workers"]):
+                await asyncio.sleep(0.02)
+            for run_id, label in runs:
+                await durable.start(label, run_id=run_id, queue=q["name"])
+            _write(where / "results.json", await _results(durable, [r for r, _ in runs]))
+    await asyncio.Event().wait()  # idle until killed
+
+
+if __name__ == "__main__":
+    asyncio.run(main(json.loads(Path(sys.argv[1]).read_text())))

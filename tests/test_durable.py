@@ -1,0 +1,635 @@
+"""Durable runs on DBOS (golem_shell.durable): in process, and killed workers that resume.
+
+The in-process tests share one DBOS launch on SQLite (module fixture). The fault tests run
+real worker processes (``durable_worker.py``) against a loopback model server that counts
+requests, with a tool that logs its executions: a worker is SIGKILLed with each effect
+of a 3-request, 2-tool run in flight (and once after the run completed), restarted, and
+every run must complete with no recorded effect repeated and the history of an
+uninterrupted run. The same on a real Postgres (the ``postgres_url`` fixture), where two
+workers also pull runs from one DBOS queue with a concurrency limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from durable_app import EFFECTS, make_agent, tool_counts
+from durable_server import DurableModelServer, running_server
+
+from golem_core import Message, Role, ToolCallPart, history_from_jsonable
+from golem_shell import (
+    Agent,
+    Approved,
+    DeferredResultsError,
+    Denied,
+    ExternalResult,
+    FunctionModel,
+    RunError,
+    Stage,
+    UsageError,
+    tool,
+)
+
+dbos = pytest.importorskip("dbos", reason="the dbos extra is not installed")
+
+from golem_shell.durable import DurableAgent  # noqa: E402
+
+TESTS = Path(__file__).resolve().parent
+WORKER = TESTS / "durable_worker.py"
+
+
+def _plain(messages: tuple[Message, ...]) -> list[Message]:
+    """Messages without their clock readings: two runs differ only there."""
+    return [attrs.evolve(m, created_at=None) for m in messages]
+
+
+# -- in process, one DBOS on SQLite -------------------------------------------------------
+
+
+def _turns(request: Any) -> int:
+    return sum(1 for m in request.messages if m.role is Role.ASSISTANT)
+
+
+def _two_tools(request: Any) -> Message | str:
+    n = _turns(request)
+    if n < 2:
+        call = ToolCallPart(f"c{n + 1}", "add", json.dumps({"a": n, "b": 10}))
+        return Message(Role.ASSISTANT, (call,))
+    return f"sum is {request.messages[-1].text}"
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@attrs.frozen
+class Verdict:
+    label: str
+    score: int
+
+
+def _verdict(request: Any) -> Message:
+    call = ToolCallPart("v1", "final_result", '{"label": "good", "score": 3}')
+    return Message(Role.ASSISTANT, (call,))
+
+
+@tool(requires_approval=True)
+def delete(path: str) -> str:
+    """Delete a file."""
+    return f"deleted {path}"
+
+
+@tool(external=True)
+def lookup(key: str) -> str:
+    """Look a key up elsewhere."""
+    raise AssertionError("an external tool is never executed by the run")
+
+
+def _deferred(request: Any) -> Message | str:
+    if _turns(request) == 0:
+        return Message(
+            Role.ASSISTANT,
+            (
+                ToolCallPart("d1", "delete", '{"path": "/tmp/x"}'),
+                ToolCallPart("e1", "lookup", '{"key": "k"}'),
+            ),
+        )
+    results = [m.text for m in request.messages if m.role is Role.TOOL]
+    return "after: " + " | ".join(results)
+
+
+class Calls:
+    """A model function that counts its calls."""
+
+    def __init__(self, function: Callable[[Any], Message | str]) -> None:
+        self.function = function
+        self.count = 0
+
+    def __call__(self, request: Any) -> Message | str:
+        self.count += 1
+        return self.function(request)
+
+
+COUNTED = Calls(_two_tools)
+AGENTS = {
+    "two-tools": Agent(FunctionModel(COUNTED), tools=[add]),
+    "verdict": Agent(FunctionModel(_verdict), output_type=Verdict),
+    "deferred": Agent(FunctionModel(_deferred), tools=[delete, lookup]),
+    "model-fails": Agent(FunctionModel(lambda r: 1 / 0)),
+    "tool-crashes": Agent(
+        FunctionModel(lambda r: Message(Role.ASSISTANT, (ToolCallPart("x", "crash", "{}"),)))
+    ),
+    "bad-instructions": Agent(FunctionModel(lambda r: "hi"), dynamic_instructions=lambda c: 1 / 0),
+    "instructed": Agent(
+        FunctionModel(lambda r: f"told: {r.instructions}"),
+        instructions="be brief",
+        dynamic_instructions=lambda c: f"run {c.run_id}",
+    ),
+}
+
+
+@tool
+def crash() -> str:
+    """Crash."""
+    raise RuntimeError("boom")
+
+
+AGENTS["tool-crashes"] = Agent(AGENTS["tool-crashes"].model, tools=[crash])
+DURABLE = {name: DurableAgent(agent, name=name) for name, agent in AGENTS.items()}
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One DBOS on a fresh SQLite file for this module; yields the file."""
+    path = tmp_path_factory.mktemp("dbos") / "golem.sqlite"
+    dbos.DBOS(
+        config={
+            "name": "golem-durable-unit",
+            "system_database_url": f"sqlite:///{path}",
+            "serializer": dbos.DBOSPortableJSONSerializer(),
+            "log_level": "WARNING",
+        }
+    )
+    dbos.DBOS.launch()
+    yield path
+    dbos.DBOS.destroy()
+
+
+@pytest.mark.anyio
+async def test_durable_run_equals_plain_run(launched: Path) -> None:
+    durable = DURABLE["two-tools"]
+    result = await durable.run("add things", run_id="unit-two-tools")
+    plain = await AGENTS["two-tools"].run(
+        "add things", run_id="unit-two-tools", conversation_id=result.conversation_id
+    )
+    assert result.output == plain.output == "sum is 11"
+    assert _plain(result.messages) == _plain(plain.messages)
+    assert _plain(result.new_messages) == _plain(plain.new_messages)
+    assert (result.usage, result.requests, result.tool_executions) == (
+        plain.usage,
+        plain.requests,
+        plain.tool_executions,
+    )
+    assert result.run_id == "unit-two-tools"
+
+
+@pytest.mark.anyio
+async def test_a_run_id_runs_once_and_its_result_is_read_by_id(launched: Path) -> None:
+    durable = DURABLE["two-tools"]
+    before = COUNTED.count
+    first = await durable.run("once", run_id="unit-once")
+    again = await durable.run("once", run_id="unit-once")  # the same workflow: not rerun
+    by_id = await durable.result("unit-once")
+    assert COUNTED.count - before == 3
+    assert first.messages == again.messages == by_id.messages
+    assert await durable.start("once", run_id="unit-once") == "unit-once"
+
+
+@pytest.mark.anyio
+async def test_history_continues_and_instructions_are_recorded(launched: Path) -> None:
+    first = await DURABLE["instructed"].run("hello", run_id="unit-instr-1")
+    assert first.output == "told: be brief\n\nrun unit-instr-1"
+    assert first.messages[0].role is Role.SYSTEM
+    second = await DURABLE["instructed"].run("again", history=first.messages, run_id="unit-instr-2")
+    assert second.conversation_id == first.conversation_id
+    assert second.output == "told: be brief\n\nrun unit-instr-2"
+    assert [m.role for m in second.new_messages] == [Role.USER, Role.ASSISTANT]
+    assert _plain(second.messages[1:3]) == _plain(first.messages[1:3])
+
+
+@pytest.mark.anyio
+async def test_structured_output_is_read_back_into_its_type(launched: Path) -> None:
+    result = await DURABLE["verdict"].run("judge", run_id="unit-verdict")
+    assert result.output == Verdict("good", 3)
+    again = await DURABLE["verdict"].result("unit-verdict")
+    assert again.output == Verdict("good", 3)
+
+
+@pytest.mark.anyio
+async def test_failures_are_run_errors_with_the_recorded_partial(launched: Path) -> None:
+    with pytest.raises(RunError) as info:
+        await DURABLE["model-fails"].run("hi", run_id="unit-model-fails")
+    assert info.value.stage is Stage.REQUEST
+    assert "ZeroDivisionError" in info.value.message
+    assert info.value.partial is None
+    with pytest.raises(RunError) as info:
+        await DURABLE["tool-crashes"].run("hi", run_id="unit-tool-crashes")
+    assert info.value.stage is Stage.TOOL
+    assert "boom" in info.value.message
+    partial = info.value.partial
+    assert partial is not None and partial.requests == 1
+    assert partial.messages[-1].tool_calls[0].name == "crash"
+    with pytest.raises(RunError) as info:
+        await DURABLE["bad-instructions"].run("hi", run_id="unit-bad-instructions")
+    assert info.value.stage is Stage.INSTRUCTIONS
+    with pytest.raises(RunError) as again:  # reading the result again fails the same way
+        await DURABLE["tool-crashes"].result("unit-tool-crashes")
+    assert again.value.stage is Stage.TOOL
+
+
+@pytest.mark.anyio
+async def test_a_paused_run_waits_for_answers_then_goes_on(launched: Path) -> None:
+    durable = DURABLE["deferred"]
+    run_id = await durable.start("clean up", run_id="unit-deferred")
+    waiting = await durable.waiting(run_id, timeout=10)
+    assert [(d.call.id, d.kind) for d in waiting] == [("d1", "approval"), ("e1", "external")]
+    with pytest.raises(DeferredResultsError) as refused:
+        await durable.answer(run_id, {"forged": Approved()})
+    assert refused.value.call_ids == ("forged",)
+    with pytest.raises(DeferredResultsError):
+        await durable.answer(run_id, {"e1": Approved()})  # an external call takes a result
+    await durable.answer(run_id, {"d1": Approved()})  # e1 still waits
+    for _ in range(200):
+        waiting = await durable.waiting(run_id)
+        if [d.call.id for d in waiting] == ["e1"]:
+            break
+        await asyncio.sleep(0.02)
+    assert [d.call.id for d in waiting] == ["e1"]
+    await durable.answer(run_id, {"e1": ExternalResult.text("v=42")})
+    result = await durable.result(run_id)
+    assert result.output == "after: deleted /tmp/x | v=42"
+    assert result.requests == 2 and result.tool_executions == 1
+    assert [m.role for m in result.new_messages] == [
+        Role.USER,
+        Role.ASSISTANT,
+        Role.TOOL,
+        Role.TOOL,
+        Role.ASSISTANT,
+    ]
+    assert await durable.waiting(run_id) == ()
+
+
+@pytest.mark.anyio
+async def test_a_denied_call_is_a_failed_result(launched: Path) -> None:
+    durable = DURABLE["deferred"]
+    run_id = await durable.start("clean up", run_id="unit-denied")
+    assert len(await durable.waiting(run_id, timeout=10)) == 2
+    await durable.answer(run_id, {"d1": Denied("not today"), "e1": Denied("no source")})
+    result = await durable.result(run_id)
+    assert result.output == "after: denied: not today | denied: no source"
+    denied = [m for m in result.new_messages if m.role is Role.TOOL]
+    assert all(m.failed for m in denied)
+
+
+@pytest.mark.anyio
+async def test_misuse_is_a_usage_error(launched: Path) -> None:
+    with pytest.raises(UsageError, match="no durable run"):
+        await DURABLE["two-tools"].result("unit-never-started")
+    await DURABLE["verdict"].run("judge", run_id="unit-owned")
+    with pytest.raises(UsageError, match="not a run of DurableAgent 'two-tools'"):
+        await DURABLE["two-tools"].result("unit-owned")
+    with pytest.raises(UsageError, match="already registered"):
+        DurableAgent(Agent(FunctionModel(lambda r: "x")), name="two-tools")
+    assert DurableAgent(AGENTS["two-tools"], name="two-tools").name == "two-tools"
+    with pytest.raises(UsageError, match="toolsets"):
+        DurableAgent(
+            Agent(FunctionModel(lambda r: "x"), toolsets=[_NoTools()]), name="with-toolsets"
+        )
+
+
+class _NoTools:
+    async def tools(self, context: Any) -> tuple[()]:
+        return ()
+
+
+def test_every_step_output_is_plain_json_in_the_message_contract(launched: Path) -> None:
+    asyncio.run(DURABLE["two-tools"].run("recorded", run_id="unit-json"))
+    with sqlite3.connect(launched) as db:
+        rows = db.execute(
+            "select function_name, output, serialization from operation_outputs"
+            " where workflow_uuid = ? order by function_id",
+            ("unit-json",),
+        ).fetchall()
+        (stored,) = db.execute(
+            "select output from workflow_output where workflow_uuid = ?", ("unit-json",)
+        ).fetchone()
+    assert [r[0] for r in rows] == [
+        "golem.prepare",
+        "golem.request",
+        "golem.tool",
+        "golem.request",
+        "golem.tool",
+        "golem.request",
+    ]
+    assert {r[2] for r in rows} == {"portable_json"}
+    answers = [json.loads(r[1])["message"] for r in rows if r[0] == "golem.request"]
+    decoded = history_from_jsonable(answers).unwrap()
+    assert decoded[-1].text == "sum is 11"
+    assert json.loads(stored)["output"] == "sum is 11"
+
+
+def test_importing_without_dbos_names_the_extra() -> None:
+    code = (
+        "import sys; sys.modules['dbos'] = None\n"
+        "try:\n    import golem_shell.durable\n"
+        "except Exception as e:\n    print(type(e).__name__, e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert out.startswith("UsageError")
+    assert "golem[dbos]" in out
+
+
+# -- killed workers ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def model_server() -> Iterator[DurableModelServer]:
+    with running_server() as server:
+        yield server
+
+
+class Worker:
+    """A worker subprocess running ``durable_worker.py`` with a JSON configuration."""
+
+    def __init__(self, where: Path, name: str, config: dict[str, Any]) -> None:
+        path = where / f"{name}.json"
+        path.write_text(json.dumps(config))
+        self.name = name
+        self.stderr = (where / f"{name}.stderr").open("w+")
+        self.process = subprocess.Popen(
+            [sys.executable, str(WORKER), str(path)],
+            stdout=subprocess.DEVNULL,
+            stderr=self.stderr,
+            cwd=TESTS.parent,
+        )
+
+    def died(self) -> str | None:
+        if self.process.poll() is None:
+            return None
+        self.stderr.seek(0)
+        return f"worker {self.name} exited with {self.process.returncode}:\n{self.stderr.read()}"
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, no exception, no flush."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def finish(self, timeout: float = 60) -> None:
+        """Wait for the worker to exit by itself, successfully."""
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            self.stderr.seek(0)
+            pytest.fail(f"worker {self.name} did not finish:\n{self.stderr.read()}")
+        problem = self.died()
+        assert self.process.returncode == 0, problem
+
+
+def _wait_for(condition: Callable[[], bool], workers: list[Worker], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        for w in workers:
+            problem = w.died()
+            if problem is not None:
+                pytest.fail(f"while waiting for {what}: {problem}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def _effect(k: int) -> tuple[str, int]:
+    kind, n = EFFECTS[k].split()
+    return kind, int(n)
+
+
+SCENARIOS = tuple(range(len(EFFECTS) + 1))
+"""Scenario k: killed with effect k+1 in flight (effects 1..k recorded); the last
+scenario is killed after its run completed."""
+
+
+def _kill_and_resume(
+    where: Path, db: str, server: DurableModelServer, prefix: str
+) -> dict[str, Any]:
+    server.reset()
+    log = where / "tools.log"
+    runs = [(f"{prefix}-{k}", f"{prefix} scenario {k}") for k in SCENARIOS]
+    last = runs[-1][0]
+    tools_blocked: list[tuple[str, int]] = []
+    for k, (run_id, label) in enumerate(runs[:-1]):
+        kind, n = _effect(k)
+        if kind == "request":
+            server.block.add((label, n))
+        else:
+            tools_blocked.append((run_id, n))
+    base = {"db": db, "executor": "kill", "model": server.url, "log": str(log), "dir": str(where)}
+    first = Worker(
+        where,
+        "first",
+        {**base, "mode": "start", "runs": runs, "block": tools_blocked, "wait": [last]},
+    )
+
+    def in_flight() -> bool:
+        started = tool_counts(log)
+        for k, (run_id, label) in enumerate(runs[:-1]):
+            kind, n = _effect(k)
+            if kind == "request" and not server.arrived(label, n):
+                return False
+            if kind == "tool" and started[(run_id, n)] == 0:
+                return False
+        return (where / f"{last}.done").exists()
+
+    try:
+        _wait_for(in_flight, [first], "every run to reach its kill point")
+    finally:
+        first.kill()
+    server.release()
+    second = Worker(where, "second", {**base, "mode": "resume", "runs": runs})
+    second.finish()
+    results: dict[str, Any] = json.loads((where / "results.json").read_text())
+
+    # every effect recorded before the kill ran once; the one in flight ran twice
+    started = tool_counts(log)
+    for k, (run_id, label) in enumerate(runs):
+        interrupted = _effect(k) if k < len(EFFECTS) else None
+        for n in (1, 2, 3):
+            expected = 2 if interrupted == ("request", n) else 1
+            assert server.counts[(label, n)] == expected, (label, n, server.counts)
+        for n in (1, 2):
+            expected = 2 if interrupted == ("tool", n) else 1
+            assert started[(run_id, n)] == expected, (run_id, n, started)
+        assert results[run_id]["output"] == f"finished {label}: step 2 done"
+        assert (results[run_id]["requests"], results[run_id]["toolExecutions"]) == (3, 2)
+
+    # the history of each resumed run is the history of an uninterrupted run
+    agent = make_agent(server.url, where / "plain.log")
+
+    async def uninterrupted() -> None:
+        for run_id, label in runs:
+            got = history_from_jsonable(results[run_id]["messages"]).unwrap()
+            plain = await agent.run(
+                label, run_id=run_id, conversation_id=results[run_id]["conversationId"]
+            )
+            assert _plain(got) == _plain(plain.messages), run_id
+            assert results[run_id]["newMessages"] == len(plain.new_messages)
+
+    asyncio.run(uninterrupted())
+    return results
+
+
+def _recorded_steps(rows: list[tuple[str, str, str]]) -> None:
+    assert [r[0] for r in rows] == [
+        "golem.prepare",
+        "golem.request",
+        "golem.tool",
+        "golem.request",
+        "golem.tool",
+        "golem.request",
+    ]
+    for name, output, serialization in rows:
+        assert serialization == "portable_json", name
+        json.loads(output)
+
+
+def test_killed_worker_resumes_every_run_on_sqlite(
+    tmp_path: Path, model_server: DurableModelServer
+) -> None:
+    db = tmp_path / "golem.sqlite"
+    results = _kill_and_resume(tmp_path, f"sqlite:///{db}", model_server, "sqlite")
+    with sqlite3.connect(db) as c:
+        for run_id in results:
+            rows = c.execute(
+                "select function_name, output, serialization from operation_outputs"
+                " where workflow_uuid = ? order by function_id",
+                (run_id,),
+            ).fetchall()
+            _recorded_steps(rows)
+            (status,) = c.execute(
+                "select status from workflow_status where workflow_uuid = ?", (run_id,)
+            ).fetchone()
+            assert status == "SUCCESS"
+
+
+# -- Postgres -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def postgres_db(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh database on the test Postgres server (the ``postgres_url`` fixture)."""
+    try:
+        base: str = request.getfixturevalue("postgres_url")
+    except pytest.FixtureLookupError:
+        pytest.skip("no postgres_url fixture (tests/postgres_server.py) in this tree")
+    import psycopg
+    import sqlalchemy
+
+    name = f"golem_durable_{os.getpid()}_{time.monotonic_ns()}"
+    with psycopg.connect(base, autocommit=True) as c:
+        c.execute(f'create database "{name}"')
+    url = sqlalchemy.make_url(base).set(database=name)
+    yield url.render_as_string(hide_password=False)
+    with psycopg.connect(base, autocommit=True) as c:
+        c.execute(f'drop database if exists "{name}" with (force)')
+
+
+def _postgres_steps(db: str, run_id: str) -> list[tuple[str, str, str]]:
+    import psycopg
+
+    with psycopg.connect(db) as c:
+        return c.execute(
+            "select function_name, output, serialization from dbos.operation_outputs"
+            " where workflow_uuid = %s order by function_id",
+            (run_id,),
+        ).fetchall()
+
+
+def test_killed_worker_resumes_every_run_on_postgres(
+    tmp_path: Path, model_server: DurableModelServer, postgres_db: str
+) -> None:
+    results = _kill_and_resume(tmp_path, postgres_db, model_server, "pg")
+    for run_id in results:
+        _recorded_steps(_postgres_steps(postgres_db, run_id))
+
+
+def test_two_workers_pull_runs_from_a_queue_on_postgres(
+    tmp_path: Path, model_server: DurableModelServer, postgres_db: str
+) -> None:
+    import psycopg
+
+    model_server.reset()
+    model_server.delay = 0.05  # each run takes a while, so one worker cannot drain the queue
+    log = tmp_path / "tools.log"
+    runs = [(f"queue-{i}", f"queue run {i}") for i in range(12)]
+    base = {
+        "db": postgres_db,
+        "model": model_server.url,
+        "log": str(log),
+        "dir": str(tmp_path),
+        "mode": "queue",
+        "runs": runs,
+        "queue": {"name": "golem-test", "worker_concurrency": 2},
+        "workers": ["w1", "w2"],
+    }
+    w2 = Worker(tmp_path, "w2", {**base, "executor": "w2"})
+    w1 = Worker(tmp_path, "w1", {**base, "executor": "w1", "producer": True})
+    try:
+        _wait_for(lambda: (tmp_path / "results.json").exists(), [w1, w2], "the queue's runs")
+    finally:
+        w1.kill()
+        w2.kill()
+    results = json.loads((tmp_path / "results.json").read_text())
+    started = tool_counts(log)
+    for run_id, label in runs:
+        assert results[run_id]["output"] == f"finished {label}: step 2 done"
+        assert [model_server.counts[(label, n)] for n in (1, 2, 3)] == [1, 1, 1]
+        assert [started[(run_id, n)] for n in (1, 2)] == [1, 1]
+    with psycopg.connect(postgres_db) as c:
+        rows = c.execute(
+            "select executor_id, count(*) from dbos.workflow_status"
+            " where queue_name = 'golem-test' group by executor_id"
+        ).fetchall()
+    by_worker = dict(rows)
+    assert set(by_worker) == {"w1", "w2"}, by_worker  # both workers pulled runs
+    assert sum(by_worker.values()) == len(runs)
+    assert model_server.max_inflight <= 4  # 2 workers x worker_concurrency 2
+
+
+# -- the environment ------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare(1)")
+def test_a_worker_runs_without_network(tmp_path: Path) -> None:
+    """DBOS on SQLite needs no network (run here as root, in a namespace with no network)."""
+    code = (
+        "import asyncio, socket\n"
+        "from dbos import DBOS\n"
+        "from golem_shell import Agent, FunctionModel\n"
+        "from golem_shell.durable import DurableAgent\n"
+        "d = DurableAgent(Agent(FunctionModel(lambda r: 'offline')), name='offline')\n"
+        f"DBOS(config={{'name': 'offline', 'system_database_url': 'sqlite:///{tmp_path}/o.sqlite',"
+        " 'log_level': 'WARNING'})\n"
+        "DBOS.launch()\n"
+        "print(asyncio.run(d.run('hi')).output)\n"
+        "try:\n    socket.create_connection(('192.0.2.1', 80), timeout=1); print('network')\n"
+        "except OSError:\n    print('no network')\n"
+        "import os; os._exit(0)\n"
+    )
+    probe = subprocess.run(["unshare", "--net", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a network namespace here: {probe.stderr.decode().strip()}")
+    out = subprocess.run(
+        ["unshare", "--net", sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=TESTS.parent,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["offline", "no", "network"]
