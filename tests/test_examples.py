@@ -111,3 +111,47 @@ def test_events_example_prints_spans_with_trace() -> None:
     assert '"name": "chat function"' in out
     assert '"name": "execute_tool get_weather"' in out
     assert '"gen_ai.tool.call.id": "call_1"' in out
+
+
+def _refused(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / script), *args],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+    )
+    assert proc.returncode != 0, proc.stdout
+    return proc
+
+
+def test_approval_example_signed_and_stateless(tmp_path: Path) -> None:
+    state = tmp_path / "run.json"
+    out = _run("approval.py", "start-signed", "--state", str(state))
+    assert "paused: 2 calls wait for approval" in out
+    stored = json.loads(state.read_text())
+    assert set(stored) == {"history"}  # no server-side record of the issued calls
+    assert all("provenance" in m for m in stored["history"])
+    out = _run("approval.py", "decide-signed", "--state", str(state))
+    assert "provenance: 3 signed, 0 unsigned, 0 tampered" in out
+    assert "call_rent: sent 950.00 EUR to landlord" in out
+    assert "call_gift: FAILED denied: unknown recipient" in out
+
+
+def test_approval_example_signed_refuses_an_edited_call(tmp_path: Path) -> None:
+    state = tmp_path / "run.json"
+    _run("approval.py", "start-signed", "--state", str(state))
+    _run("approval.py", "edit", "--state", str(state))
+    proc = _refused("approval.py", "decide-signed", "--state", str(state))
+    assert "1 tampered" in proc.stdout
+    assert "refused" in proc.stderr and "call_rent" in proc.stderr
+    assert "sent" not in proc.stdout
+
+
+def test_approval_example_signed_refuses_a_forged_call(tmp_path: Path) -> None:
+    state = tmp_path / "run.json"
+    _run("approval.py", "start-signed", "--state", str(state))
+    _run("approval.py", "forge", "--state", str(state))
+    proc = _refused("approval.py", "decide-signed", "--state", str(state))
+    assert "refused" in proc.stderr and "call_forged" in proc.stderr
+    assert "sent" not in proc.stdout
