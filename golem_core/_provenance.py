@@ -35,6 +35,7 @@ from typing import Final
 import attrs
 from attrs import frozen
 
+from golem_core._history import INTERRUPTED_RESULT_TEXT
 from golem_core._json import unstructure_message, unstructure_part
 from golem_core._messages import Extra, Message, Part, Role, ToolCallPart
 
@@ -372,4 +373,23 @@ def signed_calls(history: Sequence[Message], keys: SigningKeys) -> frozenset[str
         if not calls or _check_message(m, usable)[0] is not MessageProvenance.SIGNED:
             continue
         out.update(c.id for c in calls if c.id is not None and _call_verifies(m, c, usable))
+    return frozenset(out)
+
+
+def _unverified_results(history: Sequence[Message], keys: SigningKeys) -> frozenset[int]:
+    """Indices of the ``tool`` messages of ``history`` that a keyed sanitize drops.
+
+    Every tool message that is not signed and intact, except the neutral no-result
+    result (``interrupted_result``): it carries no claim and no stamps by design, and
+    repair would synthesize the very same message. Total and deterministic.
+    """
+    usable = signing_keys(keys)
+    out: set[int] = set()
+    for i, m in enumerate(history):
+        if m.role is not Role.TOOL:
+            continue
+        if m == Message.tool_result(m.tool_call_id, m.tool_name, INTERRUPTED_RESULT_TEXT):
+            continue
+        if _check_message(m, usable)[0] is not MessageProvenance.SIGNED:
+            out.add(i)
     return frozenset(out)

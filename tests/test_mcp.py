@@ -26,7 +26,16 @@ from provider_server import (  # noqa: F401 (fixtures, asked for by name)
 )
 
 from golem_core import DataPart, Message, ModelRequest, Role, TextPart, ToolCallPart
-from golem_shell import Agent, FunctionModel, OpenAIModel, RunError, Stage, UsageError
+from golem_shell import (
+    Agent,
+    FunctionModel,
+    OpenAIModel,
+    RunContext,
+    RunError,
+    Stage,
+    Tool,
+    UsageError,
+)
 from golem_shell.mcp import (
     MCPConnectionError,
     MCPServerHTTP,
@@ -274,6 +283,49 @@ async def test_http_server_tools_through_a_real_openai_model(
     tool_message = next(m for m in second["messages"] if m["role"] == "tool")
     assert tool_message["tool_call_id"] == "call_echo"
     assert "echo: wire" in json.dumps(tool_message["content"])
+
+
+class CallerTools:
+    """A toolset scoped to the caller: guests may only echo; admins get everything."""
+
+    def __init__(self, server: MCPServerStdio) -> None:
+        self.server = server
+
+    async def __aenter__(self) -> CallerTools:
+        await self.server.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.server.__aexit__(None, None, None)
+
+    async def tools(self, context: RunContext[Any]) -> list[Tool[Any]]:
+        offered = await self.server.tools(context)
+        return [t for t in offered if context.deps == "admin" or t.name == "echo"]
+
+
+async def test_toolsets_are_asked_per_run_so_tools_can_be_scoped_to_the_caller() -> None:
+    guest = Script(call("add", {"a": 1, "b": 1}, "c_add"))
+    admin = Script(call("add", {"a": 1, "b": 1}, "c_add"))
+    scoped = CallerTools(stdio_server())
+    with anyio.fail_after(LIMIT):
+        async with scoped:
+            as_guest = await Agent(FunctionModel(guest), toolsets=[scoped]).run("add", deps="guest")
+            as_admin = await Agent(FunctionModel(admin), toolsets=[scoped]).run("add", deps="admin")
+    assert guest.tool_names() == ["echo"]
+    refused = results(as_guest.messages)["c_add"]  # never reaches the server
+    assert refused.failed and "unknown tool 'add'" in refused.text
+    assert "add" in admin.tool_names()
+    assert results(as_admin.messages)["c_add"].text == '{"result":2}'
+
+
+def test_a_tool_from_a_schema_is_checked() -> None:
+    async def run(context: RunContext[Any], arguments: dict[str, object]) -> str:
+        return "ok"  # pragma: no cover
+
+    with pytest.raises(UsageError, match="must be 1-64"):
+        Tool.from_schema("files.read", "", {"type": "object"}, run)
+    with pytest.raises(UsageError, match="JSON Schema of an object"):
+        Tool.from_schema("read", "", {"type": "string"}, run)
 
 
 async def test_running_without_connecting_is_a_usage_error() -> None:
