@@ -18,15 +18,6 @@ TRUNCATED_ARGS_KEY = "truncated_args"
 """The key under which arguments that are not a JSON object travel, verbatim."""
 
 
-def _copy_json(value: object) -> object:
-    """A deep copy of parsed JSON: new dicts and lists, shared immutable scalars."""
-    if type(value) is dict:
-        return {k: _copy_json(v) for k, v in value.items()}
-    if type(value) is list:
-        return [_copy_json(v) for v in value]
-    return value
-
-
 def wire_arguments(call: ToolCallPart) -> dict[str, object]:
     """The object an adapter sends as ``call``'s arguments.
 
@@ -39,7 +30,7 @@ def wire_arguments(call: ToolCallPart) -> dict[str, object]:
         arguments), or ``{"truncated_args": call.arguments}`` with the string verbatim
         when they are not a JSON object. Total and deterministic.
     """
-    parsed = call.arguments_object
+    parsed = call.arguments_object  # a fresh copy
     if parsed is None:
         return {TRUNCATED_ARGS_KEY: call.arguments}
-    return {k: _copy_json(v) for k, v in parsed.items()}
+    return parsed

@@ -255,7 +255,7 @@ def _scan(history: Sequence[Message]) -> _Scan:
             for p in parts:
                 if type(p) is ToolCallPart:
                     content = True
-                    if p.arguments_object is None:  # not p.arguments_valid, one call less
+                    if p._parsed_arguments is None:  # not p.arguments_valid, one call less
                         s.truncated.append(RepairEntry(i, p.id, p.name, "truncated"))
                     cid = p.id
                     if cid is None:

@@ -147,18 +147,47 @@ _PART_KEYS: Final = {
 }
 
 
-def _extra(d: JSONObject, known: frozenset[str]) -> Extra:
+MAX_UNKNOWN_DEPTH: Final = 128
+"""The deepest nesting an unknown field may hold. Deeper is refused at decode: encoding
+recurses (in ``json``'s C code) as deep as the value, on top of the caller's stack, so
+an unbounded depth that decodes at one stack depth could fail to encode at another."""
+
+
+def _extra(d: JSONObject, known: frozenset[str], path: str = "") -> Extra:
     if d.keys() <= known:
         return ()
     unknown = d.keys() - known
-    try:
-        return tuple(
-            (k, json.dumps(v, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
-            for k, v in d.items()
-            if k in unknown
-        )
-    except ValueError:  # NaN or an infinity (a value built in Python): not standard JSON
-        raise _Invalid("", "an unknown field holds NaN or an infinite number") from None
+    out: list[tuple[str, str]] = []
+    for k, v in d.items():
+        if k not in unknown:
+            continue
+        try:
+            text = json.dumps(v, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except ValueError:  # NaN or an infinity (a value built in Python): not standard JSON
+            raise _Invalid(path, f"unknown field {k!r} holds NaN or an infinite number") from None
+        if text.count("[") + text.count("{") > MAX_UNKNOWN_DEPTH and _nests_deeper(v):
+            raise _Invalid(
+                f"{path}.{k}" if path else k,
+                f"an unknown field nests deeper than {MAX_UNKNOWN_DEPTH} levels",
+            )
+        out.append((k, text))
+    return tuple(out)
+
+
+def _nests_deeper(value: object) -> bool:
+    """Whether ``value`` nests deeper than ``MAX_UNKNOWN_DEPTH``; iterative and linear."""
+    level: list[object] = [value]
+    depth = 0
+    while level:
+        depth += 1
+        if depth > MAX_UNKNOWN_DEPTH:
+            return True
+        below: list[object] = []
+        for v in level:
+            children = v.values() if type(v) is dict else v if type(v) is list else ()
+            below.extend(c for c in children if type(c) is dict or type(c) is list)
+        level = below
+    return False
 
 
 def _opt_str(d: JSONObject, key: str, path: str) -> str | None:
@@ -203,7 +232,7 @@ def structure_usage(d: object, path: str = "usage") -> Usage:
         cache_read_tokens=_opt_int(d, "cacheReadTokens", path),
         cache_write_tokens=_opt_int(d, "cacheWriteTokens", path),
         reasoning_tokens=_opt_int(d, "reasoningTokens", path),
-        extra=_extra(d, _USAGE_KEYS),
+        extra=_extra(d, _USAGE_KEYS, path),
     )
 
 
@@ -213,7 +242,7 @@ def structure_part(d: object, path: str = "part") -> Part:
         _fail("", path, "an object", d)
     kind = d.get("type")
     if kind == "text":
-        return TextPart(_req_str(d, "text", path), extra=_extra(d, _PART_KEYS["text"]))
+        return TextPart(_req_str(d, "text", path), extra=_extra(d, _PART_KEYS["text"], path))
     if kind == "tool_call":
         args = d.get("arguments", "{}")
         if type(args) is not str:
@@ -222,7 +251,7 @@ def structure_part(d: object, path: str = "part") -> Part:
             _opt_str(d, "id", path),
             _req_str(d, "name", path),
             args,
-            extra=_extra(d, _PART_KEYS["tool_call"]),
+            extra=_extra(d, _PART_KEYS["tool_call"], path),
         )
     if kind == "thinking":
         redacted = d.get("redacted", False)
@@ -232,14 +261,14 @@ def structure_part(d: object, path: str = "part") -> Part:
             _req_str(d, "text", path),
             signature=_opt_str(d, "signature", path),
             redacted=redacted,
-            extra=_extra(d, _PART_KEYS["thinking"]),
+            extra=_extra(d, _PART_KEYS["thinking"], path),
         )
     if kind == "url":
         return URLPart(
             _req_str(d, "url", path),
             _kind(d, path),
             media_type=_opt_str(d, "mediaType", path),
-            extra=_extra(d, _PART_KEYS["url"]),
+            extra=_extra(d, _PART_KEYS["url"], path),
         )
     if kind == "data":
         encoded = _req_str(d, "data", path)
@@ -251,10 +280,10 @@ def structure_part(d: object, path: str = "part") -> Part:
             data,
             _kind(d, path),
             _req_str(d, "mediaType", path),
-            extra=_extra(d, _PART_KEYS["data"]),
+            extra=_extra(d, _PART_KEYS["data"], path),
         )
     if type(kind) is str and kind:
-        return UnknownPart(kind, _extra(d, frozenset({"type"})))
+        return UnknownPart(kind, _extra(d, frozenset({"type"}), path))
     if kind is None and "type" not in d:
         raise _Invalid(f"{path}.type", "required field is missing")
     _fail(path, "type", "a non-empty string", kind)
@@ -307,7 +336,7 @@ def structure_message(d: object, path: str = "") -> Message:
         model=_opt_str(d, "model", path),
         usage=None if raw_usage is None else structure_usage(raw_usage, f"{path}.usage"),
         finish_reason=_opt_str(d, "finishReason", path),
-        extra=_extra(d, _MESSAGE_KEYS),
+        extra=_extra(d, _MESSAGE_KEYS, path),
     )
 
 

@@ -391,10 +391,18 @@ def start_run(
     state = RunState(config=config, history=())
     if processor is not None:
         match processor(history):
-            case Success(processed):
+            case Success(processed) if _is_history(processed):
                 history = processed
             case Failure(error):
                 return _failed(state, "history", f"history processor failed: {error}")
+            case bad:
+                return _failed(
+                    state,
+                    "history",
+                    f"history processor returned {_describe_value(bad)}; expected"
+                    " Success(messages) (a sequence of Message) or Failure(error)."
+                    " Nothing was sent",
+                )
     if any(m.role is Role.SYSTEM for m in history):
         history = [m for m in history if m.role is not Role.SYSTEM]
     repaired, _ = normalize_history(history)
@@ -405,6 +413,22 @@ def start_run(
     if not state.history and not state.added:
         return _failed(state, "history", "nothing to send: no history and no prompt")
     return state
+
+
+def _is_history(value: object) -> bool:
+    return isinstance(value, tuple | list) and all(type(m) is Message for m in value)
+
+
+def _describe_value(value: object) -> str:
+    if isinstance(value, Success):
+        inner = value.unwrap()
+        if isinstance(inner, tuple | list):
+            bad = next((m for m in inner if type(m) is not Message), None)
+            return (
+                f"Success of a {type(inner).__name__} holding a {type(bad).__name__} ({bad!r:.60})"
+            )
+        return f"Success({inner!r:.60}) (a {type(inner).__name__})"
+    return f"{value!r:.60} (a {type(value).__name__})"
 
 
 def _failed(state: RunState, stage: FailStage, reason: str) -> RunState:

@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import cached_property
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import attrs
 from attrs import field, frozen
@@ -111,17 +111,24 @@ class ToolCallPart:
     arguments: str = "{}"
     extra: Extra = field(default=(), kw_only=True, repr=False)
 
-    @cached_property
+    @property
     def arguments_object(self) -> dict[str, object] | None:
         """The arguments parsed as a JSON object, or ``None`` when they are not one.
 
         Empty arguments (how some providers stream a call without parameters) are ``{}``.
         Not standard JSON (NaN, a number out of a float's range, lone surrogates) or
         nested deeper than ``MAX_ARGUMENT_DEPTH`` levels is not an object: no tool needs
-        it, and no provider request could carry it. Decided once per part and cached:
-        history passes never re-parse. The returned dict is shared; copy it before
-        changing it.
+        it, and no provider request could carry it. Parsed once per part and cached;
+        every call returns a fresh copy, so changing it never changes the part (or what
+        is sent later).
         """
+        parsed = self._parsed_arguments
+        return None if parsed is None else copy_json(parsed)
+
+    @cached_property
+    def _parsed_arguments(self) -> dict[str, object] | None:
+        """The cached parse behind ``arguments_object`` and ``arguments_valid``: shared,
+        never handed out."""
         text = self.arguments
         if not text or text.isspace():
             return {}
@@ -147,7 +154,16 @@ class ToolCallPart:
     @property
     def arguments_valid(self) -> bool:
         """Whether the arguments are a JSON object (``False``: truncated or malformed)."""
-        return self.arguments_object is not None
+        return self._parsed_arguments is not None
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of parsed JSON: new dicts and lists, shared immutable scalars."""
+    if type(value) is dict:
+        return {k: copy_json(v) for k, v in value.items()}
+    if type(value) is list:
+        return [copy_json(v) for v in value]
+    return value
 
 
 def _refuse_constant(name: str) -> object:

@@ -72,7 +72,7 @@ from golem_shell._errors import (
 from golem_shell._ids import new_id
 from golem_shell._observe import EventHandler, RunObserver, observe_run, relay, watch
 from golem_shell._schema import SchemaError, ValidationFailed, json_schema, validate
-from golem_shell._tools import RunContext, Tool, Toolset
+from golem_shell._tools import TOOL_CRASHES, RunContext, Tool, Toolset
 from golem_shell.models import Model, infer_model
 
 if TYPE_CHECKING:
@@ -606,10 +606,10 @@ class Agent(Generic[DepsT, OutputT]):
                     + ", ".join(forged),
                     tuple(forged),
                 )
-        run_id = run_id if run_id is not None else new_id()
-        conversation_id = conversation_id_of(history, conversation_id) or new_id()
+        run_id, conversation_id = _run_ids(history, run_id, conversation_id)
         context: RunContext[Any] = RunContext(deps, run_id, conversation_id)
-        config = await self._config(context, run_id, conversation_id)
+        deadline = self._deadline()
+        config = await self._config(context, run_id, conversation_id, deadline)
         match resume_run(
             config, history, results, close_unanswered=close_unanswered, now=datetime.now(UTC)
         ):
@@ -619,7 +619,7 @@ class Agent(Generic[DepsT, OutputT]):
                 raise DeferredResultsError(str(error), error.call_ids)
         progress = _Progress(state, observe_run(self, state, on_event, resumed=True))
         on_delta = relay(progress.observer, on_delta)
-        return await watch(progress, self._guarded(progress, context, on_delta))
+        return await watch(progress, self._guarded(progress, context, on_delta, deadline))
 
     def run_with_deferred_results_sync(
         self,
@@ -647,11 +647,33 @@ class Agent(Generic[DepsT, OutputT]):
 
     # -- the driver -----------------------------------------------------------------
 
+    def _deadline(self) -> float | None:
+        """When the run must end (event-loop time), from its start: ``None`` for no timeout."""
+        if self.timeout is None:
+            return None
+        return asyncio.get_running_loop().time() + self.timeout
+
     async def _config(
-        self, context: RunContext[Any], run_id: str, conversation_id: str
+        self,
+        context: RunContext[Any],
+        run_id: str,
+        conversation_id: str,
+        deadline: float | None = None,
     ) -> RunConfig:
         try:
-            instructions = await self._resolve_instructions(context)
+            async with asyncio.timeout_at(deadline) as limit:
+                instructions = await self._resolve_instructions(context)
+        except TimeoutError as e:
+            if not limit.expired():
+                raise RunError(
+                    Stage.INSTRUCTIONS, f"resolving the instructions failed: {e!r}", cause=e
+                ) from e
+            raise RunError(
+                Stage.TIMEOUT,
+                f"the run took longer than its timeout of {self.timeout} s"
+                " while resolving its instructions",
+                cause=e,
+            ) from e
         except Exception as e:
             raise RunError(
                 Stage.INSTRUCTIONS, f"resolving the instructions failed: {e}", cause=e
@@ -734,10 +756,10 @@ class Agent(Generic[DepsT, OutputT]):
         on_delta: DeltaHandler | None,
         on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
-        run_id = run_id if run_id is not None else new_id()
-        conversation_id = conversation_id_of(history, conversation_id) or new_id()
+        run_id, conversation_id = _run_ids(history, run_id, conversation_id)
         context: RunContext[Any] = RunContext(deps, run_id, conversation_id)
-        config = await self._config(context, run_id, conversation_id)
+        deadline = self._deadline()
+        config = await self._config(context, run_id, conversation_id, deadline)
         state = start_run(
             config,
             history,
@@ -747,12 +769,17 @@ class Agent(Generic[DepsT, OutputT]):
         )
         progress = _Progress(state, observe_run(self, state, on_event))
         on_delta = relay(progress.observer, on_delta)
-        return await watch(progress, self._guarded(progress, context, on_delta))
+        return await watch(progress, self._guarded(progress, context, on_delta, deadline))
 
     async def _guarded(
-        self, progress: _Progress, context: RunContext[Any], on_delta: DeltaHandler | None
+        self,
+        progress: _Progress,
+        context: RunContext[Any],
+        on_delta: DeltaHandler | None,
+        deadline: float | None = None,
     ) -> RunResult[OutputT]:
-        """Drive the run under the timeout; keep the partial reachable on cancellation."""
+        """Drive the run under the timeout (until ``deadline``, set when the run started);
+        keep the partial reachable on cancellation."""
         if self.timeout is None:
             try:
                 return await self._drive(progress, context, on_delta)
@@ -760,10 +787,12 @@ class Agent(Generic[DepsT, OutputT]):
                 e.golem_partial = _partial(progress.state)  # type: ignore[attr-defined]
                 raise
         try:
-            async with asyncio.timeout(self.timeout) as deadline:
+            if deadline is None:
+                deadline = asyncio.get_running_loop().time() + self.timeout
+            async with asyncio.timeout_at(deadline) as limit:
                 return await self._drive(progress, context, on_delta)
         except TimeoutError as e:
-            if not deadline.expired():
+            if not limit.expired():
                 raise
             raise RunError(
                 Stage.TIMEOUT,
@@ -794,7 +823,7 @@ class Agent(Generic[DepsT, OutputT]):
                     await progress.observer.request_ended(outcome, progress.cause)
             elif isinstance(command, ExecuteTools):
                 outcome = ToolsReturned(
-                    await self._execute(command.calls, state, context, progress.observer)
+                    await self._execute(command.calls, state, context, progress.observer, progress)
                 )
             elif isinstance(command, ValidateOutput):
                 outcome = self._output.check(command.candidate)
@@ -868,23 +897,16 @@ class Agent(Generic[DepsT, OutputT]):
         state: RunState,
         base: RunContext[Any],
         observer: RunObserver | None = None,
+        progress: _Progress | None = None,
     ) -> tuple[ToolOutcome, ...]:
         messages = state.messages
         tasks: dict[asyncio.Task[ToolOutcome], ToolCallPart] = {}
-        for call in calls:
-            context = attrs.evolve(
-                base,
-                usage=state.usage,
-                requests=state.requests,
-                messages=messages,
-                tool_call_id=call.id,
-                tool_name=call.name,
-            )
-            run_tool = self.tools.get(call.name) or base.toolset_tools[call.name]
-            execution = run_tool.execute(context, call)
-            if observer is not None:
-                execution = observer.tool(call, execution)
-            tasks[asyncio.create_task(execution)] = call
+        crashes: dict[str, BaseException] = {}
+        token = TOOL_CRASHES.set(crashes)  # each task copies the context: they share the dict
+        try:
+            self._start_tools(calls, state, base, observer, messages, tasks)
+        finally:
+            TOOL_CRASHES.reset(token)
         outcomes: list[ToolOutcome] = []
         pending = set(tasks)
         try:
@@ -899,7 +921,34 @@ class Agent(Generic[DepsT, OutputT]):
                 t.cancel()
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
+        crashed = next((o for o in outcomes if isinstance(o, ToolCrashed)), None)
+        if crashed is not None and progress is not None:
+            progress.cause = crashes.get(crashed.call_id)  # chained to the RunError
         return tuple(outcomes)
+
+    def _start_tools(
+        self,
+        calls: Sequence[ToolCallPart],
+        state: RunState,
+        base: RunContext[Any],
+        observer: RunObserver | None,
+        messages: tuple[Message, ...],
+        tasks: dict[asyncio.Task[ToolOutcome], ToolCallPart],
+    ) -> None:
+        for call in calls:
+            context = attrs.evolve(
+                base,
+                usage=state.usage,
+                requests=state.requests,
+                messages=messages,
+                tool_call_id=call.id,
+                tool_name=call.name,
+            )
+            run_tool = self.tools.get(call.name) or base.toolset_tools[call.name]
+            execution = run_tool.execute(context, call)
+            if observer is not None:
+                execution = observer.tool(call, execution)
+            tasks[asyncio.create_task(execution)] = call
 
     # -- one effect at a time, for a runtime that drives the loop (golem_shell.durable) --
 
@@ -930,6 +979,24 @@ class Agent(Generic[DepsT, OutputT]):
             tool_executions=state.tool_executions,
             deferred=deferred,
         )
+
+
+def _run_ids(
+    history: Sequence[Message], run_id: str | None, conversation_id: str | None
+) -> tuple[str, str]:
+    """The run's ids: an explicit id wins, as given; ``""`` or a non-string is refused.
+    Without one, the run id is new and the conversation id is the history's (its most
+    recent message's, whatever the value) or new."""
+    for name, value in (("run_id", run_id), ("conversation_id", conversation_id)):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise UsageError(
+                f"{name} must be a non-empty string or None (None: golem picks one), got {value!r}"
+            )
+    donated = conversation_id_of(history, conversation_id)
+    return (
+        run_id if run_id is not None else new_id(),
+        donated if donated is not None else new_id(),
+    )
 
 
 def _ignore(_: DeltaEvent) -> None:

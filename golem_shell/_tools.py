@@ -16,6 +16,7 @@ import json
 import re
 import typing
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from typing import Any, Generic, Literal, Protocol, TypeVar, get_origin, overload, runtime_checkable
 
 from attrs import field, frozen
@@ -312,7 +313,17 @@ class Tool(Generic[DepsT]):
                     value = await value
         except Canceled as e:
             return ToolCanceled(call_id, e.reason)
+        except asyncio.CancelledError as e:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the run (or this batch) is being cancelled: asyncio's semantics hold
+            _record_crash(call_id, e)  # the tool raised it itself: a failure, not a cancel
+            return ToolCrashed(
+                call_id,
+                f"tool {self.name} raised CancelledError itself (the run was not cancelled)",
+            )
         except Exception as e:
+            _record_crash(call_id, e)
             return ToolCrashed(call_id, f"tool {self.name} raised {type(e).__name__}: {e}")
         if isinstance(value, Canceled):
             return ToolCanceled(call_id, value.reason)
@@ -322,6 +333,19 @@ class Tool(Generic[DepsT]):
             return ToolReturned(call_id, to_parts(value))
         except (TypeError, ValueError) as e:
             return ToolCrashed(call_id, f"tool {self.name} returned a value that is not JSON: {e}")
+
+
+TOOL_CRASHES: ContextVar[dict[str, BaseException] | None] = ContextVar(
+    "golem_tool_crashes", default=None
+)
+"""Where ``Tool.execute`` leaves the exception a tool raised, by call id, so the driver
+can chain it to the ``RunError`` (the loop's outcome carries only the reason)."""
+
+
+def _record_crash(call_id: str, error: BaseException) -> None:
+    crashes = TOOL_CRASHES.get()
+    if crashes is not None:
+        crashes[call_id] = error
 
 
 @runtime_checkable

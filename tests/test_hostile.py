@@ -64,7 +64,11 @@ DECODE_CORPUS: dict[str, tuple[bytes | str, str | None]] = {
         message_json(extra=',"x":' + nested(100_000)),
         "nested too deeply",
     ),
-    "an unknown field nested 500 deep": (message_json(extra=',"x":' + nested(500)), None),
+    "an unknown field nested 500 deep": (
+        message_json(extra=',"x":' + nested(500)),
+        "nests deeper than 128 levels",
+    ),
+    "an unknown field nested 128 deep": (message_json(extra=',"x":' + nested(128)), None),
     "parts nested 5,000 deep": ('[{"role":"user","parts":' + nested(5_000) + "}]", "nested"),
     "a lone surrogate, escaped": (message_json('"\\ud800 and \\udfff"'), None),
     "a lone surrogate in a key": (message_json(extra=',"\\udbff":1'), None),
@@ -465,3 +469,17 @@ def test_fifty_megabytes_of_each_hostile_input_completes_in_a_subprocess() -> No
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "ok"
+
+
+def test_what_decodes_encodes_even_deep_in_the_callers_stack() -> None:
+    """Issue 13.9: an unknown field decode accepts (at most 128 levels) encodes from a
+    caller already 700 frames deep; deeper fields are refused at decode, with a path."""
+    history = decode_history(message_json(extra=',"x":' + nested(128))).unwrap()
+
+    def deep(n: int) -> bytes:
+        return deep(n - 1) if n else encode_history(history)
+
+    assert decode_history(deep(700)) == Success(history)
+    refused = decode_history(message_json(extra=',"x":' + nested(129)))
+    assert "nests deeper than 128 levels" in str(refused.failure())
+    assert "[0].x" in str(refused.failure())
