@@ -220,8 +220,10 @@ class RunObserver:
                 await self.emit(
                     RunStarted(self.run_id, self.conversation_id, self.model, self.resumed)
                 )
-            except BaseException:
+            except BaseException as e:
                 run.close()
+                if trace is not None:
+                    trace.failed(progress.state, e)
                 raise
             try:
                 result = await run

@@ -487,3 +487,19 @@ def test_opentelemetry_is_not_imported_unless_tracing_is_enabled() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+async def test_a_raising_event_handler_is_the_runs_error_on_the_span(otel: Telemetry) -> None:
+    class HandlerBug(Exception):
+        pass
+
+    def handler(event: object) -> None:
+        if type(event).__name__ == "RunStarted":
+            raise HandlerBug
+
+    with pytest.raises(HandlerBug):
+        await Agent(FunctionModel(lambda r: "ok")).run("hi", on_event=handler)
+    (run,) = otel.spans
+    assert run.status.status_code is StatusCode.ERROR
+    assert attrs_of(run)["error.type"] == "HandlerBug"
+    assert trace.get_current_span() is trace.INVALID_SPAN
