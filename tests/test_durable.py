@@ -162,6 +162,7 @@ def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             "system_database_url": f"sqlite:///{path}",
             "serializer": dbos.DBOSPortableJSONSerializer(),
             "log_level": "WARNING",
+            "notification_listener_polling_interval_sec": 0.05,  # SQLite has no NOTIFY
         }
     )
     dbos.DBOS.launch()
@@ -528,13 +529,10 @@ def postgres_db(request: pytest.FixtureRequest) -> Iterator[str]:
     except pytest.FixtureLookupError:
         pytest.skip("no postgres_url fixture (tests/postgres_server.py) in this tree")
     import psycopg
-    import sqlalchemy
+    from postgres_server import create_database
 
     name = f"golem_durable_{os.getpid()}_{time.monotonic_ns()}"
-    with psycopg.connect(base, autocommit=True) as c:
-        c.execute(f'create database "{name}"')
-    url = sqlalchemy.make_url(base).set(database=name)
-    yield url.render_as_string(hide_password=False)
+    yield create_database(base, name)
     with psycopg.connect(base, autocommit=True) as c:
         c.execute(f'drop database if exists "{name}" with (force)')
 
