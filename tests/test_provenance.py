@@ -5,6 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from provider_server import (  # noqa: F401 (fixtures, asked for by name)
+    ProviderServer,
+    anyio_backend_fixture,
+    json_reply,
+    provider_server_fixture,
+    provider_server_instance_fixture,
+)
 from returns.result import Success
 
 from golem_core import (
@@ -25,7 +32,14 @@ from golem_core import (
     verify_history,
     verify_message,
 )
-from golem_shell import Agent, DeferredResultsError, FunctionModel, UsageError, tool
+from golem_shell import (
+    Agent,
+    DeferredResultsError,
+    FunctionModel,
+    OpenAIModel,
+    UsageError,
+    tool,
+)
 
 KEY = b"k" * 32
 OLD = b"o" * 32
@@ -217,3 +231,37 @@ def test_unknown_fields_survive_and_stay_covered() -> None:
     [obj2] = jsonable((again,))
     obj2["futureField"] = {"b": 2, "a": [1.5, None]}
     assert verify_message(decoded([obj2])[0], KEY) is MessageProvenance.TAMPERED
+
+
+def _chat(message: dict[str, object], finish: str) -> dict[str, object]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "finish_reason": finish, "message": message}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+    }
+
+
+@pytest.mark.anyio
+async def test_signatures_never_reach_the_provider(provider_server: ProviderServer) -> None:
+    call = {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    provider_server.enqueue(
+        json_reply(
+            _chat({"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls")
+        ),
+        json_reply(_chat({"role": "assistant", "content": "known"}, "stop")),
+    )
+
+    @tool
+    def lookup() -> str:
+        """Look it up."""
+        return "found"
+
+    model = OpenAIModel("gpt-4o-mini", api_key="sk-test", base_url=f"{provider_server.url}/v1")
+    agent = Agent(model, instructions="Be brief.", tools=[lookup], signing_key=KEY)
+    result = await agent.run("look")
+    assert result.output == "known"
+    assert verify_history(result.messages, KEY).intact
+    second = provider_server.requests[1].body.decode()
+    assert "call_1" in second and PROVENANCE_FIELD not in second and "v1." not in second
