@@ -347,20 +347,32 @@ class DurableAgent(Generic[DepsT, OutputT]):
     ) -> RunResult[OutputT]:
         """``start`` the run, then wait for its result (see ``result``)."""
         handle = await self._start(prompt, history, run_id, conversation_id, queue)
-        return self._decode_result(await handle.get_result(polling_interval_sec=_POLL_SECONDS))
+        return await self._result_of(handle)
 
     async def result(self, run_id: str) -> RunResult[OutputT]:
         """The result of the run ``run_id``, waiting for it to finish (wherever it runs).
 
         Raises:
-            RunError: the run failed (``partial`` holds the evidence it recorded).
+            RunError: the run failed (``partial`` holds the evidence it recorded), or it
+                was cancelled through DBOS (stage ``canceled``, no partial).
             UsageError: there is no run with this id, or it belongs to another agent.
         """
         try:
             handle: Any = await DBOS.retrieve_workflow_async(run_id)
         except dbos_error.DBOSNonExistentWorkflowError:
             raise UsageError(f"there is no durable run with id {run_id!r}") from None
-        return self._decode_result(await handle.get_result(polling_interval_sec=_POLL_SECONDS))
+        return await self._result_of(handle)
+
+    async def _result_of(self, handle: WorkflowHandleAsync[dict[str, Any]]) -> RunResult[OutputT]:
+        try:
+            value = await handle.get_result(polling_interval_sec=_POLL_SECONDS)
+        except dbos_error.DBOSAwaitedWorkflowCancelledError as e:
+            raise RunError(
+                Stage.CANCELED,
+                f"the durable run {handle.get_workflow_id()!r} was cancelled (through DBOS)",
+                cause=e,
+            ) from e
+        return self._decode_result(value)
 
     async def _start(
         self,

@@ -142,6 +142,14 @@ AGENTS = {
 }
 
 
+async def _slow(request: Any) -> str:
+    await asyncio.sleep(0.5)
+    return "too late"
+
+
+AGENTS["slow"] = Agent(FunctionModel(_slow))
+
+
 @tool
 def crash() -> str:
     """Crash."""
@@ -284,6 +292,27 @@ async def test_a_denied_call_is_a_failed_result(launched: Path) -> None:
     assert result.output == "after: denied: not today | denied: no source"
     denied = [m for m in result.new_messages if m.role is Role.TOOL]
     assert all(m.failed for m in denied)
+
+
+@pytest.mark.anyio
+async def test_a_run_cancelled_through_dbos_is_a_canceled_run_error(launched: Path) -> None:
+    run_id = await DURABLE["slow"].start("wait", run_id="unit-cancel")
+    await dbos.DBOS.cancel_workflow_async(run_id)
+    with pytest.raises(RunError) as info:
+        await DURABLE["slow"].result(run_id)
+    assert info.value.stage is Stage.CANCELED
+    assert "unit-cancel" in info.value.message
+
+
+@pytest.mark.anyio
+async def test_a_run_enqueued_on_a_queue_runs_in_this_process_too(launched: Path) -> None:
+    await dbos.DBOS.register_queue_async(
+        "unit-queue", worker_concurrency=1, polling_interval_sec=0.05
+    )
+    result = await DURABLE["two-tools"].run("queued", run_id="unit-queued", queue="unit-queue")
+    assert result.output == "sum is 11"
+    status = await dbos.DBOS.get_workflow_status_async("unit-queued")
+    assert status is not None and status.queue_name == "unit-queue"
 
 
 @pytest.mark.anyio
