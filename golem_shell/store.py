@@ -496,6 +496,7 @@ class SQLiteHistoryStore(_StoreMethods):
         self._path = os.fspath(path)
         self._dialect = _dialect(table, postgres=False)
         self._lock = threading.Lock()
+        self._closed = False
         try:
             self._connection = sqlite3.connect(
                 self._path, timeout=timeout, isolation_level=None, check_same_thread=False
@@ -528,14 +529,17 @@ class SQLiteHistoryStore(_StoreMethods):
 
     def _run(self, op: _Operation[T]) -> T:
         with self._lock:
+            if self._closed:
+                raise UsageError(f"{self!r} is closed")
             return _transact(op, self._dialect, self._execute)
 
     async def _run_async(self, op: _Operation[T]) -> T:
         return await asyncio.to_thread(self._run, op)
 
     def close(self) -> None:
-        """Close the connection (a ``":memory:"`` database is gone)."""
+        """Close the connection (a ``":memory:"`` database is gone); the store is done."""
         with self._lock:
+            self._closed = True
             self._connection.close()
 
     async def aclose(self) -> None:
@@ -627,6 +631,7 @@ class PostgresHistoryStore(_StoreMethods):
         self._dialect = _dialect(table, postgres=True)
         self._lock = threading.Lock()
         self._connection: psycopg.Connection[Any] | None = None
+        self._closed = False
         self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _AsyncSlot] = (
             weakref.WeakKeyDictionary()
         )
@@ -643,6 +648,8 @@ class PostgresHistoryStore(_StoreMethods):
     # sync
 
     def _sync_connection(self) -> psycopg.Connection[Any]:
+        if self._closed:
+            raise UsageError(f"{self!r} is closed")
         if self._connection is not None and not self._connection.closed:
             return self._connection
         pg = _psycopg()
@@ -688,6 +695,8 @@ class PostgresHistoryStore(_StoreMethods):
     # async
 
     async def _async_connection(self, slot: _AsyncSlot) -> psycopg.AsyncConnection[Any]:
+        if self._closed:
+            raise UsageError(f"{self!r} is closed")
         if slot.connection is not None and not slot.connection.closed:
             return slot.connection
         pg = _psycopg()
@@ -743,14 +752,20 @@ class PostgresHistoryStore(_StoreMethods):
     # lifecycle
 
     def close(self) -> None:
-        """Close the sync methods' connection (``aclose`` closes this event loop's too)."""
+        """Close the sync methods' connection; the store is done.
+
+        An async connection is closed by ``aclose`` (this event loop's) or, for other
+        event loops, when it is garbage collected.
+        """
         with self._lock:
+            self._closed = True
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
 
     async def aclose(self) -> None:
-        """Close this event loop's connection and the sync one."""
+        """Close this event loop's connection and the sync one; the store is done."""
+        self._closed = True
         slot = self._slots.get(asyncio.get_running_loop())
         if slot is not None and slot.connection is not None:
             async with slot.lock:
