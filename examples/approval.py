@@ -138,8 +138,12 @@ def decide_signed(state: Path) -> None:
     history, report = sanitize_history(history, awaiting=signed_calls(history, SERVER_KEYS))
     closed = ", ".join(str(e.call_id) for e in report.repair.synthesized) or "none"
     print(f"sanitize: calls without a valid signature closed: {closed}")
-    answers = {"call_rent": Approved(), "call_gift": Denied("unknown recipient")}
-    answers |= {"call_forged": Approved()} if "call_forged" in state.read_text() else {}
+    answers: dict[str, Approved | Denied] = {
+        "call_rent": Approved(),
+        "call_gift": Denied("unknown recipient"),
+    }
+    if "call_forged" in state.read_text():
+        answers["call_forged"] = Approved()
     try:
         result = signed_agent.run_with_deferred_results_sync(history, answers)
     except DeferredResultsError as e:
@@ -181,12 +185,13 @@ def decide(state: Path, *, approve_forged: bool = False) -> None:
     for d in agent.waiting_calls(history):
         print(f"waiting: {d.call.id} {d.call.name} {d.call.arguments}")
     try:
-        result = agent.run_with_deferred_results_sync(
-            history,
-            {"call_rent": Approved(), "call_gift": Denied("unknown recipient")}
-            | ({"call_forged": Approved()} if approve_forged else {}),
-            issued=issued,
-        )
+        answers: dict[str, Approved | Denied] = {
+            "call_rent": Approved(),
+            "call_gift": Denied("unknown recipient"),
+        }
+        if approve_forged:
+            answers["call_forged"] = Approved()
+        result = agent.run_with_deferred_results_sync(history, answers, issued=issued)
     except DeferredResultsError as e:
         sys.exit(f"refused: {e}")
     print(result.output)

@@ -17,9 +17,15 @@ import os
 import sys
 from pathlib import Path
 
-from returns.result import Failure, Success
-
-from golem_core import Message, ModelRequest, Role, decode_history, encode_history, trim_history
+from golem_core import (
+    HistoryDecodeError,
+    Message,
+    ModelRequest,
+    Role,
+    decode_history_or_raise,
+    encode_history,
+    trim_history,
+)
 from golem_shell import Agent, FunctionModel, Model, RunError, infer_model
 
 
@@ -42,12 +48,10 @@ def choose_model() -> tuple[Model, str]:
 def load(path: Path) -> tuple[Message, ...]:
     if not path.exists():
         return ()
-    match decode_history(path.read_bytes()):
-        case Success(history):
-            return history
-        case Failure(error):
-            sys.exit(f"cannot resume {path}: {error}")
-    raise AssertionError("unreachable")
+    try:
+        return decode_history_or_raise(path.read_bytes())
+    except HistoryDecodeError as error:  # names the JSON path and what was wrong
+        sys.exit(f"cannot resume {path}: {error}")
 
 
 def main() -> None:

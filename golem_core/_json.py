@@ -829,3 +829,37 @@ def decode_message(data: bytes | bytearray | memoryview | str) -> Result[Message
         case Failure(error):
             return Failure(error)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+class HistoryDecodeError(ValueError):
+    """Raised by ``decode_history_or_raise``: ``path`` (a JSON path) and ``reason``."""
+
+    def __init__(self, error: DecodeError) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.path = error.path
+        self.reason = error.reason
+
+
+def decode_history_or_raise(data: bytes | bytearray | memoryview | str) -> tuple[Message, ...]:
+    """``decode_history`` for code that prefers exceptions to ``Result``.
+
+    Raises:
+        HistoryDecodeError: the bytes are not a history; ``str(error)`` names the JSON
+            path and what was wrong, e.g. ``invalid history JSON at [1].parts[0].url:
+            expected a string, got a number``.
+    """
+    result = decode_history(data)
+    if isinstance(result, Failure):
+        raise HistoryDecodeError(result.failure()) from None
+    history: tuple[Message, ...] = result.unwrap()
+    return history
+
+
+def decode_message_or_raise(data: bytes | bytearray | memoryview | str) -> Message:
+    """``decode_message`` for code that prefers exceptions; raises ``HistoryDecodeError``."""
+    result = decode_message(data)
+    if isinstance(result, Failure):
+        raise HistoryDecodeError(result.failure()) from None
+    message: Message = result.unwrap()
+    return message

@@ -263,6 +263,18 @@ def _as_parts(parts: Iterable[Part]) -> tuple[Part, ...]:
     return parts if type(parts) is tuple else tuple(parts)
 
 
+def _as_role(role: Role | str) -> Role:
+    """A ``Role``; its plain string value (``"assistant"``) is accepted as that role."""
+    if type(role) is Role:
+        return role
+    try:
+        return Role(role)
+    except ValueError:
+        raise ValueError(
+            f"unknown message role {role!r}; expected one of system, user, assistant, tool"
+        ) from None
+
+
 @frozen(repr=False)
 class Message:
     """One message of a conversation.
@@ -274,7 +286,7 @@ class Message:
     message.
     """
 
-    role: Role
+    role: Role = field(converter=_as_role)
     parts: tuple[Part, ...] = field(default=(), converter=_as_parts)
     tool_call_id: str | None = field(default=None, kw_only=True)
     tool_name: str | None = field(default=None, kw_only=True)

@@ -16,11 +16,12 @@ import threading
 from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, cast, overload
 
 import attrs
 from attrs import field, frozen
 from returns.result import Failure, Result, Success
+from typing_extensions import TypeVar
 
 from golem_core import (
     Message,
@@ -28,7 +29,6 @@ from golem_core import (
     ModelSettings,
     Part,
     StreamDone,
-    TextPart,
     ToolCallPart,
     ToolDefinition,
     Usage,
@@ -61,6 +61,7 @@ from golem_core._loop import (
 )
 from golem_core._model import ModelErrorKind
 from golem_core._provenance import SigningKeys, signed_calls, signing_keys
+from golem_shell._checks import check_history, check_prompt_parts, check_settings
 from golem_shell._errors import (
     DeferredResultsError,
     ModelError,
@@ -85,8 +86,9 @@ __all__ = [
     "partial_from",
 ]
 
-DepsT = TypeVar("DepsT")
-OutputT = TypeVar("OutputT")
+# defaults (PEP 696): ``Agent("openai:gpt-4o-mini")`` is ``Agent[None, str]`` to a type checker
+DepsT = TypeVar("DepsT", default=None)
+OutputT = TypeVar("OutputT", default=str)
 
 OUTPUT_TOOL_NAME = "final_result"
 
@@ -163,11 +165,7 @@ def _partial(state: RunState) -> PartialResult | None:
 
 
 def _prompt_parts(prompt: Prompt) -> tuple[Part, ...] | None:
-    if prompt is None:
-        return None
-    if isinstance(prompt, str):
-        return (TextPart(prompt),)
-    return tuple(prompt)
+    return check_prompt_parts(prompt)
 
 
 class _Output:
@@ -308,16 +306,19 @@ class Agent(Generic[DepsT, OutputT]):
         toolsets: Sequence[Toolset] = (),
         signing_key: SigningKeys | None = None,
     ) -> None:
+        check_settings(
+            max_requests=max_requests,
+            output_retries=output_retries,
+            timeout=timeout,
+            instructions=instructions,
+            dynamic_instructions=dynamic_instructions,
+            history_processor=history_processor,
+            tools=tools,
+        )
         self.model: Model = infer_model(model)
         self.instructions = instructions
         self.dynamic_instructions = dynamic_instructions
         self.history_processor = history_processor
-        if max_requests < 1:
-            raise UsageError(f"max_requests must be at least 1, got {max_requests}")
-        if output_retries < 0:
-            raise UsageError(f"output_retries must be at least 0, got {output_retries}")
-        if timeout is not None and timeout <= 0:
-            raise UsageError(f"timeout must be positive, got {timeout}")
         self.max_requests = max_requests
         self.output_retries = output_retries
         self.timeout = timeout
@@ -533,6 +534,7 @@ class Agent(Generic[DepsT, OutputT]):
 
     def waiting_calls(self, history: Sequence[Message]) -> tuple[DeferredCall, ...]:
         """The calls of a paused run's ``history`` that wait for approval or a result."""
+        history = check_history(history)
         return waiting_calls(history, {t.name: t.kind for t in self._specs})
 
     async def run_with_deferred_results(
@@ -576,6 +578,12 @@ class Agent(Generic[DepsT, OutputT]):
                 "issued must be a collection of call ids or a predicate, not a single"
                 f" string ({issued!r} would vouch for every id it contains);"
                 " pass a set or tuple: issued={...}"
+            )
+        history = check_history(history)
+        if not isinstance(results, Mapping):
+            raise UsageError(
+                "results must be a mapping of call id to Approved(), Denied(reason) or"
+                f" ExternalResult(...), got {type(results).__name__}"
             )
         waiting = self.waiting_calls(history)
         if self._signing_keys:  # only calls this server signed, intact, may be answered
@@ -756,6 +764,8 @@ class Agent(Generic[DepsT, OutputT]):
         on_delta: DeltaHandler | None,
         on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
+        history = check_history(history)
+        parts = _prompt_parts(prompt)
         run_id, conversation_id = _run_ids(history, run_id, conversation_id)
         context: RunContext[Any] = RunContext(deps, run_id, conversation_id)
         deadline = self._deadline()
@@ -763,7 +773,7 @@ class Agent(Generic[DepsT, OutputT]):
         state = start_run(
             config,
             history,
-            _prompt_parts(prompt),
+            parts,
             processor=self._processor(),
             now=datetime.now(UTC),
         )

@@ -24,3 +24,20 @@ def test_ruff_format() -> None:
 
 def test_mypy_strict() -> None:
     _run("mypy", "--strict", "golem_core", "golem_shell")
+
+
+def test_users_code_passes_mypy_strict(tmp_path: Path) -> None:
+    """The README's Python blocks and every example pass ``mypy --strict`` as written,
+    as a user's code would be checked (issue 14.5)."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    assert blocks, "the README has no Python block"
+    paths = []
+    for k, block in enumerate(blocks):
+        path = tmp_path / f"readme_block_{k}.py"
+        path.write_text(block, encoding="utf-8")
+        paths.append(str(path))
+    examples = sorted(str(p) for p in (ROOT / "examples").glob("*.py"))
+    _run("mypy", "--strict", "--no-incremental", *paths, *examples)

@@ -4,6 +4,7 @@ promises about processors, ids, timeouts, tool failures and the values it hands 
 from __future__ import annotations
 
 import asyncio
+import re
 import traceback
 from typing import Any
 
@@ -158,3 +159,80 @@ async def test_a_tool_exception_is_chained_with_the_users_frame() -> None:
     assert error.__cause__ is error.cause
     frames = "".join(traceback.format_exception(error))
     assert "users_helper" in frames
+
+
+# -- issue 14.3: wrong argument types are refused at the boundary ----------------------
+
+
+@pytest.mark.parametrize(
+    ("history", "says"),
+    [
+        ([{"role": "user", "content": "hi"}], "history[0] must be a golem Message"),
+        ("[]", "use decode_history"),
+        (b"[]", "use decode_history"),
+        ({"role": "user"}, "must be a sequence of golem Message"),
+        (42, "must be a sequence of golem Message"),
+    ],
+)
+async def test_history_of_the_wrong_type_is_a_usage_error(history: Any, says: str) -> None:
+    agent = Agent(ScriptedModel(["never"]))
+    with pytest.raises(UsageError, match=re.escape(says)):
+        await agent.run_with_history(history, "hi")
+
+
+async def test_a_run_result_as_history_says_to_pass_its_messages() -> None:
+    agent = Agent(ScriptedModel(["one", "never"]))
+    first = await agent.run("hi")
+    with pytest.raises(UsageError, match=r"pass result\.messages"):
+        await agent.run_with_history(first, "again")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("prompt", [["a", "b"], {"text": "hi"}, 3, b"hi"])
+async def test_a_prompt_of_the_wrong_type_is_a_usage_error(prompt: Any) -> None:
+    model = ScriptedModel(["never"])
+    with pytest.raises(UsageError, match="prompt"):
+        await Agent(model).run(prompt)
+    assert model.requests == []
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("max_requests", "3"),
+        ("max_requests", 0),
+        ("max_requests", True),
+        ("output_retries", 1.5),
+        ("timeout", "10"),
+        ("timeout", float("nan")),
+        ("instructions", 3),
+        ("history_processor", "trim"),
+        ("tools", "get_weather"),
+    ],
+)
+def test_agent_settings_of_the_wrong_type_are_usage_errors(setting: str, value: Any) -> None:
+    with pytest.raises(UsageError, match=setting):
+        Agent(ScriptedModel(["x"]), **{setting: value})
+
+
+def test_a_message_role_may_be_its_plain_string() -> None:
+    from golem_core import Role
+
+    assert Message("assistant").role is Role.ASSISTANT  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown message role 'bot'"):
+        Message("bot")  # type: ignore[arg-type]
+
+
+# -- issue 14.4: decode that raises, with the path -------------------------------------------
+
+
+def test_decode_history_or_raise_names_the_path() -> None:
+    from golem_core import HistoryDecodeError, decode_history_or_raise, encode_history
+
+    history = (Message.user("hi"),)
+    assert decode_history_or_raise(encode_history(history)) == history
+    bad = b'[{"role":"user","parts":[{"type":"url","url":3,"kind":"image"}]}]'
+    with pytest.raises(HistoryDecodeError) as caught:
+        decode_history_or_raise(bad)
+    assert caught.value.path == "[0].parts[0].url"
+    assert "expected a string, got a number" in str(caught.value)
+    assert isinstance(caught.value, ValueError)
