@@ -19,10 +19,10 @@ bodies. No I/O: the shell (``golem_shell.models.gemini``) does the HTTP. The map
   A Gemini thought signature is kept on the part that carried it (``thoughtSignature``
   in the part's ``extra``, ADR 0047) and sent back on that part; a thinking part is sent
   (``thought: true``) only when it carries a Gemini signature: thinking from another
-  provider or an unsigned thought summary is not sent. When no part of a ``model``
-  content carries a signature, the first ``functionCall`` gets Google's documented
-  placeholder (``skip_thought_signature_validator``), which Gemini 3 requires of
-  history it did not produce;
+  provider or an unsigned thought summary is not sent. The first ``functionCall`` of a
+  ``model`` content that has no signature of its own gets Google's documented
+  placeholder (``skip_thought_signature_validator``): Gemini 3 refuses a replayed call
+  step without one (history from another provider, or from Gemini 2.5);
 - the tool results after a turn become ``functionResponse`` parts in the order of that
   turn's calls, one per call (Gemini pairs by name and order; the ``id`` rides along),
   named after the call; ``response`` is ``{"output": text}``, or ``{"error": text}`` for a
@@ -379,11 +379,9 @@ def _contents(request: ModelRequest) -> list[dict[str, Any]]:
             parts = _user_content(c, built[k - 1] if k else None)
         else:
             parts = c.parts
-            if not any(THOUGHT_SIGNATURE_KEY in p for p in parts):
-                for p in parts:
-                    if "functionCall" in p:
-                        p[THOUGHT_SIGNATURE_KEY] = SKIP_SIGNATURE
-                        break
+            first_call = next((p for p in parts if "functionCall" in p), None)
+            if first_call is not None and THOUGHT_SIGNATURE_KEY not in first_call:
+                first_call[THOUGHT_SIGNATURE_KEY] = SKIP_SIGNATURE
         if not parts:
             continue
         if out and out[-1]["role"] == c.role:  # an empty content between them was not sent
