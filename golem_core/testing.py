@@ -742,7 +742,11 @@ def _sweep(cases: st.SearchStrategy[Case], checks: dict[Law, Check], config: set
 def _shrunk(cases: st.SearchStrategy[Case], check: Check, config: settings) -> Case | None:
     """The smallest case Hypothesis finds that violates ``check``."""
     try:
-        return find(cases, lambda case: check(case) is not None, settings=config)
+        return find(
+            cases,
+            lambda case: check(case) is not None,
+            settings=settings(config, phases=[Phase.generate, Phase.shrink]),
+        )
     except (NoSuchExample, Unsatisfiable):
         return None
 

@@ -1,0 +1,256 @@
+"""golem_core.testing: the law checker catches planted bugs, and golem's processors pass it."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import find
+from hypothesis import strategies as st
+from returns.result import Failure, Result, Success
+
+from golem_core import (
+    HistoryError,
+    HistoryProcessor,
+    Message,
+    Role,
+    approximate_tokens,
+    budget_history,
+    check_pairing,
+    compose,
+    is_safe_url,
+    trim_history,
+)
+from golem_core._context import (
+    clear_tool_results,
+    drop_thinking,
+    plan_summary,
+    summary_message,
+)
+from golem_core.testing import (
+    LAWS,
+    LawViolation,
+    ProcessorReport,
+    assert_processor,
+    check_processor,
+    damaged_histories,
+    opens_request,
+    tool_turns,
+    untrusted_histories,
+    valid_histories,
+)
+
+Out = Result[tuple[Message, ...], HistoryError]
+EXAMPLES = 80
+
+
+# -- planted bugs ---------------------------------------------------------------------------
+
+
+def keep_newest_two(history: Sequence[Message]) -> Out:
+    """The classic bug: a naive cut that ignores tool turns."""
+    return Success(tuple(history[-2:]))
+
+
+def drop_tool_messages(history: Sequence[Message]) -> Out:
+    return Success(tuple(m for m in history if m.role is not Role.TOOL))
+
+
+def greet_first(history: Sequence[Message]) -> Out:
+    """Invents a message (unmarked) at the start."""
+    return Success((Message.user("hello from the processor"), *history))
+
+
+def crash_on_empty(history: Sequence[Message]) -> Out:
+    return Success((history[0], *history[1:]))  # IndexError on ()
+
+
+def return_a_list(history: Sequence[Message]) -> Out:
+    return Success(list(history))  # type: ignore[arg-type]
+
+
+_calls = itertools.count()
+
+
+def flaky(history: Sequence[Message]) -> Out:
+    """Fails every other call: not deterministic."""
+    if next(_calls) % 2 and history:
+        return Failure(HistoryError("unlucky"))
+    return Success(tuple(history))
+
+
+def drop_oldest_user(history: Sequence[Message]) -> Out:
+    """Each pass removes one more user message: not idempotent."""
+    users = [i for i, m in enumerate(history) if m.role is Role.USER]
+    if len(users) < 2:
+        return Success(tuple(history))
+    return Success(tuple(history[: users[0]]) + tuple(history[users[0] + 1 :]))
+
+
+def report_for(processor: HistoryProcessor, **options: object) -> ProcessorReport:
+    return check_processor(processor, max_examples=EXAMPLES, **options)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def naive_report() -> ProcessorReport:
+    return report_for(keep_newest_two)
+
+
+def test_a_naive_cut_breaks_opening_and_pairing_with_small_counterexamples(
+    naive_report: ProcessorReport,
+) -> None:
+    report = naive_report
+    assert not report.ok
+    assert {"opens_request", "keeps_pairing"} <= set(report.violated)
+    pairing = next(v for v in report.violations if v.law == "keeps_pairing")
+    assert check_pairing(pairing.history) == ()
+    assert check_pairing(keep_newest_two(pairing.history).unwrap()) != ()
+    assert len(pairing.history) <= 4  # shrunk: user, call, result (and maybe one more)
+    opening = next(v for v in report.violations if v.law == "opens_request")
+    assert opens_request(opening.history)
+    assert not opens_request(keep_newest_two(opening.history).unwrap())
+
+
+def test_dropping_results_breaks_pairing() -> None:
+    report = report_for(drop_tool_messages)
+    assert "keeps_pairing" in report.violated
+    assert "invents_nothing" not in report.violated
+
+
+def test_an_invented_message_is_caught() -> None:
+    report = report_for(greet_first)
+    assert report.violated == ("invents_nothing",)
+    (violation,) = report.violations
+    assert violation.history == ()  # shrunk to nothing: even () gets a message
+    assert "output message 0 stands for no input message" in violation.explanation
+
+
+def test_a_crash_breaks_totality_only() -> None:
+    report = report_for(crash_on_empty)
+    assert report.violated == ("total",)
+    assert report.violations[0].history == ()
+    assert "raised IndexError" in report.violations[0].outcome
+
+
+def test_a_list_instead_of_a_tuple_breaks_totality() -> None:
+    report = report_for(return_a_list)
+    assert report.violated == ("total",)
+    assert "something other than a tuple of Message" in report.violations[0].explanation
+
+
+def test_nondeterminism_is_caught() -> None:
+    assert "deterministic" in report_for(flaky).violated
+
+
+def test_idempotence_is_checked_only_when_asked() -> None:
+    assert report_for(drop_oldest_user).ok
+    report = report_for(drop_oldest_user, idempotent=True)
+    assert report.violated == ("idempotent",)
+
+
+def test_a_budget_that_keeps_less_when_raised_is_not_monotone() -> None:
+    report = report_for(trim_history(5), budgeted=lambda n: trim_history(max(1, 41 - n)))
+    assert report.violated == ("monotone",)
+    (violation,) = report.violations
+    assert violation.budgets is not None
+    assert violation.budgets[0] < violation.budgets[1]
+
+
+def test_the_report_shows_every_counterexample_as_messages_and_json(
+    naive_report: ProcessorReport,
+) -> None:
+    report = naive_report
+    text = str(report)
+    assert text.startswith(f"{report.processor}: checked total, opens_request")
+    for violation in report.violations:
+        assert f"law {violation.law!r} violated" in text
+        assert str(violation) in text
+    first = report.violations[0]
+    line = next(x for x in str(first).splitlines() if x.strip().startswith("history JSON:"))
+    assert len(json.loads(line.split("history JSON: ", 1)[1])) == len(first.history)
+
+
+def test_assert_processor_raises_with_the_report() -> None:
+    with pytest.raises(AssertionError, match="law 'keeps_pairing' violated"):
+        assert_processor(drop_tool_messages, max_examples=EXAMPLES)
+
+
+def test_every_law_is_named_and_described() -> None:
+    report = report_for(trim_history(3), idempotent=True, budgeted=trim_history)
+    assert set(report.laws) == set(LAWS)
+    assert str(report).endswith("every law holds")
+    assert LawViolation.__doc__
+
+
+def test_the_check_is_deterministic(naive_report: ProcessorReport) -> None:
+    assert report_for(keep_newest_two) == naive_report
+
+
+# -- golem's own processors pass ---------------------------------------------------------------
+
+
+def summarize_locally(history: Sequence[Message]) -> Out:
+    """The pure half of summarize_history, with a fixed summarizer."""
+    plan = plan_summary(history, keep_last_turns=1)
+    if plan is None:
+        return Success(tuple(history))
+    text = f"{len(plan.to_summarize)} earlier messages"
+    return Success(plan.apply(summary_message(text, summarized=len(plan.to_summarize))))
+
+
+@pytest.mark.parametrize(
+    ("processor", "budgeted"),
+    [
+        (trim_history(4), trim_history),
+        (budget_history(approximate_tokens, 400), lambda n: budget_history(approximate_tokens, n)),
+        (clear_tool_results(keep_last=1), lambda n: clear_tool_results(keep_last=n)),
+        (drop_thinking(keep_last_turns=1), lambda n: drop_thinking(keep_last_turns=n)),
+        (summarize_locally, None),
+        (
+            compose(clear_tool_results(keep_last=2), drop_thinking(), trim_history(8)),
+            lambda n: compose(clear_tool_results(keep_last=n), trim_history(n)),
+        ),
+    ],
+    ids=["trim", "budget", "clear", "drop_thinking", "summary", "composed"],
+)
+def test_golem_processors_keep_every_law(processor: HistoryProcessor, budgeted: object) -> None:
+    assert_processor(
+        processor,
+        idempotent=True,
+        budgeted=budgeted,  # type: ignore[arg-type]
+        budgets=st.integers(0, 12),
+        max_examples=EXAMPLES,
+    )
+
+
+# -- the strategies draw what they promise --------------------------------------------------
+
+
+def test_untrusted_histories_hold_injected_prompts_and_unsafe_urls() -> None:
+    with_system = find(untrusted_histories(), lambda h: any(m.role is Role.SYSTEM for m in h))
+    assert any(m.role is Role.SYSTEM for m in with_system)
+    unsafe = find(
+        untrusted_histories(),
+        lambda h: any(
+            getattr(p, "url", None) is not None and not is_safe_url(p.url)  # type: ignore[attr-defined]
+            for m in h
+            for p in m.parts
+        ),
+    )
+    assert unsafe
+
+
+def test_damaged_histories_are_sometimes_broken() -> None:
+    broken = find(damaged_histories(), lambda h: check_pairing(h) != ())
+    assert check_pairing(broken) != ()
+
+
+def test_tool_turns_and_valid_histories_are_provider_valid() -> None:
+    turn = find(tool_turns(max_calls=3), lambda t: len(t) == 4)
+    assert turn[0].role is Role.ASSISTANT
+    assert [m.tool_call_id for m in turn[1:]] == ["t0", "t1", "t2"]
+    assert check_pairing(turn) == ()
+    longest = find(valid_histories(), lambda h: len(h) >= 8)
+    assert check_pairing(longest) == ()
