@@ -67,6 +67,9 @@ class ModelError(GolemError):
         request_id: the provider's request id, when it sent one.
         retry_after: seconds the provider asked to wait, when it said.
         provider: which adapter raised it (``"openai"``, ``"anthropic"``, ...).
+        endpoint: host and path the request went to (set by the HTTP adapters).
+        attempts: how many times the request was sent before giving up.
+        elapsed: seconds from the first attempt to giving up.
     """
 
     def __init__(
@@ -78,6 +81,9 @@ class ModelError(GolemError):
         request_id: str | None = None,
         retry_after: float | None = None,
         provider: str | None = None,
+        endpoint: str | None = None,
+        attempts: int | None = None,
+        elapsed: float | None = None,
     ) -> None:
         self.kind = kind
         self.message = message
@@ -85,6 +91,9 @@ class ModelError(GolemError):
         self.request_id = request_id
         self.retry_after = retry_after
         self.provider = provider
+        self.endpoint = endpoint
+        self.attempts = attempts
+        self.elapsed = elapsed
         super().__init__(str(self))
 
     @property
@@ -96,7 +105,15 @@ class ModelError(GolemError):
         where = f"{self.provider} " if self.provider else ""
         status = f" (HTTP {self.status})" if self.status is not None else ""
         rid = f" [request {self.request_id}]" if self.request_id else ""
-        return f"{where}{self.kind.value} error{status}: {self.message}{rid}"
+        context = []
+        if self.endpoint:
+            context.append(f"at {self.endpoint}")
+        if self.attempts is not None:
+            tries = "1 attempt" if self.attempts == 1 else f"{self.attempts} attempts"
+            spent = f" in {self.elapsed:.1f} s" if self.elapsed is not None else ""
+            context.append(f"after {tries}{spent}")
+        more = f" ({', '.join(context)})" if context else ""
+        return f"{where}{self.kind.value} error{status}: {self.message}{rid}{more}"
 
     def __repr__(self) -> str:
         return f"ModelError({self.kind.value!r}, {self.message!r}, status={self.status!r})"

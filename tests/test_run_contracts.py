@@ -9,6 +9,12 @@ import traceback
 from typing import Any
 
 import pytest
+from provider_server import (  # noqa: F401 (fixtures, asked for by name)
+    ProviderServer,
+    Reply,
+    provider_server_fixture,
+    provider_server_instance_fixture,
+)
 from returns.result import Success
 
 from golem_core import Message, ToolCallPart, trim_history
@@ -236,3 +242,31 @@ def test_decode_history_or_raise_names_the_path() -> None:
     assert caught.value.path == "[0].parts[0].url"
     assert "expected a string, got a number" in str(caught.value)
     assert isinstance(caught.value, ValueError)
+
+
+# -- issue 14.7: errors say where and how many attempts ------------------------------------
+
+
+async def test_a_model_error_names_the_endpoint_and_the_attempts_never_the_key(
+    provider_server: ProviderServer,
+) -> None:
+    from golem_shell import OpenAIModel, RetryPolicy
+
+    key = "sk-attempts-secret-0123456789"
+    for _ in range(3):
+        provider_server.enqueue(Reply(hang=5.0))
+    model = OpenAIModel(
+        "gpt-4o-mini",
+        api_key=key,
+        base_url=provider_server.url + "/v1",
+        timeout=0.2,
+        retry=RetryPolicy(max_attempts=2, base=0.01, cap=0.02),
+    )
+    with pytest.raises(RunError) as caught:
+        await Agent(model).run("hi")
+    text = str(caught.value)
+    host = provider_server.url.removeprefix("http://")
+    assert f"at {host}/v1/chat/completions" in text
+    assert "after 3 attempts" in text
+    assert key not in text and key not in repr(caught.value.cause)
+    assert caught.value.cause is not None and getattr(caught.value.cause, "attempts", None) == 3

@@ -283,6 +283,15 @@ class ProviderHTTP:
 
     # -- retries --------------------------------------------------------------------
 
+    def _gave_up(self, error: ModelError, attempts: int, started: float) -> ModelError:
+        """``error`` saying where it happened and how many attempts were made (the URL's
+        host and path only: a query never reaches an error message)."""
+        url = httpx.URL(self.url)
+        error.endpoint = f"{url.host}{':' + str(url.port) if url.port else ''}{url.path}"
+        error.attempts = attempts
+        error.elapsed = asyncio.get_running_loop().time() - started
+        return error
+
     async def _pause_before_retry(self, attempt: int, started: float, error: ModelError) -> bool:
         elapsed = asyncio.get_running_loop().time() - started
         delay = next_delay(
@@ -321,7 +330,7 @@ class ProviderHTTP:
             except ModelError as error:
                 attempt += 1
                 if not await self._pause_before_retry(attempt, started, error):
-                    raise
+                    raise self._gave_up(error, attempt, started) from error.__cause__
 
     async def _post_once(self, body: bytes, decode: BodyDecoder) -> Message:
         responded = False
@@ -389,11 +398,9 @@ class ProviderHTTP:
                         yield event
                 return
             except ModelError as error:
-                if yielded:
-                    raise
                 attempt += 1
-                if not await self._pause_before_retry(attempt, started, error):
-                    raise
+                if yielded or not await self._pause_before_retry(attempt, started, error):
+                    raise self._gave_up(error, attempt, started) from error.__cause__
 
     async def _stream_once(
         self, body: bytes, decoder: StreamDecoder, decode: BodyDecoder
