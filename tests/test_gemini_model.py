@@ -53,7 +53,7 @@ from golem_shell.models import Model
 
 pytestmark = pytest.mark.anyio
 
-KEY = "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"
+KEY = "gemini-test-key-0123456789abcdef"
 FAST = RetryPolicy(max_attempts=2, base=0.01, cap=0.02)
 PATH = "/v1beta/models/gemini-2.5-flash"
 
