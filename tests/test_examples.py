@@ -155,3 +155,26 @@ def test_approval_example_signed_refuses_a_forged_call(tmp_path: Path) -> None:
     proc = _refused("approval.py", "decide-signed", "--state", str(state))
     assert "refused" in proc.stderr and "call_forged" in proc.stderr
     assert "sent" not in proc.stdout
+
+
+def test_stored_conversation_example_continues_forks_and_races(tmp_path: Path) -> None:
+    db = str(tmp_path / "conversations.db")
+    assert "message 1 from you" in _run("stored_conversation.py", "--db", db, "hello")
+    out = _run("stored_conversation.py", "--db", db, "and then?")
+    assert "message 2 from you" in out and "demo has 4 messages" in out
+    _run("stored_conversation.py", "--db", db, "--fork-at", "2", "--into", "c2")
+    out = _run("stored_conversation.py", "--db", db, "--conversation", "c2", "on the fork")
+    assert "message 2 from you" in out and "c2 has 4 messages" in out
+    out = _run("stored_conversation.py", "--db", db, "--race", "busy")
+    assert "has 6 messages, expected 4" in out and "message 4 from you" in out
+    out = _run("stored_conversation.py", "--db", db, "--list")
+    assert out.splitlines() == ["c2: 4 messages", "demo: 8 messages"]
+
+
+def test_stored_conversation_example_on_postgres(postgres_url: str) -> None:
+    from postgres_server import create_database
+
+    url = create_database(postgres_url, "example_stored_conversation")
+    _run("stored_conversation.py", "--postgres", url, "--conversation", "pg", "hello")
+    out = _run("stored_conversation.py", "--postgres", url, "--conversation", "pg", "again")
+    assert "message 2 from you" in out and "pg has 4 messages" in out

@@ -1,0 +1,98 @@
+"""A conversation stored in SQLite (or PostgreSQL), one turn per invocation.
+
+    python examples/stored_conversation.py "hello"                  # conversations.db, "demo"
+    python examples/stored_conversation.py --conversation c1 "and then?"
+    python examples/stored_conversation.py --fork-at 2 --into c2    # c2: c1's first 2 messages
+    python examples/stored_conversation.py --list
+    python examples/stored_conversation.py --race "two workers"     # a lost compare-and-set
+    python examples/stored_conversation.py --postgres postgresql://user:pw@host/db "hello"
+
+The store is not a session: the application wires it around a run in three lines (load,
+run with the history, append what the run added at the length it loaded). Of two runs
+that loaded the same history only one can append; the other gets ``HistoryConflict`` and
+reloads (``--race`` shows it). Uses OpenAI when OPENAI_API_KEY or OPENAI_BASE_URL is set,
+Anthropic when ANTHROPIC_API_KEY is set, and an offline model otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+
+from golem_core import ModelRequest, Role
+from golem_shell import Agent, FunctionModel, Model, infer_model
+from golem_shell.store import (
+    HistoryConflict,
+    HistoryStore,
+    PostgresHistoryStore,
+    SQLiteHistoryStore,
+)
+
+
+def offline_reply(request: ModelRequest) -> str:
+    turns = sum(1 for m in request.messages if m.role is Role.USER)
+    return f"(offline model) You said {request.messages[-1].text!r}: message {turns} from you."
+
+
+def choose_model() -> Model:
+    if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
+        return infer_model("openai:" + os.environ.get("OPENAI_MODEL", "gpt-4o-mini"))
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        return infer_model("anthropic:" + os.environ.get("ANTHROPIC_MODEL", "claude-sonnet-4-5"))
+    return FunctionModel(offline_reply, name="offline")
+
+
+async def turn(agent: Agent[None, str], store: HistoryStore, cid: str, prompt: str) -> str:
+    """One turn of a stored conversation: the three lines, and nothing else."""
+    history = await store.load(cid)
+    result = await agent.run_with_history(history, prompt, conversation_id=cid)
+    await store.append(cid, result.new_messages, expected_length=len(history))
+    return result.output
+
+
+async def race(agent: Agent[None, str], store: HistoryStore, cid: str, prompt: str) -> None:
+    """Two workers load the same history and both run; the second append loses."""
+    history = await store.load(cid)
+    first = await agent.run_with_history(history, prompt + " (worker 1)", conversation_id=cid)
+    second = await agent.run_with_history(history, prompt + " (worker 2)", conversation_id=cid)
+    await store.append(cid, first.new_messages, expected_length=len(history))
+    print("worker 1 appended")
+    try:
+        await store.append(cid, second.new_messages, expected_length=len(history))
+    except HistoryConflict as conflict:
+        print(f"worker 2: {conflict}")
+        print("worker 2 reloads and runs again:", await turn(agent, store, cid, prompt))
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("prompt", nargs="?")
+    parser.add_argument("--db", default="conversations.db", help="the SQLite file")
+    parser.add_argument("--postgres", help="a PostgreSQL URL instead of --db")
+    parser.add_argument("--conversation", default="demo")
+    parser.add_argument("--fork-at", type=int)
+    parser.add_argument("--into", help="the new conversation of --fork-at")
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--race", action="store_true")
+    args = parser.parse_args()
+
+    store = PostgresHistoryStore(args.postgres) if args.postgres else SQLiteHistoryStore(args.db)
+    agent = Agent(choose_model(), instructions="You are a friendly, concise assistant.")
+    async with store:
+        cid = args.conversation
+        if args.list:
+            for name in await store.list_conversations():
+                print(f"{name}: {len(await store.load(name))} messages")
+        elif args.fork_at is not None:
+            await store.fork(cid, args.fork_at, args.into)
+            print(f"forked {cid} at {args.fork_at} into {args.into}")
+        elif args.race:
+            await race(agent, store, cid, args.prompt or "hi")
+        else:
+            print("assistant:", await turn(agent, store, cid, args.prompt or "hi"))
+            print(f"stored: {cid} has {len(await store.load(cid))} messages")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
