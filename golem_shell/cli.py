@@ -1,0 +1,459 @@
+"""The ``golem`` command: validate and repair stored histories without writing Python.
+
+Owns the console script (``golem = "golem_shell.cli:main"``)::
+
+    golem history check     [--untrusted] [--json] FILE
+    golem history normalize [--json] [-o OUT] [--indent N] FILE
+    golem history sanitize  [--awaiting ID ...] [--json] [-o OUT] [--indent N] FILE
+    golem history trim      --max-messages N [--json] [-o OUT] [--indent N] FILE
+    golem history budget    --max-tokens N [--counter NAME] [--json] [-o OUT] [--indent N] FILE
+    golem schema
+
+``FILE`` is a history in golem's JSON contract, or ``-`` for standard input. The
+commands that rewrite a history write it to standard output (or ``-o OUT``), compact
+unless ``--indent`` is given, and their report to standard error; ``check`` writes its
+report to standard output. A report is one human line per finding, or one JSON object
+with ``--json``. ``schema`` prints the JSON Schema (draft 2020-12) of the contract.
+
+Exit status (ADR 0045): 0 success; 1 a check failed (``check`` found a problem) or a
+processor refused (``trim``/``budget`` left nothing that can open a request); 2 the
+command line or the input is wrong (unreadable file, invalid JSON, named by path);
+3 an unexpected error inside golem (reported in one line, never as a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from importlib import resources
+from typing import IO, Any, Final, NoReturn
+
+from returns.result import Failure, Success
+
+from golem_core import (
+    HistoryRepair,
+    Message,
+    PairingProblem,
+    RepairEntry,
+    SanitizeReport,
+    TokenCounter,
+    approximate_tokens,
+    budget_history,
+    check_pairing,
+    decode_history,
+    encode_history,
+    normalize_history,
+    sanitize_history,
+    trim_history,
+)
+
+__all__ = ["history_schema", "main"]
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_INTERNAL: Final = 3
+
+_SCHEMA_FILE: Final = "history.schema.json"
+
+
+def history_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of golem's history JSON, as ``golem schema`` prints it.
+
+    It accepts every history ``encode_history`` writes (unknown fields and part types
+    included: the contract is additive); a history it accepts may still be refused by
+    ``decode_history`` for what a schema cannot say (bad base64 padding, a timestamp
+    ``datetime.fromisoformat`` cannot read, NaN).
+    """
+    loaded: dict[str, Any] = json.loads(_schema_text())
+    return loaded
+
+
+def _schema_text() -> str:
+    return resources.files("golem_shell").joinpath(_SCHEMA_FILE).read_text(encoding="utf-8")
+
+
+class _InputError(Exception):
+    """Internal: the input cannot be used; the message names it (exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+# -- reading and writing --------------------------------------------------------------------
+
+
+def _read(source: str) -> tuple[Message, ...]:
+    name = "standard input" if source == "-" else source
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(source, "rb") as f:
+                data = f.read()
+    except OSError as e:
+        raise _InputError(f"cannot read {name}: {e.strerror or e}") from None
+    decoded = decode_history(data)
+    if isinstance(decoded, Failure):
+        raise _InputError(f"{name}: {decoded.failure().message}")
+    return decoded.value_or(())
+
+
+def _history_bytes(history: Sequence[Message], indent: int | None) -> bytes:
+    encoded = encode_history(history)
+    if indent is None:
+        return encoded + b"\n"
+    pretty = json.dumps(json.loads(encoded), indent=indent, ensure_ascii=False)
+    return (pretty + "\n").encode("utf-8")
+
+
+def _emit(stream: IO[str], data: bytes) -> None:
+    buffer = getattr(stream, "buffer", None)
+    if buffer is not None:
+        stream.flush()
+        buffer.write(data)
+        buffer.flush()
+    else:  # a text-only stream (a test's StringIO)
+        stream.write(data.decode("utf-8"))
+
+
+def _write_history(history: Sequence[Message], args: argparse.Namespace) -> None:
+    data = _history_bytes(history, args.indent)
+    if args.output in (None, "-"):
+        _emit(sys.stdout, data)
+        return
+    try:
+        with open(args.output, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise _InputError(f"cannot write {args.output}: {e.strerror or e}") from None
+
+
+def _report(
+    stream: IO[str], args: argparse.Namespace, data: dict[str, Any], lines: list[str]
+) -> None:
+    if args.json:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
+    else:
+        text = "".join(f"{line}\n" for line in lines)
+    _emit(stream, text.encode("utf-8"))
+
+
+# -- reports as JSON and as lines ------------------------------------------------------------
+
+
+def _entry(e: RepairEntry) -> dict[str, Any]:
+    return {
+        "messageIndex": e.message_index,
+        "callId": e.call_id,
+        "toolName": e.tool_name,
+        "reason": e.reason,
+    }
+
+
+def _repair_json(r: HistoryRepair) -> dict[str, Any]:
+    return {
+        "changed": r.changed,
+        "synthesized": [_entry(e) for e in r.synthesized],
+        "dropped": [_entry(e) for e in r.dropped],
+        "moved": [_entry(e) for e in r.moved],
+        "truncated": [_entry(e) for e in r.truncated],
+        "reused": [_entry(e) for e in r.reused],
+        "empty": list(r.empty),
+    }
+
+
+_REPAIR_WORDS: Final = (
+    ("synthesized", "synthesized a result for"),
+    ("dropped", "dropped"),
+    ("moved", "moved"),
+    ("truncated", "note: arguments not a JSON object in"),
+    ("reused", "note: reused call id in"),
+)
+
+
+def _repair_lines(r: HistoryRepair) -> list[str]:
+    lines: list[str] = []
+    for name, words in _REPAIR_WORDS:
+        for e in getattr(r, name):
+            what = "result" if name in ("dropped", "moved") else "call"
+            lines.append(
+                f"message {e.message_index}: {words} {what} {e.call_id!r} "
+                f"({e.tool_name!r}, {e.reason})"
+            )
+    lines.extend(f"message {i}: note: holds nothing a provider accepts" for i in r.empty)
+    return lines
+
+
+def _problem_json(p: PairingProblem) -> dict[str, Any]:
+    return {
+        "messageIndex": p.message_index,
+        "callId": p.call_id,
+        "toolName": p.tool_name,
+        "kind": p.kind,
+        "message": p.message,
+    }
+
+
+def _sanitize_json(r: SanitizeReport) -> dict[str, Any]:
+    return {
+        "changed": r.changed,
+        "systemPrompts": r.system_prompts,
+        "unsafeParts": [
+            {"messageIndex": u.message_index, "kind": u.kind, "scheme": u.scheme}
+            for u in r.unsafe_parts
+        ],
+        "emptied": list(r.emptied),
+        "repair": _repair_json(r.repair),
+    }
+
+
+def _sanitize_lines(r: SanitizeReport) -> list[str]:
+    lines = []
+    if r.system_prompts:
+        lines.append(f"dropped {r.system_prompts} system message(s)")
+    lines.extend(
+        f"message {u.message_index}: dropped {u.kind} URL with scheme {u.scheme!r}"
+        for u in r.unsafe_parts
+    )
+    lines.extend(f"message {i}: removed, empty after dropping unsafe parts" for i in r.emptied)
+    return lines + _repair_lines(r.repair)
+
+
+def _counts(command: str, before: int, after: int) -> dict[str, Any]:
+    return {"command": command, "messagesIn": before, "messagesOut": after}
+
+
+def _summary_line(command: str, before: int, after: int, changed: bool) -> str:
+    change = "changed" if changed else "unchanged"
+    return f"{command}: {before} messages in, {after} out ({change})"
+
+
+# -- the commands ----------------------------------------------------------------------------
+
+
+def _check(args: argparse.Namespace) -> int:
+    history = _read(args.file)
+    problems = check_pairing(history)
+    _, repair = normalize_history(history)
+    data: dict[str, Any] = {
+        "command": "check",
+        "messages": len(history),
+        "problems": [_problem_json(p) for p in problems],
+        "truncated": [_entry(e) for e in repair.truncated],
+        "reused": [_entry(e) for e in repair.reused],
+        "empty": list(repair.empty),
+    }
+    lines = [p.message for p in problems]
+    ok = not problems
+    if args.untrusted:
+        _, sanitized = sanitize_history(history)
+        untrusted = bool(sanitized.system_prompts or sanitized.unsafe_parts)
+        ok = ok and not untrusted
+        data["untrusted"] = {
+            "systemPrompts": sanitized.system_prompts,
+            "unsafeParts": [
+                {"messageIndex": u.message_index, "kind": u.kind, "scheme": u.scheme}
+                for u in sanitized.unsafe_parts
+            ],
+        }
+        if sanitized.system_prompts:
+            lines.append(f"{sanitized.system_prompts} system message(s) in an untrusted history")
+        lines.extend(
+            f"message {u.message_index}: unsafe {u.kind} URL (scheme {u.scheme!r})"
+            for u in sanitized.unsafe_parts
+        )
+    data["ok"] = ok
+    lines.extend(
+        line for line in _repair_lines(repair) if line.split(": ", 1)[1].startswith("note:")
+    )
+    verdict = "provider-valid" if not problems else f"{len(problems)} pairing problem(s)"
+    lines.append(f"check: {len(history)} messages, {verdict}{'' if ok else ': FAILED'}")
+    _report(sys.stdout, args, data, lines)
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+def _normalize(args: argparse.Namespace) -> int:
+    history = _read(args.file)
+    out, repair = normalize_history(history)
+    _write_history(out, args)
+    data = {**_counts("normalize", len(history), len(out)), "repair": _repair_json(repair)}
+    lines = [
+        *_repair_lines(repair),
+        _summary_line("normalize", len(history), len(out), repair.changed),
+    ]
+    _report(sys.stderr, args, data, lines)
+    return EXIT_OK
+
+
+def _sanitize(args: argparse.Namespace) -> int:
+    history = _read(args.file)
+    out, report = sanitize_history(history, awaiting=tuple(args.awaiting))
+    _write_history(out, args)
+    data = {**_counts("sanitize", len(history), len(out)), "report": _sanitize_json(report)}
+    lines = [
+        *_sanitize_lines(report),
+        _summary_line("sanitize", len(history), len(out), report.changed),
+    ]
+    _report(sys.stderr, args, data, lines)
+    return EXIT_OK
+
+
+def _counter(name: str) -> TokenCounter:
+    if name == "approximate":
+        return approximate_tokens
+    if name == "tiktoken" or name.startswith("tiktoken:"):
+        from golem_shell._tokens import tiktoken_counter
+
+        encoding = name.partition(":")[2] or "o200k_base"
+        try:
+            return tiktoken_counter(encoding)
+        except (ImportError, ValueError) as e:
+            raise _InputError(f"--counter {name}: {e}") from None
+    raise _InputError(
+        f"--counter {name!r}: expected 'approximate', 'tiktoken' or 'tiktoken:<encoding>'"
+    )
+
+
+def _bounded(command: str, make: Callable[[], Any], args: argparse.Namespace) -> int:
+    history = _read(args.file)
+    processor = make()
+    match processor(history):
+        case Success(out):
+            _write_history(out, args)
+            data = {**_counts(command, len(history), len(out)), "ok": True}
+            line = _summary_line(command, len(history), len(out), len(out) != len(history))
+            _report(sys.stderr, args, data, [line])
+            return EXIT_OK
+        case Failure(error):
+            data = {**_counts(command, len(history), 0), "ok": False, "error": str(error)}
+            _report(sys.stderr, args, data, [f"{command}: {error}"])
+            return EXIT_FAILED
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _trim(args: argparse.Namespace) -> int:
+    return _bounded("trim", lambda: trim_history(args.max_messages), args)
+
+
+def _budget(args: argparse.Namespace) -> int:
+    counter = _counter(args.counter)
+    return _bounded("budget", lambda: budget_history(counter, args.max_tokens), args)
+
+
+def _schema(args: argparse.Namespace) -> int:
+    _emit(sys.stdout, _schema_text().encode("utf-8"))
+    return EXIT_OK
+
+
+# -- the parser ------------------------------------------------------------------------------
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _indent(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 0 <= value <= 16:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 16, got {value}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="golem",
+        description="Validate, repair and bound stored golem histories (JSON).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    history = commands.add_parser("history", help="check or rewrite a history file")
+    actions = history.add_subparsers(dest="action", required=True, parser_class=_Parser)
+
+    def add(name: str, help: str, run: Callable[[argparse.Namespace], int]) -> Any:
+        sub = actions.add_parser(name, help=help, description=help)
+        sub.add_argument("file", metavar="FILE", help="a history JSON file, or - for stdin")
+        sub.add_argument("--json", action="store_true", help="print the report as JSON")
+        sub.set_defaults(run=run)
+        if name != "check":
+            sub.add_argument("-o", "--output", metavar="OUT", help="write the history here")
+            sub.add_argument(
+                "--indent", type=_indent, metavar="N", help="pretty-print with N spaces"
+            )
+        return sub
+
+    check = add("check", "exit 1 unless the history is provider-valid", _check)
+    check.add_argument(
+        "--untrusted",
+        action="store_true",
+        help="also fail on system messages and unsafe URLs (history from a stranger)",
+    )
+    add("normalize", "repair tool-call pairing", _normalize)
+    sanitize = add("sanitize", "strip what an untrusted history may not assert", _sanitize)
+    sanitize.add_argument(
+        "--awaiting",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="a call id the server vouches is awaiting a deferred answer (repeatable)",
+    )
+    trim = add("trim", "keep the newest messages, on a request boundary", _trim)
+    trim.add_argument("--max-messages", type=_positive, required=True, metavar="N")
+    budget = add("budget", "keep the newest messages that fit a token budget", _budget)
+    budget.add_argument("--max-tokens", type=_positive, required=True, metavar="N")
+    budget.add_argument(
+        "--counter",
+        default="approximate",
+        metavar="NAME",
+        help="approximate (default), tiktoken, or tiktoken:<encoding>",
+    )
+    schema = commands.add_parser("schema", help="print the JSON Schema of the history contract")
+    schema.set_defaults(run=_schema)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``golem`` command with ``argv`` (default: the process's arguments).
+
+    Returns:
+        The exit status (see the module's header). Never raises, except ``SystemExit``
+        from ``--help`` and usage errors (status 2).
+    """
+    args = _parser().parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return run(args)
+    except _InputError as e:
+        sys.stderr.write(f"golem: {e}\n")
+        return EXIT_USAGE
+    except BrokenPipeError:  # the reader went away (golem ... | head): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that the flush at exit fails quietly
+        return EXIT_OK
+    except KeyboardInterrupt:
+        sys.stderr.write("golem: interrupted\n")
+        return 130
+    except Exception as e:
+        sys.stderr.write(
+            f"golem: internal error: {type(e).__name__}: {e} "
+            "(please report it with the input that caused it)\n"
+        )
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
