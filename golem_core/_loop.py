@@ -33,8 +33,9 @@ Rules the loop keeps:
 - A call whose arguments are not a JSON object is never executed: the model gets a
   failed result saying the arguments were cut off. An unknown tool likewise. Both count
   against that tool's retries.
-- Structured output arrives through the output tool; a bad value or a text answer gets
-  a correction round, bounded by ``output_retries``.
+- Structured output arrives through the output tool, or as a text answer (JSON) that
+  the driver validates (native structured output, ``output_schema``); a bad value or an
+  answer that is neither gets a correction round, bounded by ``output_retries``.
 - A failure inside a tool batch leaves the evidence ending at the assistant turn that
   requested it. A deliberate stop (``ToolCanceled``) keeps results recorded before it
   and closes every unanswered call with the synthesized no-result result, so the
@@ -126,6 +127,8 @@ class RunConfig:
         output_retries: how many correction rounds a bad output may get.
         signing_key: when set, every message the run adds (and every call it issues)
             is signed with it (``sign_message``, ADR 0054); never shown in a repr.
+        output_schema: the output's JSON Schema sent as every request's
+            ``output_schema`` (native structured output, ADR 0059); ``None`` otherwise.
     """
 
     run_id: str
@@ -137,6 +140,7 @@ class RunConfig:
     max_requests: int = 50
     output_retries: int = 2
     signing_key: bytes | None = field(default=None, kw_only=True, repr=False)
+    output_schema: ToolDefinition | None = field(default=None, kw_only=True)
 
     def tool(self, name: str) -> ToolSpec | None:
         for t in self.tools:
@@ -468,6 +472,7 @@ def next_command(state: RunState) -> LoopCommand:
                 settings=config.settings,
                 tool_choice_required=config.output_tool is not None,
                 run_id=config.run_id,
+                output_schema=config.output_schema,
             )
         )
     if phase is Phase.TOOLS:
@@ -547,15 +552,8 @@ def _on_response(state: RunState, message: Message) -> RunState:
         awaiting=calls,
     )
     config = state.config
-    if not calls:
-        if config.output_tool is None:
-            return attrs.evolve(state, phase=Phase.VALIDATE, candidate=message)
-        return _correction(
-            state,
-            f"Please give your final answer by calling the {config.output_tool} tool;"
-            " plain text is not accepted.",
-            as_user=True,
-        )
+    if not calls:  # a text answer: the driver validates it (JSON for structured output)
+        return attrs.evolve(state, phase=Phase.VALIDATE, candidate=message)
     output_calls = [c for c in calls if c.name == config.output_tool]
     if output_calls:
         return attrs.evolve(state, phase=Phase.VALIDATE, candidate=output_calls[0])

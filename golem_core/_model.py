@@ -68,7 +68,10 @@ class ModelRequest:
     ``messages`` is the canonical conversation to send, already processed, repaired and
     free of system messages: the run's resolved ``instructions`` are the only system
     text, and each adapter puts them where its provider wants them. ``tool_choice_required``
-    asks the model to call a tool (structured output).
+    asks the model to call a tool (structured output). ``output_schema``, when set, asks
+    for a text answer that is JSON matching ``output_schema.parameters`` (native structured
+    output, e.g. OpenAI ``response_format``; ``name`` and ``description`` name it); only
+    models that declare ``supports_native_output`` are sent one.
     """
 
     messages: tuple[Message, ...]
@@ -77,6 +80,7 @@ class ModelRequest:
     settings: ModelSettings = ModelSettings()
     tool_choice_required: bool = False
     run_id: str | None = None
+    output_schema: ToolDefinition | None = field(default=None, kw_only=True)
 
 
 # -- streaming ------------------------------------------------------------------------

@@ -30,7 +30,6 @@ from golem_core import (
     Part,
     StreamDone,
     ToolCallPart,
-    ToolDefinition,
     Usage,
     conversation_id_of,
     join_instructions,
@@ -43,8 +42,6 @@ from golem_core._loop import (
     Finish,
     ModelFailed,
     ModelResponded,
-    OutputInvalid,
-    OutputValid,
     Pause,
     RequestModel,
     RunConfig,
@@ -72,7 +69,7 @@ from golem_shell._errors import (
 )
 from golem_shell._ids import new_id
 from golem_shell._observe import EventHandler, RunObserver, observe_run, relay, watch
-from golem_shell._schema import SchemaError, ValidationFailed, json_schema, validate
+from golem_shell._output import OUTPUT_TOOL_NAME, Output, OutputMode
 from golem_shell._tools import TOOL_CRASHES, RunContext, Tool, Toolset
 from golem_shell.models import Model, infer_model
 
@@ -89,8 +86,6 @@ __all__ = [
 # defaults (PEP 696): ``Agent("openai:gpt-4o-mini")`` is ``Agent[None, str]`` to a type checker
 DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=str)
-
-OUTPUT_TOOL_NAME = "final_result"
 
 InstructionsFunction = Callable[[RunContext[Any]], Awaitable[str | None] | str | None]
 HistoryProcessor = Callable[[Sequence[Message]], Result[tuple[Message, ...], Any]]
@@ -168,50 +163,6 @@ def _prompt_parts(prompt: Prompt) -> tuple[Part, ...] | None:
     return check_prompt_parts(prompt)
 
 
-class _Output:
-    """How the run's output is described to the model and validated."""
-
-    def __init__(self, output_type: Any) -> None:
-        self.type = output_type
-        self.text = output_type is str
-        self.wrapped = False
-        self.definition: ToolDefinition | None = None
-        if self.text:
-            return
-        try:
-            schema = json_schema(output_type)
-        except SchemaError as e:
-            raise UsageError(f"output_type {output_type!r} cannot be described: {e}") from e
-        if schema.get("type") != "object" or "properties" not in schema:
-            self.wrapped = True
-            schema = {
-                "type": "object",
-                "properties": {"response": schema},
-                "required": ["response"],
-                "additionalProperties": False,
-            }
-        description = schema.pop("description", None) or "Give the final result of the task."
-        self.definition = ToolDefinition(OUTPUT_TOOL_NAME, description, schema)
-
-    def check(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
-        if isinstance(candidate, Message):
-            return OutputValid(candidate.text)
-        arguments = candidate.arguments_object
-        if arguments is None:
-            return OutputInvalid(
-                "the arguments were cut off or are not a JSON object; call the tool again"
-            )
-        value: Any = arguments
-        if self.wrapped:
-            if set(arguments) != {"response"}:
-                return OutputInvalid('expected exactly one argument, "response"')
-            value = arguments["response"]
-        try:
-            return OutputValid(validate(value, self.type))
-        except ValidationFailed as e:
-            return OutputInvalid(f"the output is not valid: {e}. Fix it and call again.")
-
-
 class _Progress:
     """The latest state of a run in progress, for partials after a timeout or cancel."""
 
@@ -238,7 +189,11 @@ class Agent(Generic[DepsT, OutputT]):
             result joins the static instructions (static first, a blank line between).
         tools: functions or ``Tool`` values the model may call.
         output_type: ``str`` (the default) or a structured type (attrs class,
-            dataclass, TypedDict, ...) the model must produce through a tool.
+            dataclass, TypedDict, pydantic model, ...) the model must produce.
+        output_mode: how structured output is asked for: ``"tool"`` (the default, the
+            ``final_result`` tool) or ``"native"`` (the provider's own structured output,
+            e.g. OpenAI ``response_format``; models without it keep the tool). A text
+            answer that is valid JSON of the type is accepted in both modes.
         history_processor: rewrites the supplied history once per run (e.g.
             ``trim_history(20)``); compose several with ``compose``.
         max_requests: the most model requests one run may make (stage ``limit``).
@@ -276,6 +231,7 @@ class Agent(Generic[DepsT, OutputT]):
         model: Model | str,
         *,
         output_type: type[OutputT],
+        output_mode: OutputMode = "tool",
         instructions: str | None = None,
         dynamic_instructions: InstructionsFunction | None = None,
         tools: Sequence[Tool[Any] | Callable[..., Any]] = (),
@@ -294,6 +250,7 @@ class Agent(Generic[DepsT, OutputT]):
         model: Model | str,
         *,
         output_type: Any = str,
+        output_mode: OutputMode = "tool",
         instructions: str | None = None,
         dynamic_instructions: InstructionsFunction | None = None,
         tools: Sequence[Tool[Any] | Callable[..., Any]] = (),
@@ -323,7 +280,7 @@ class Agent(Generic[DepsT, OutputT]):
         self.output_retries = output_retries
         self.timeout = timeout
         self.settings = settings or ModelSettings()
-        self._output = _Output(output_type)
+        self._output = Output(output_type, output_mode, self.model)
         self.tools: dict[str, Tool[Any]] = {}
         for t in tools:
             made = t if isinstance(t, Tool) else Tool.from_function(t)
@@ -704,6 +661,7 @@ class Agent(Generic[DepsT, OutputT]):
             instructions=instructions,
             tools=self._specs + toolset_specs,
             output_tool=OUTPUT_TOOL_NAME if self._output.definition is not None else None,
+            output_schema=self._output.native,
             settings=self.settings,
             max_requests=self.max_requests,
             output_retries=self.output_retries,

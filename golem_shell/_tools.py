@@ -35,10 +35,11 @@ from golem_core import (
 from golem_core._loop import ToolCanceled, ToolCrashed, ToolOutcome, ToolRetry, ToolReturned
 from golem_shell._errors import GolemError, UsageError
 from golem_shell._schema import (
+    NO_DEFAULT,
     SchemaError,
     ValidationFailed,
-    json_schema,
-    make_strict_converter,
+    object_schema,
+    to_jsonable,
     validate,
 )
 
@@ -94,13 +95,17 @@ class Canceled(GolemError):  # the seed's name for a deliberate stop
 
 
 _ARG_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_SPHINX_FIELD = re.compile(r"^:(\w+)(?:\s+([^:]*?))?\s*:\s*(.*)$")
+_SPHINX_PARAM = ("param", "parameter", "arg", "argument", "key", "keyword")
 
 
 def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Summary and per-argument descriptions from a Google-style docstring."""
+    """Summary and per-argument descriptions from a Google-style (``Args:``) or
+    Sphinx-style (``:param name: ...``) docstring."""
     if not doc:
         return "", {}
     doc = inspect.cleandoc(doc)
+    sphinx_summary, sphinx_params = _parse_sphinx(doc)
     sections = re.split(r"\n(?=(?:Args|Arguments|Parameters|Returns|Raises|Yields):\s*\n)", doc)
     summary = sections[0].strip()
     params: dict[str, str] = {}
@@ -117,7 +122,30 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
                 params[current] = m.group(2).strip()
             elif current and line.strip():
                 params[current] = (params[current] + " " + line.strip()).strip()
-    return summary, params
+    if len(sphinx_summary) < len(summary):
+        summary = sphinx_summary
+    return summary, {**sphinx_params, **params}
+
+
+def _parse_sphinx(doc: str) -> tuple[str, dict[str, str]]:
+    """Summary (the text before the first ``:field:``) and ``:param x:`` descriptions."""
+    lines = doc.splitlines()
+    first = next(
+        (i for i, line in enumerate(lines) if _SPHINX_FIELD.match(line.strip())), len(lines)
+    )
+    params: dict[str, str] = {}
+    current: str | None = None
+    for line in lines[first:]:
+        m = _SPHINX_FIELD.match(line.strip()) if not line[:1].isspace() else None
+        if m:
+            kind, target, text = m.groups()
+            current = None
+            if kind in _SPHINX_PARAM and target:
+                current = target.split()[-1].lstrip("*")
+                params[current] = text.strip()
+        elif current and line.strip():
+            params[current] = (params[current] + " " + line.strip()).strip()
+    return "\n".join(lines[:first]).strip(), params
 
 
 def _is_context(annotation: Any) -> bool:
@@ -191,8 +219,7 @@ class Tool(Generic[DepsT]):
         summary, arg_docs = _parse_docstring(function.__doc__)
         params: list[_Param] = []
         takes_context = False
-        properties: dict[str, Any] = {}
-        required: list[str] = []
+        properties: list[tuple[str, Any, str | None, Any]] = []
         for i, p in enumerate(signature.parameters.values()):
             annotation = hints.get(p.name, inspect.Parameter.empty)
             if i == 0 and _is_context(annotation):
@@ -204,20 +231,13 @@ class Tool(Generic[DepsT]):
                 raise UsageError(f"tool {tool_name}: parameter {p.name!r} needs a type annotation")
             if _is_context(annotation):
                 raise UsageError(f"tool {tool_name}: RunContext must be the first parameter")
-            try:
-                properties[p.name] = json_schema(annotation, description=arg_docs.get(p.name))
-            except SchemaError as e:
-                raise UsageError(f"tool {tool_name}: parameter {p.name!r}: {e}") from e
-            if p.default is inspect.Parameter.empty:
-                required.append(p.name)
+            default = NO_DEFAULT if p.default is inspect.Parameter.empty else p.default
+            properties.append((p.name, annotation, arg_docs.get(p.name), default))
             params.append(_Param(p.name, annotation, p.default, p.kind))
-        schema: dict[str, Any] = {
-            "type": "object",
-            "properties": properties,
-            "additionalProperties": False,
-        }
-        if required:
-            schema["required"] = required
+        try:
+            schema = object_schema(properties)
+        except SchemaError as e:
+            raise UsageError(f"tool {tool_name}: {e}") from e
         definition = ToolDefinition(
             tool_name, description if description is not None else summary, schema
         )
@@ -363,14 +383,15 @@ class Toolset(Protocol):
         ...
 
 
-_UNSTRUCTURE = make_strict_converter().unstructure
-
-
 def to_parts(value: object) -> tuple[Part, ...]:
     """The evidence parts of a tool's return value.
 
     ``str`` is text; a part (or a sequence of parts) is kept; anything else is written as
-    JSON (attrs classes and dataclasses through cattrs).
+    JSON by ``to_jsonable`` (attrs classes, dataclasses, pydantic models, ``datetime``,
+    ``UUID``, ``Decimal``, enums, ...).
+
+    Raises:
+        TypeError, ValueError: the value has no JSON form.
     """
     if isinstance(value, str):
         return (TextPart(value),)
@@ -382,7 +403,7 @@ def to_parts(value: object) -> tuple[Part, ...]:
         and all(isinstance(v, TextPart | URLPart | DataPart) for v in value)
     ):
         return tuple(typing.cast(Sequence[Part], value))
-    plain = _UNSTRUCTURE(value)
+    plain = to_jsonable(value)
     return (TextPart(json.dumps(plain, ensure_ascii=False, allow_nan=False)),)
 
 

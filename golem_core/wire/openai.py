@@ -24,7 +24,9 @@ shell (``golem_shell.models.openai``) does the HTTP. The mapping:
 - ``max_tokens`` is sent as ``max_tokens`` (not ``max_completion_tokens``), which every
   OpenAI-compatible server understands; ``stop``, ``temperature``, ``top_p`` as named;
   ``parallel_tool_calls`` and ``tool_choice: "required"`` only when tools are declared;
-  a stream asks for ``stream_options: {"include_usage": true}``.
+  a stream asks for ``stream_options: {"include_usage": true}``; an ``output_schema``
+  (native structured output) is ``response_format: {"type": "json_schema", ...}``, with
+  ``strict: true`` only when the schema meets strict mode's rules as it is.
 
 Responses: ``content`` and a ``refusal`` (OpenAI's text for "I will not answer") both
 become the message's text, so a refusal reads like any answer while ``finish_reason``
@@ -63,6 +65,7 @@ from golem_core._model import (
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
+    ToolDefinition,
 )
 from golem_core._sse import ServerSentEvent
 from golem_core._stream import StreamAccumulator
@@ -329,10 +332,53 @@ def encode_request(
         body["top_p"] = settings.top_p
     if settings.stop:
         body["stop"] = list(settings.stop)
+    if request.output_schema is not None:
+        body["response_format"] = _response_format(request.output_schema)
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
     return Success(body)
+
+
+def _response_format(output: ToolDefinition) -> dict[str, Any]:
+    """Native structured output: ``json_schema``, ``strict`` when the schema allows it."""
+    spec: dict[str, Any] = {"name": output.name}
+    if output.description:
+        spec["description"] = output.description
+    spec["schema"] = output.parameters
+    spec["strict"] = _strict_compatible(output.parameters)
+    return {"type": "json_schema", "json_schema": spec}
+
+
+_STRICT_KEYS = frozenset(
+    {"type", "properties", "required", "additionalProperties", "items", "enum", "anyOf"}
+    | {"description", "title", "const", "$defs", "$ref", "format"}
+)
+_STRICT_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+)
+
+
+def _strict_compatible(schema: object) -> bool:
+    """Whether OpenAI's strict mode takes ``schema`` as it is (conservative: every object
+    closed with every property required, only keywords strict mode documents)."""
+    if not isinstance(schema, dict) or not schema or not set(schema) <= _STRICT_KEYS:
+        return False
+    if "format" in schema and schema["format"] not in _STRICT_FORMATS:
+        return False
+    properties = schema.get("properties")
+    if schema.get("type") == "object" or properties is not None:
+        if schema.get("additionalProperties") is not False or not isinstance(properties, dict):
+            return False
+        if sorted(schema.get("required", ())) != sorted(properties):
+            return False
+        if not all(_strict_compatible(p) for p in properties.values()):
+            return False
+    elif "additionalProperties" in schema:
+        return False
+    children = [schema["items"]] if "items" in schema else []
+    children += list(schema.get("anyOf", ())) + list(schema.get("$defs", {}).values())
+    return all(_strict_compatible(c) for c in children)
 
 
 # -- responses -------------------------------------------------------------------------

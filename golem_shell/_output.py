@@ -1,0 +1,151 @@
+"""A run's output: how it is described to the model and how an answer is validated.
+
+Owns the output type's two channels (ADR 0059):
+
+- ``"tool"`` (the default): the model gives its final result by calling the
+  ``final_result`` tool, whose parameters are the output type's JSON Schema (a
+  non-object type is wrapped as ``{"response": ...}``);
+- ``"native"``: the provider constrains the answer to the schema itself (OpenAI
+  ``response_format: json_schema``); the answer arrives as JSON text. A model that has
+  no native structured output (Anthropic, ...) keeps the tool.
+
+In both modes a plain text answer that is JSON and validates is accepted too (models
+sometimes answer in text although asked for the tool); any other answer gets a
+correction round, then the run fails at stage ``output`` with a partial.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal, TypeAlias
+
+from golem_core import Message, ToolCallPart, ToolDefinition
+from golem_core._loop import OutputInvalid, OutputValid
+from golem_shell._errors import UsageError
+from golem_shell._schema import SchemaError, ValidationFailed, json_schema, to_jsonable, validate
+
+__all__ = ["OUTPUT_TOOL_NAME", "Output", "OutputMode", "supports_native_output"]
+
+OUTPUT_TOOL_NAME = "final_result"
+
+OutputMode: TypeAlias = Literal["tool", "native"]
+"""How structured output reaches the run: the ``final_result`` tool, or the provider's
+native structured output (where it has none, the tool)."""
+
+_FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n(.*)\n\s*```$", re.DOTALL)
+_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def supports_native_output(model: object) -> bool:
+    """Whether ``model`` honours ``ModelRequest.output_schema`` (its
+    ``supports_native_output`` attribute; models without one do not)."""
+    return getattr(model, "supports_native_output", False) is True
+
+
+class Output:
+    """The output of an agent's runs: its type, its schema, and the check of a candidate.
+
+    ``text`` is true for ``str`` output (the model's text is the output). Otherwise
+    ``definition`` is the ``final_result`` tool (tool mode) or ``None`` and ``native``
+    the schema sent as the request's ``output_schema`` (native mode).
+
+    Raises:
+        UsageError: the type cannot be described as JSON Schema, or an unknown mode.
+    """
+
+    def __init__(self, output_type: Any, mode: str = "tool", model: object = None) -> None:
+        if mode not in ("tool", "native"):
+            raise UsageError(f"output_mode must be 'tool' or 'native', got {mode!r}")
+        self.type = output_type
+        self.text = output_type is str
+        self.wrapped = False
+        self.mode: OutputMode = "tool"
+        self.definition: ToolDefinition | None = None
+        self.native: ToolDefinition | None = None
+        if self.text:
+            return
+        try:
+            schema = json_schema(output_type)
+        except SchemaError as e:
+            raise UsageError(f"output_type {output_type!r} cannot be described: {e}") from e
+        if schema.get("type") != "object" or "properties" not in schema:
+            self.wrapped = True
+            defs = schema.pop("$defs", None)
+            schema = {
+                "type": "object",
+                "properties": {"response": schema},
+                "required": ["response"],
+                "additionalProperties": False,
+            }
+            if defs:
+                schema["$defs"] = defs
+        description = schema.pop("description", None) or "Give the final result of the task."
+        if mode == "native" and supports_native_output(model):
+            self.mode = "native"
+            name = getattr(output_type, "__name__", "")
+            if self.wrapped or not isinstance(name, str) or not _NAME.fullmatch(name):
+                name = OUTPUT_TOOL_NAME
+            self.native = ToolDefinition(name, description, schema)
+        else:
+            self.definition = ToolDefinition(OUTPUT_TOOL_NAME, description, schema)
+
+    def __repr__(self) -> str:
+        return f"Output({self.type!r}, mode={self.mode!r})"
+
+    def check(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
+        """Validate a candidate: a call of the output tool, or an assistant text answer."""
+        if isinstance(candidate, Message):
+            if self.text:
+                return OutputValid(candidate.text)
+            return self._check_text(candidate.text)
+        arguments = candidate.arguments_object
+        if arguments is None:
+            return OutputInvalid(
+                "the arguments were cut off or are not a JSON object; call the tool again"
+            )
+        if self.wrapped and set(arguments) != {"response"}:
+            return OutputInvalid('expected exactly one argument, "response"')
+        try:
+            return OutputValid(self._validate(dict(arguments)))
+        except ValidationFailed as e:
+            return OutputInvalid(f"the output is not valid: {e}. Fix it and call again.")
+
+    def dump(self, value: Any) -> Any:
+        """The output as plain JSON (``validate`` reads it back)."""
+        return value if self.text else to_jsonable(value)
+
+    def _validate(self, value: Any) -> Any:
+        if self.wrapped:
+            return validate(value["response"], self.type, path="response")
+        return validate(value, self.type)
+
+    def _check_text(self, text: str) -> OutputValid | OutputInvalid:
+        stripped = text.strip()
+        fenced = _FENCE.match(stripped)
+        if fenced:
+            stripped = fenced.group(1).strip()
+        try:
+            value = json.loads(stripped, parse_constant=_refuse_constant)
+        except ValueError:
+            return OutputInvalid(self._ask_again())
+        try:
+            if self.wrapped:
+                if isinstance(value, dict) and set(value) == {"response"}:
+                    return OutputValid(self._validate(value))
+                return OutputValid(validate(value, self.type))
+            return OutputValid(self._validate(value))
+        except ValidationFailed as e:
+            return OutputInvalid(f"the output is not valid: {e}. {self._ask_again()}")
+
+    def _ask_again(self) -> str:
+        if self.mode == "native":
+            return "Please answer with only a JSON value that matches the response schema."
+        return (
+            f"Please give your final answer by calling the {OUTPUT_TOOL_NAME} tool;"
+            " plain text is not accepted."
+        )
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
