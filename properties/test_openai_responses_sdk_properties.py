@@ -199,7 +199,7 @@ def supported_only(history: tuple[Message, ...]) -> tuple[Message, ...]:
         if isinstance(part, URLPart):
             return part.kind in ("image", "document")
         if isinstance(part, DataPart):
-            return part.kind == "image" or (
+            return (part.kind == "image" and part.media_type == "image/png") or (
                 part.kind == "document" and part.media_type.lower() == "application/pdf"
             )
         return True

@@ -145,6 +145,7 @@ def test_user_media_and_refusals() -> None:
     for part, what in [
         (URLPart("https://example.com/v.mp4", "video"), "video by URL"),
         (DataPart(b"x", "audio", "audio/wav"), "audio data of type 'audio/wav'"),
+        (DataPart(b"x", "image", "image/tiff"), "image data of type 'image/tiff'"),
     ]:
         error = refusal(ModelRequest((Message.user("a"), Message.user("look", part))))
         assert error.kind is ModelErrorKind.UNSUPPORTED_CONTENT

@@ -8,11 +8,12 @@ shell (``golem_shell.models.openai_responses``) does the HTTP. The mapping (ADRs
 - instructions are the top-level ``instructions``; system messages of the history are
   never sent, nor are unknown parts; every request is stateless (``store: false``): the
   history is the state, never an id on OpenAI's side;
-- user text, images (URL or ``data:`` URL, ``detail: "auto"``) and PDF documents (data,
-  or a URL) become ``input_text`` / ``input_image`` / ``input_file`` content; a user
-  message of one text part is sent as a plain string; empty text is dropped and a
-  message left empty is not sent; audio, video and other media are refused before any
-  request (``UNSUPPORTED_CONTENT``, naming the message and part index);
+- user text, images (URL, or JPEG, PNG, GIF, WebP data as a ``data:`` URL; ``detail:
+  "auto"``) and PDF documents (data, or a URL) become ``input_text`` / ``input_image`` /
+  ``input_file`` content; a user message of one text part is sent as a plain string;
+  empty text is dropped and a message left empty is not sent; audio, video and other
+  media are refused before any request (``UNSUPPORTED_CONTENT``, naming the message and
+  part index);
 - an assistant message becomes items: its reasoning items and one ``assistant`` message
   per run of text, in order, then its ``function_call`` items (``call_id``, ``name``,
   ``arguments`` = ``wire_arguments(call)`` as compact JSON with UTF-8 kept, so a
@@ -129,6 +130,7 @@ MAX_CALL_ID_LENGTH = 64
 """OpenAI refuses a longer ``call_id`` (``string_above_max_length``)."""
 INCLUDE_ENCRYPTED = "reasoning.encrypted_content"
 _SUMMARY_SEPARATOR = "\n\n"
+_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
 # ``ResponseError.code`` values: what each means for a retry (others go by the table in
 # ``golem_core.wire._common``)
@@ -235,7 +237,7 @@ def _media(part: URLPart | DataPart, index: int, part_index: int) -> dict[str, A
             return {"type": "input_file", "file_url": part.url}
         raise _refuse(index, part_index, f"{part.kind} by URL (only images and documents)")
     media_type = part.media_type.lower()
-    if part.kind == "image":
+    if part.kind == "image" and media_type in _IMAGE_TYPES:
         url = f"data:{part.media_type};base64,{_b64(part.data)}"
         return {"type": "input_image", "image_url": url, "detail": "auto"}
     if part.kind == "document" and media_type == "application/pdf":
