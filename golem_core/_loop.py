@@ -9,7 +9,7 @@ embedded in any runtime (asyncio, a job queue, a durable workflow, a test).
 
 Transitions (``Phase`` -> command -> outcome -> phase)::
 
-    REQUEST   -> RequestModel    -> ModelResponded  -> TOOLS | VALIDATE | REQUEST | DONE | FAILED
+    REQUEST   -> RequestModel    -> ModelResponded  -> TOOLS | VALIDATE | REQUEST | PAUSED | FAILED
                                  -> ModelFailed     -> FAILED (stage request)
     TOOLS     -> ExecuteTools    -> ToolsReturned   -> REQUEST | PAUSED | FAILED (tool, canceled)
     VALIDATE  -> ValidateOutput  -> OutputValid     -> DONE
@@ -18,8 +18,8 @@ Transitions (``Phase`` -> command -> outcome -> phase)::
     DONE      -> Finish
     FAILED    -> Fail
 
-``TRANSITIONS`` holds this table as data; the docs and the state-machine property both
-read it.
+``TRANSITIONS`` holds this table as data and ``receive`` dispatches on it: a step that
+is not in the table raises, and a handler landing outside its row's phases is a bug.
 
 Rules the loop keeps:
 
@@ -47,7 +47,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, assert_never
 
 import attrs
 from attrs import field, frozen
@@ -55,7 +55,7 @@ from returns.result import Failure, Result, Success
 
 from golem_core._history import _calls_of, interrupted_result, normalize_history
 from golem_core._messages import Message, Part, Role, TextPart, ToolCallPart, Usage
-from golem_core._model import ModelRequest, ModelSettings, ToolDefinition
+from golem_core._model import ModelErrorKind, ModelRequest, ModelSettings, ToolDefinition
 from golem_core._provenance import sign_message
 
 __all__ = [
@@ -84,6 +84,7 @@ __all__ = [
     "ToolReturned",
     "ToolSpec",
     "ToolsReturned",
+    "Transition",
     "ValidateOutput",
     "next_command",
     "receive",
@@ -141,6 +142,35 @@ class RunConfig:
     output_retries: int = 2
     signing_key: bytes | None = field(default=None, kw_only=True, repr=False)
     output_schema: ToolDefinition | None = field(default=None, kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        """Refuse a configuration the types allow but the loop cannot run soundly.
+
+        Raises:
+            ValueError: two tools share a name; ``output_tool`` names no tool of kind
+                ``output``, or an ``output`` tool is not the ``output_tool``; a limit is out
+                of range.
+        """
+        names = [t.name for t in self.tools]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"RunConfig: two tools share the name {repeated[0]!r}")
+        outputs = [t.name for t in self.tools if t.kind == "output"]
+        if self.output_tool is not None and outputs != [self.output_tool]:
+            raise ValueError(
+                f"RunConfig: output_tool {self.output_tool!r} must be the one tool of kind"
+                f" 'output' (tools of kind output: {outputs})"
+            )
+        if self.output_tool is None and outputs:
+            raise ValueError(
+                f"RunConfig: tool {outputs[0]!r} is of kind 'output' but output_tool is None"
+            )
+        if self.max_requests < 1:
+            raise ValueError(f"RunConfig: max_requests must be at least 1, got {self.max_requests}")
+        if self.output_retries < 0:
+            raise ValueError(
+                f"RunConfig: output_retries must be at least 0, got {self.output_retries}"
+            )
 
     def tool(self, name: str) -> ToolSpec | None:
         for t in self.tools:
@@ -288,9 +318,11 @@ class ModelResponded:
 
 @frozen
 class ModelFailed:
-    """The request failed for good (after the model's own retries)."""
+    """The request failed for good (after the model's own retries); ``kind`` says why in
+    words common to every provider, when the driver knows it."""
 
     reason: str
+    kind: ModelErrorKind | None = None
 
 
 @frozen
@@ -352,19 +384,57 @@ class OutputInvalid:
 
 LoopOutcome: TypeAlias = ModelResponded | ModelFailed | ToolsReturned | OutputValid | OutputInvalid
 
-TRANSITIONS: tuple[tuple[Phase, type, type, tuple[Phase, ...]], ...] = (
-    (
-        Phase.REQUEST,
-        RequestModel,
-        ModelResponded,
-        (Phase.TOOLS, Phase.VALIDATE, Phase.REQUEST, Phase.DONE, Phase.PAUSED, Phase.FAILED),
-    ),
-    (Phase.REQUEST, RequestModel, ModelFailed, (Phase.FAILED,)),
-    (Phase.TOOLS, ExecuteTools, ToolsReturned, (Phase.REQUEST, Phase.PAUSED, Phase.FAILED)),
-    (Phase.VALIDATE, ValidateOutput, OutputValid, (Phase.DONE,)),
-    (Phase.VALIDATE, ValidateOutput, OutputInvalid, (Phase.REQUEST, Phase.FAILED)),
-)
-"""``(phase, command, outcome, phases after)``: every legal step of the loop."""
+
+@frozen
+class Transition:
+    """One legal step of the loop: in ``phase`` the driver performs ``command`` and feeds
+    back an ``outcome``; ``handler`` folds it in, landing in one of ``after``."""
+
+    phase: Phase
+    command: type
+    outcome: type
+    after: tuple[Phase, ...]
+    handler: Callable[[RunState, Any], RunState] = field(repr=False)
+
+
+def _table() -> tuple[Transition, ...]:
+    return (
+        Transition(
+            Phase.REQUEST,
+            RequestModel,
+            ModelResponded,
+            (Phase.TOOLS, Phase.VALIDATE, Phase.REQUEST, Phase.PAUSED, Phase.FAILED),
+            lambda state, o: _on_response(state, o.message),
+        ),
+        Transition(
+            Phase.REQUEST,
+            RequestModel,
+            ModelFailed,
+            (Phase.FAILED,),
+            lambda state, o: _failed(state, "request", o.reason),
+        ),
+        Transition(
+            Phase.TOOLS,
+            ExecuteTools,
+            ToolsReturned,
+            (Phase.REQUEST, Phase.PAUSED, Phase.FAILED),
+            lambda state, o: _on_tools(state, o.outcomes),
+        ),
+        Transition(
+            Phase.VALIDATE,
+            ValidateOutput,
+            OutputValid,
+            (Phase.DONE,),
+            lambda state, o: _on_output_valid(state, o.value),
+        ),
+        Transition(
+            Phase.VALIDATE,
+            ValidateOutput,
+            OutputInvalid,
+            (Phase.REQUEST, Phase.FAILED),
+            lambda state, o: _on_output_invalid(state, o.reason),
+        ),
+    )
 
 
 # -- starting --------------------------------------------------------------------------
@@ -491,23 +561,24 @@ def next_command(state: RunState) -> LoopCommand:
 def receive(state: RunState, outcome: LoopOutcome) -> RunState:
     """Fold an outcome into the state. Total and deterministic.
 
+    Driven by ``TRANSITIONS``: the row for (the state's phase, the outcome's type) names
+    the handler, and the phase it lands in is checked against the row.
+
     Raises:
         ValueError: the outcome does not answer the command of the current phase.
     """
-    match outcome:
-        case ModelResponded(message) if state.phase is Phase.REQUEST:
-            return _on_response(state, message)
-        case ModelFailed(reason) if state.phase is Phase.REQUEST:
-            return _failed(state, "request", reason)
-        case ToolsReturned(outcomes) if state.phase is Phase.TOOLS:
-            return _on_tools(state, outcomes)
-        case OutputValid(value) if state.phase is Phase.VALIDATE:
-            return _on_output_valid(state, value)
-        case OutputInvalid(reason) if state.phase is Phase.VALIDATE:
-            return _on_output_invalid(state, reason)
-    raise ValueError(
-        f"{type(outcome).__name__} does not answer the loop's {state.phase.value} phase"
-    )
+    row = _BY_STEP.get((state.phase, type(outcome)))
+    if row is None:
+        raise ValueError(
+            f"{type(outcome).__name__} does not answer the loop's {state.phase.value} phase"
+        )
+    after = row.handler(state, outcome)
+    if after.phase not in row.after:  # pragma: no cover - the table and the handlers agree
+        raise AssertionError(
+            f"{state.phase.value} + {row.outcome.__name__} went to {after.phase.value},"
+            f" which TRANSITIONS does not allow"
+        )
+    return after
 
 
 def _with_call_ids(message: Message, request_no: int) -> Message:
@@ -588,12 +659,16 @@ def _on_response(state: RunState, message: Message) -> RunState:
                 )
             )
         else:
-            if spec.kind == "function":
-                to_execute.append(call)
-            elif spec.kind in ("approval", "external"):
-                deferred.append(
-                    DeferredCall(call, "approval" if spec.kind == "approval" else "external")
-                )
+            kind = spec.kind
+            match kind:
+                case "function":
+                    to_execute.append(call)
+                case "approval" | "external":
+                    deferred.append(DeferredCall(call, kind))
+                case "output":  # pragma: no cover - a turn calling the output tool ends above
+                    raise AssertionError("an output call reached tool execution")
+                case _:  # pragma: no cover
+                    assert_never(kind)
             continue
         state, over = _count_retry(state, call.name)
         if over:
@@ -733,3 +808,9 @@ def _on_output_invalid(state: RunState, reason: str) -> RunState:
         state = _add(state, results)
         return _correction(state, reason, as_user=False)
     return _correction(state, reason, as_user=True)
+
+
+TRANSITIONS: tuple[Transition, ...] = _table()
+"""Every legal step of the loop; ``receive`` dispatches on it (the docs and the
+state-machine property read it too)."""
+_BY_STEP: dict[tuple[Phase, type], Transition] = {(t.phase, t.outcome): t for t in TRANSITIONS}

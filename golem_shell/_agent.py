@@ -825,7 +825,7 @@ class Agent(Generic[DepsT, OutputT]):
                 message = await self._stream(request, state, on_delta)
         except (ModelError, UsageError) as e:
             progress.cause = e
-            return ModelFailed(str(e))
+            return ModelFailed(str(e), e.kind if isinstance(e, ModelError) else None)
         except Exception as e:  # a model function, an on_delta handler or an adapter bug
             progress.cause = e
             return ModelFailed(f"the model request raised {type(e).__name__}: {e}")

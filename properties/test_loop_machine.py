@@ -65,7 +65,7 @@ answers = st.one_of(
         lambda cs: Message.assistant(tool_calls=cs)
     ),
 )
-ALLOWED = {(row[0], row[2]): set(row[3]) for row in TRANSITIONS}
+ALLOWED = {(row.phase, row.outcome): set(row.after) for row in TRANSITIONS}
 
 
 class LoopMachine(RuleBasedStateMachine):

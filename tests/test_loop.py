@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from golem_core import (
@@ -10,6 +12,7 @@ from golem_core import (
     Fail,
     Finish,
     Message,
+    ModelErrorKind,
     ModelFailed,
     ModelResponded,
     OutputInvalid,
@@ -116,5 +119,43 @@ def test_an_outcome_that_does_not_answer_the_phase_is_refused() -> None:
 
 
 def test_the_transition_table_names_every_phase_with_a_command() -> None:
-    phases = {row[0] for row in TRANSITIONS}
+    phases = {row.phase for row in TRANSITIONS}
     assert phases == {Phase.REQUEST, Phase.TOOLS, Phase.VALIDATE}
+
+
+def test_receive_dispatches_on_the_table_and_refuses_steps_outside_it() -> None:
+    """Issue 14.10: the table drives ``receive``; every row's handler lands in its row."""
+    from golem_core._loop import _BY_STEP
+
+    assert {(t.phase, t.outcome) for t in TRANSITIONS} == set(_BY_STEP)
+    assert all(Phase.DONE not in t.after for t in TRANSITIONS if t.phase is Phase.REQUEST)
+    state = start_run(RunConfig(run_id="r", conversation_id="c"), (), (TextPart("hi"),))
+    with pytest.raises(ValueError, match="does not answer the loop's request phase"):
+        receive(state, OutputValid(1))
+    failed = receive(state, ModelFailed("boom", ModelErrorKind.RATE_LIMIT))
+    assert failed.phase is Phase.FAILED
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"output_tool": "final_result"}, "must be the one tool of kind 'output'"),
+        ({"tools": (ToolSpec(ToolDefinition("o", "", {}), "output"),)}, "output_tool is None"),
+        (
+            {
+                "tools": (
+                    ToolSpec(ToolDefinition("t", "", {})),
+                    ToolSpec(ToolDefinition("t", "", {})),
+                )
+            },
+            "two tools share the name 't'",
+        ),
+        ({"max_requests": 0}, "max_requests"),
+        ({"output_retries": -1}, "output_retries"),
+    ],
+)
+def test_a_run_config_that_could_leave_a_call_dangling_is_refused(
+    kwargs: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(ValueError, match=says):
+        RunConfig(run_id="r", conversation_id="c", **kwargs)
