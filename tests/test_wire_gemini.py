@@ -188,9 +188,12 @@ def test_a_repeated_id_in_a_turn_is_answered_on_the_wire() -> None:
         ),
         Message.tool_result("x", "get_weather", "18C"),
     )
-    parts = body(ModelRequest(history, tools=(WEATHER,)))["contents"][2]["parts"]
-    assert [p["functionResponse"]["name"] for p in parts] == ["get_weather", "now"]
-    assert parts[1]["functionResponse"]["response"] == {"error": wire.REPEATED_CALL_TEXT}
+    got = body(ModelRequest(history, tools=(WEATHER,)))
+    calls = [p["functionCall"]["id"] for p in got["contents"][1]["parts"]]
+    answers = [p["functionResponse"] for p in got["contents"][2]["parts"]]
+    assert calls == ["x", "x_2"]  # renamed on the wire only (ADR 0035)
+    assert [(a["id"], a["name"]) for a in answers] == [("x", "get_weather"), ("x_2", "now")]
+    assert answers[1]["response"] == {"output": wire.REPEATED_CALL_TEXT}
 
 
 def test_a_crashed_history_repaired_then_sent() -> None:

@@ -26,9 +26,9 @@ bodies. No I/O: the shell (``golem_shell.models.gemini``) does the HTTP. The map
 - the tool results after a turn become ``functionResponse`` parts in the order of that
   turn's calls, one per call (Gemini pairs by name and order; the ``id`` rides along),
   named after the call; ``response`` is ``{"output": text}``, or ``{"error": text}`` for a
-  failed result. A call that repeats an earlier call's id in its turn is answered with
-  ``{"error": REPEATED_CALL_TEXT}`` (the run executed the first only). Media a tool
-  returned follows the responses in the same ``user`` content, after a label naming the
+  failed result. A call that repeats an earlier call's id in its turn is renamed and
+  answered with ``REPEATED_CALL_TEXT`` on the wire (``wire_sequence``, ADR 0035). Media
+  a tool returned follows the responses in the same ``user`` content, after a label naming the
   call;
 - with no tools declared, tool calls and results are rendered as text (ADR 0031);
 - tools are ``functionDeclarations`` with ``parametersJsonSchema`` (full JSON Schema);
@@ -86,6 +86,7 @@ from golem_core._model import (
     ToolCallDelta,
 )
 from golem_core._sse import ServerSentEvent
+from golem_core.wire._common import REPEATED_CALL_TEXT as REPEATED_CALL_TEXT
 from golem_core.wire._common import (
     Malformed,
     WireError,
@@ -101,6 +102,7 @@ from golem_core.wire._common import (
     parse_json,
     req_str,
     result_as_text,
+    wire_sequence,
 )
 
 __all__ = [
@@ -122,12 +124,6 @@ THOUGHT_SIGNATURE_KEY = "thoughtSignature"
 """The ``extra`` key of a part that holds the Gemini thought signature it came with."""
 SKIP_SIGNATURE = base64.b64encode(b"skip_thought_signature_validator").decode("ascii")
 """Google's documented placeholder signature for a function call Gemini did not produce."""
-REPEATED_CALL_TEXT = (
-    "not executed: this call repeated the id of an earlier call in the same turn;"
-    " call the tool again if it is still needed"
-)
-"""The wire-only answer to a call that repeats an earlier call's id in its turn."""
-
 _BASE64 = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")
 _WITHHELD = frozenset(
     {
@@ -297,11 +293,8 @@ def _model_parts(message: Message, index: int, with_tools: bool, into: _Content)
                 assert_never(part)
 
 
-def _response(name: str, call_id: str | None, result: Message | None) -> dict[str, Any]:
-    if result is None:
-        body = {"error": REPEATED_CALL_TEXT}
-    else:
-        body = {"error" if result.failed else "output": result.text}
+def _response(name: str, call_id: str | None, result: Message) -> dict[str, Any]:
+    body = {"error" if result.failed else "output": result.text}
     response: dict[str, Any] = {}
     if call_id is not None:
         response["id"] = call_id
@@ -320,14 +313,9 @@ def _user_content(content: _Content, previous: _Content | None) -> list[dict[str
         assert result.tool_call_id is not None
         first.setdefault(result.tool_call_id, result)
     answered: set[int] = set()
-    seen: set[str] = set()
     out: list[dict[str, Any]] = []
     for call in calls:
         assert call.id is not None
-        if call.id in seen:
-            out.append(_response(call.name, call.id, None))
-            continue
-        seen.add(call.id)
         answer = first.get(call.id)
         if answer is not None:
             answered.add(id(answer))
@@ -353,7 +341,7 @@ def _contents(request: ModelRequest) -> list[dict[str, Any]]:
             built.append(_Content(role))
         return built[-1]
 
-    for i, message in enumerate(request.messages):
+    for i, message in wire_sequence(request.messages):  # repeated ids answered (ADR 0035)
         match message.role:
             case Role.SYSTEM:
                 continue
