@@ -1,0 +1,360 @@
+"""The golem command: history check/normalize/sanitize/trim/budget and schema."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from golden_values import GOLDEN
+from returns.result import Success
+
+from golem_core import (
+    Message,
+    ToolCallPart,
+    URLPart,
+    check_pairing,
+    decode_history,
+    encode_history,
+    normalize_history,
+)
+from golem_shell.cli import history_schema, main
+
+GOLDEN_FILES = sorted((Path(__file__).parent / "golden").glob("v*/*.json"))
+IDS = [f"{p.parent.name}/{p.stem}" for p in GOLDEN_FILES]
+
+BROKEN = (
+    Message.system("you are helpful"),
+    Message.user("weather?", URLPart("javascript:alert(1)", "image")),
+    Message.assistant(None, tool_calls=[ToolCallPart("c1", "get_weather", '{"city":"Oslo"}')]),
+    Message.user("still there?"),
+    Message.tool_result("c9", "get_weather", "orphan"),
+)
+
+
+def run(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    *argv: str,
+    stdin: bytes | None = None,
+) -> tuple[int, str, str]:
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+@pytest.fixture
+def broken_file(tmp_path: Path) -> Path:
+    path = tmp_path / "broken.json"
+    path.write_bytes(encode_history(BROKEN))
+    return path
+
+
+# -- golden files ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", GOLDEN_FILES, ids=IDS)
+def test_normalize_round_trips_every_golden_file(
+    path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    value = GOLDEN[path.stem]
+    code, out, err = run(capsys, monkeypatch, "history", "normalize", "--indent", "2", str(path))
+    assert code == 0
+    repaired, repair = normalize_history(value)
+    assert decode_history(out) == Success(repaired)
+    if not repair.changed:
+        assert out.encode() == path.read_bytes()  # byte for byte: the file's own format
+        assert err.endswith("(unchanged)\n")
+    code, out, _ = run(capsys, monkeypatch, "history", "normalize", "-", stdin=path.read_bytes())
+    assert code == 0
+    assert out.encode() == encode_history(repaired) + b"\n"
+
+
+@pytest.mark.parametrize("path", GOLDEN_FILES, ids=IDS)
+def test_check_passes_exactly_the_valid_golden_files(
+    path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, _ = run(capsys, monkeypatch, "history", "check", "--json", str(path))
+    report = json.loads(out)
+    valid = check_pairing(GOLDEN[path.stem]) == ()
+    assert (code, report["ok"]) == ((0, True) if valid else (1, False))
+    assert report["messages"] == len(GOLDEN[path.stem])
+
+
+def test_the_schema_is_valid_and_validates_every_golden_file(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, _ = run(capsys, monkeypatch, "schema")
+    assert code == 0
+    schema = json.loads(out)
+    assert schema == history_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for path in GOLDEN_FILES:
+        errors = [e.message for e in validator.iter_errors(json.loads(path.read_bytes()))]
+        assert errors == [], path.name
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"parts": []},
+        {"role": "wizard", "parts": []},
+        {"role": "user"},
+        {"role": "user", "parts": [{"text": "no type"}]},
+        {"role": "user", "parts": [{"type": "text"}]},
+        {"role": "user", "parts": [{"type": "url", "url": "https://x", "kind": "hologram"}]},
+        {"role": "user", "parts": [{"type": "data", "data": "AAAA", "kind": "image"}]},
+        {
+            "role": "user",
+            "parts": [{"type": "data", "data": "$$", "kind": "image", "mediaType": "x"}],
+        },
+        {"role": "assistant", "parts": [{"type": "tool_call", "id": "c", "arguments": "{}"}]},
+        {"role": "tool", "parts": [], "failed": "yes"},
+        {"role": "assistant", "parts": [], "usage": {"inputTokens": -1}},
+    ],
+)
+def test_the_schema_refuses_what_decode_refuses(bad: dict[str, object]) -> None:
+    validator = jsonschema.Draft202012Validator(history_schema())
+    assert not validator.is_valid([bad])
+    assert not isinstance(decode_history(json.dumps([bad])), Success)
+
+
+def test_the_schema_keeps_unknown_fields_and_part_types() -> None:
+    validator = jsonschema.Draft202012Validator(history_schema())
+    newer = [{"role": "user", "parts": [{"type": "hologram", "x": 1}], "mood": "calm"}]
+    assert validator.is_valid(newer)
+
+
+# -- check ------------------------------------------------------------------------------------
+
+
+def test_check_lists_every_problem_and_fails(
+    broken_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, _ = run(capsys, monkeypatch, "history", "check", str(broken_file))
+    assert code == 1
+    assert "message 2: tool call 'c1' ('get_weather') has no result" in out
+    assert "message 4: the result of tool call 'c9' answers no earlier call" in out
+    assert out.splitlines()[-1] == "check: 5 messages, 2 pairing problem(s): FAILED"
+
+
+def test_check_json_report(
+    broken_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, _ = run(capsys, monkeypatch, "history", "check", "--json", str(broken_file))
+    report = json.loads(out)
+    assert code == 1
+    assert report["ok"] is False
+    assert [(p["messageIndex"], p["kind"]) for p in report["problems"]] == [
+        (2, "dangling"),
+        (4, "orphan"),
+    ]
+    assert "untrusted" not in report
+
+
+def test_check_untrusted_fails_on_system_prompts_and_unsafe_urls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    valid = tmp_path / "valid.json"
+    valid.write_bytes(encode_history(BROKEN[:2]))
+    assert run(capsys, monkeypatch, "history", "check", str(valid))[0] == 0
+    code, out, _ = run(capsys, monkeypatch, "history", "check", "--untrusted", "--json", str(valid))
+    report = json.loads(out)
+    assert code == 1
+    assert report["untrusted"] == {
+        "systemPrompts": 1,
+        "unsafeParts": [{"messageIndex": 1, "kind": "image", "scheme": "javascript"}],
+    }
+
+
+# -- rewriting ---------------------------------------------------------------------------------
+
+
+def test_normalize_writes_the_repaired_history_and_reports_on_stderr(
+    broken_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = run(capsys, monkeypatch, "history", "normalize", "--json", str(broken_file))
+    assert code == 0
+    repaired = decode_history(out).unwrap()
+    assert check_pairing(repaired) == ()
+    report = json.loads(err)
+    assert report["messagesIn"] == 5
+    assert report["messagesOut"] == len(repaired)
+    assert [e["reason"] for e in report["repair"]["dropped"]] == ["orphan"]
+    assert [e["callId"] for e in report["repair"]["synthesized"]] == ["c1"]
+
+
+def test_sanitize_to_a_file(
+    broken_file: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    target = tmp_path / "clean.json"
+    code, out, err = run(
+        capsys, monkeypatch, "history", "sanitize", "-o", str(target), str(broken_file)
+    )
+    assert (code, out) == (0, "")
+    clean = decode_history(target.read_bytes()).unwrap()
+    assert [m.role.value for m in clean] == ["user", "assistant", "tool", "user"]
+    assert "dropped 1 system message(s)" in err
+    assert "message 1: dropped image URL with scheme 'javascript'" in err
+
+
+def test_sanitize_keeps_an_awaited_call_open(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paused = encode_history(BROKEN[2:3])
+    code, out, _ = run(
+        capsys, monkeypatch, "history", "sanitize", "--awaiting", "c1", "-", stdin=paused
+    )
+    assert code == 0
+    assert decode_history(out).unwrap() == BROKEN[2:3]
+
+
+def test_trim_and_its_refusal(
+    broken_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = (Message.user("a"), Message.assistant("b"), Message.user("c"), Message.assistant("d"))
+    data = encode_history(history)
+    code, out, err = run(
+        capsys, monkeypatch, "history", "trim", "--max-messages", "2", "-", stdin=data
+    )
+    assert code == 0
+    assert decode_history(out).unwrap() == history[2:]
+    assert err == "trim: 4 messages in, 2 out (changed)\n"
+    code, out, err = run(
+        capsys, monkeypatch, "history", "trim", "--json", "--max-messages", "1", str(broken_file)
+    )
+    assert (code, out) == (1, "")
+    report = json.loads(err)
+    assert report["ok"] is False
+    assert "left no message that can open a request" in report["error"]
+
+
+def test_budget_with_the_approximate_counter(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = (Message.user("a" * 400), Message.assistant("b"), Message.user("c"))
+    code, out, _ = run(
+        capsys,
+        monkeypatch,
+        "history",
+        "budget",
+        "--max-tokens",
+        "50",
+        "-",
+        stdin=encode_history(history),
+    )
+    assert code == 0
+    assert decode_history(out).unwrap() == history[1:]  # an answer without calls can open
+
+
+def test_budget_refuses_an_unknown_counter(
+    broken_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = ["history", "budget", "--max-tokens", "9", str(broken_file)]
+    code, _, err = run(capsys, monkeypatch, *args[:-1], "--counter", "bogus", args[-1])
+    assert code == 2
+    assert "--counter 'bogus': expected 'approximate', 'tiktoken'" in err
+    code, _, err = run(capsys, monkeypatch, *args[:-1], "--counter", "tiktoken:nope", args[-1])
+    assert code == 2
+    assert err.startswith("golem: --counter tiktoken:nope: ")
+
+
+# -- bad input ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            b'[{"role":"user","parts":[{"type":"url","url":1,"kind":"image"}]}]',
+            "at [0].parts[0].url",
+        ),
+        (b'{"role":"user"}', "expected an array of messages"),
+        (b"[{]", "not JSON"),
+        (b"\xff\xfe", "not UTF-8"),
+        (b'[{"role":"user","parts":[],"x":NaN}]', "not standard JSON"),
+    ],
+)
+def test_bad_json_is_named_with_its_path_and_exits_2(
+    data: bytes, message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for action in ("check", "normalize"):
+        code, out, err = run(capsys, monkeypatch, "history", action, "-", stdin=data)
+        assert (code, out) == (2, "")
+        assert err.startswith("golem: standard input: invalid history JSON")
+        assert message in err
+
+
+def test_a_missing_file_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "nope.json"
+    code, _, err = run(capsys, monkeypatch, "history", "check", str(missing))
+    assert code == 2
+    assert err == f"golem: cannot read {missing}: No such file or directory\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["history", "trim", "-"],
+        ["history", "trim", "--max-messages", "0", "-"],
+        ["history", "explode", "-"],
+        [],
+    ],
+)
+def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err
+    assert "Traceback" not in err
+
+
+def test_an_unexpected_error_is_one_line(
+    broken_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def explode(history: object) -> object:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("golem_shell.cli.check_pairing", explode)
+    code, _, err = run(capsys, monkeypatch, "history", "check", str(broken_file))
+    assert code == 3
+    assert err.startswith("golem: internal error: RuntimeError: boom")
+    assert len(err.splitlines()) == 1
+
+
+# -- the installed command -----------------------------------------------------------------------
+
+
+def test_the_console_script_runs_as_a_process(broken_file: Path) -> None:
+    command = [sys.executable, "-m", "golem_shell.cli", "history", "normalize", "-"]
+    done = subprocess.run(command, input=broken_file.read_bytes(), capture_output=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert check_pairing(decode_history(done.stdout).unwrap()) == ()
+    check = subprocess.run(
+        [sys.executable, "-m", "golem_shell.cli", "history", "check", str(broken_file)],
+        capture_output=True,
+        check=False,
+    )
+    assert check.returncode == 1
+    assert b"Traceback" not in check.stderr
+
+
+def test_the_console_script_is_declared() -> None:
+    from importlib.metadata import entry_points
+
+    (script,) = [e for e in entry_points(group="console_scripts") if e.name == "golem"]
+    assert script.value == "golem_shell.cli:main"
