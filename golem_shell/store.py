@@ -531,7 +531,12 @@ class SQLiteHistoryStore(_StoreMethods):
         with self._lock:
             if self._closed:
                 raise UsageError(f"{self!r} is closed")
-            return _transact(op, self._dialect, self._execute)
+            try:
+                return _transact(op, self._dialect, self._execute)
+            finally:
+                if self._connection.in_transaction:  # a failed ROLLBACK: never carry it on
+                    with suppress(sqlite3.Error):
+                        self._connection.rollback()
 
     async def _run_async(self, op: _Operation[T]) -> T:
         return await asyncio.to_thread(self._run, op)
@@ -593,6 +598,11 @@ def _redact(url: str) -> str:
             return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
         return url
     return re.sub(r"(password\s*=\s*)('[^']*'|\S+)", r"\1***", url)
+
+
+def _in_transaction(connection: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """Whether a failed ROLLBACK (a cancellation, a lost server) left a transaction open."""
+    return bool(connection.info.transaction_status != _psycopg().pq.TransactionStatus.IDLE)
 
 
 class _AsyncSlot:
@@ -689,8 +699,8 @@ class PostgresHistoryStore(_StoreMethods):
             try:
                 return _transact(op, self._dialect, self._executor(connection))
             finally:
-                if connection.broken:
-                    connection.close()
+                if connection.broken or _in_transaction(connection):
+                    connection.close()  # never reuse a connection left inside a transaction
 
     # async
 
@@ -746,8 +756,8 @@ class PostgresHistoryStore(_StoreMethods):
             try:
                 return await _transact_async(op, self._dialect, self._async_executor(connection))
             finally:
-                if connection.broken:
-                    await connection.close()
+                if connection.broken or _in_transaction(connection):
+                    await connection.close()  # never reuse one left inside a transaction
 
     # lifecycle
 

@@ -265,18 +265,7 @@ def test_a_lost_race_on_the_primary_key_rolls_back_the_whole_batch(
 
     worker = threading.Thread(target=append)
     worker.start()
-    blocked = False
-    with psycopg.connect(backend.target, autocommit=True) as watcher:
-        for _ in range(600):  # until the store's insert waits for the rival's row lock
-            waiting = watcher.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                " AND query LIKE %s",
-                (f"INSERT INTO {backend.table}%",),
-            ).fetchone()
-            blocked = bool(waiting and waiting[0])
-            if blocked:
-                break
-            time.sleep(0.05)
+    blocked = _wait_for_lock_wait(backend.target, backend.table)
     rival.commit()
     rival.close()
     worker.join(30)
@@ -311,6 +300,52 @@ def test_a_writer_holding_the_sqlite_lock_makes_the_store_wait_then_conflict(
     (error,) = outcome
     assert isinstance(error, HistoryConflict) and error.actual_length == 2
     assert [m.text for m in store.load_sync("c")] == ["0", "rival"]
+
+
+def _wait_for_lock_wait(url: str, table: str) -> bool:
+    """Whether an insert into ``table`` is seen waiting for a row lock (polled, bounded)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as watcher:
+        for _ in range(600):
+            waiting = watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND query LIKE %s",
+                (f"INSERT INTO {table}%",),
+            ).fetchone()
+            if waiting and waiting[0]:
+                return True
+            time.sleep(0.05)
+    return False
+
+
+def test_a_cancelled_async_append_writes_nothing_and_the_store_goes_on(
+    postgres_backend: Backend,
+) -> None:
+    import psycopg
+
+    backend = postgres_backend
+    store = backend.open()
+    store.append_sync("c", [user("0")], expected_length=0)
+    rival = psycopg.connect(backend.target)
+    rival.execute(
+        f"INSERT INTO {backend.table} VALUES (%s, %s, %s)",
+        ("c", 1, encode_message(user("rival")).decode()),
+    )
+
+    async def main() -> None:
+        task = asyncio.create_task(store.append("c", [user("a"), user("b")], 1))
+        assert await asyncio.to_thread(_wait_for_lock_wait, backend.target, backend.table)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        rival.rollback()  # the rival gives up: position 1 is free again
+        rival.close()
+        assert await store.append("c", [user("after")], 1) == 2  # the store goes on
+        await store.aclose()
+
+    asyncio.run(main())
+    assert [m.text for m in backend.open().load_sync("c")] == ["0", "after"]
 
 
 def _attempt(call: Callable[[], int]) -> BaseException | int:
