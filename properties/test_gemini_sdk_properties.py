@@ -3,16 +3,18 @@
 - Every request body the encoder produces from Hypothesis histories (broken ones too,
   Gemini-signed parts among them) validates against the SDK's request types with
   pydantic in JSON mode (``extra="forbid"``, camelCase aliases, base64 for signatures):
-  each content as ``types.Content``, the whole request as ``types.InlinedRequest``
-  (``contents`` + ``types.GenerateContentConfig``), and ``generationConfig`` as
-  ``types.GenerationConfig``. Rules the types cannot express are checked beside them
-  (roles, one datum per part, no empty text unless it carries a signature).
+  each content as ``types.Content``, the configuration as
+  ``types.GenerateContentConfig``, the whole request as ``types.InlinedRequest``
+  (``contents`` + config), and ``generationConfig`` as ``types.GenerationConfig``.
+  Rules the types cannot express are checked beside them (roles, one datum per part, no
+  empty text unless it carries a signature).
 - The pairing rule: after repair, every ``functionCall`` is answered in the next content,
   by ``functionResponse`` parts in the same order, with the call's id and name, and no
   response answers nothing.
 - The SDK's own response parsing is a differential oracle on the recorded-shape
-  fixtures: golem and ``types.GenerateContentResponse`` agree on text, thoughts, calls,
-  signatures, usage and finish reason, for bodies and (chunk by chunk) for streams.
+  fixtures: golem and ``types.GenerateContentResponse.model_validate_json`` agree on
+  text, thoughts, calls, signatures, usage and finish reason, for bodies and (chunk by
+  chunk) for streams.
 """
 
 from __future__ import annotations
@@ -45,7 +47,6 @@ from golem_core._sse import SSEDecoder
 from golem_core.wire import gemini as wire
 
 genai = pytest.importorskip("google.genai")
-from google.genai import models as genai_models  # noqa: E402
 from google.genai import types  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "gemini"
@@ -129,6 +130,7 @@ def validate_with_the_sdk(body: dict[str, Any]) -> None:
             config[key] = body[key]
     known = {"systemInstruction", "contents", "tools", "toolConfig", "generationConfig"}
     assert set(body) <= known, set(body) - known
+    types.GenerateContentConfig.model_validate_json(json.dumps(config))
     request = {"model": "models/gemini-2.5-flash", "contents": body["contents"], "config": config}
     types.InlinedRequest.model_validate_json(json.dumps(request))
 
@@ -232,8 +234,8 @@ def test_repaired_histories_pair_every_call_in_order(drawn: tuple[ModelRequest, 
 
 
 def sdk_response(payload: dict[str, Any]) -> types.GenerateContentResponse:
-    converted = genai_models._GenerateContentResponse_from_mldev(payload)
-    return types.GenerateContentResponse._from_response(response=converted, kwargs={})
+    """The SDK's reading of a body, in JSON mode (camelCase aliases, base64 bytes)."""
+    return types.GenerateContentResponse.model_validate_json(json.dumps(payload))
 
 
 def sdk_view(chunks: list[types.GenerateContentResponse]) -> dict[str, Any]:
