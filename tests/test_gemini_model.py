@@ -484,3 +484,34 @@ async def test_a_conversation_stored_under_another_provider_continues_on_gemini(
     assert all("thought" not in p for p in model_turn)  # foreign thinking is not sent
     assert [r["id"] for r in responses(body)] == [c.id for c in turn.tool_calls]
     assert result.messages[1 : len(stored) + 1] == stored  # after the instructions
+
+
+async def test_a_gemini_conversation_continues_on_anthropic_and_openai(
+    provider_server: ProviderServer,
+) -> None:
+    """Gemini's signatures and thought summaries stay with Gemini: the other encoders
+    send the calls, results and text, and nothing of Gemini's reasoning."""
+    thinking = fixture_json("gemini/generate_thinking.json")
+    calls = fixture_json("gemini/generate_parallel_calls.json")
+    provider_server.enqueue(json_reply(calls), json_reply(thinking))
+    agent = Agent(model(provider_server, include_thoughts=True), tools=[get_weather])
+    result = await agent.run("Weather in Paris and Rome?")
+    history = decode_history(encode_history(result.messages)).unwrap()
+    signatures = {calls["candidates"][0]["content"]["parts"][0]["thoughtSignature"]}
+    signatures.add(thinking["candidates"][0]["content"]["parts"][1]["thoughtSignature"])
+    request = ModelRequest(
+        (*tuple(m for m in history if m.role is not Role.SYSTEM), Message.user("And tomorrow?")),
+        tools=(get_weather.definition,),
+    )
+    bodies = {
+        "anthropic": anthropic_wire.encode_request(request, model="claude", stream=False),
+        "openai": openai_wire.encode_request(request, model="gpt-4o-mini", stream=False),
+    }
+    for provider, encoded in bodies.items():
+        text = json.dumps(encoded.unwrap())
+        assert "thoughtSignature" not in text, provider
+        assert not any(s[:40] in text for s in signatures), provider
+        assert "golem_1_0" in text and "golem_1_1" in text, provider  # the loop's ids
+        assert "Crossing safely" not in text, provider  # Gemini's thought summary stays
+    anthropic = bodies["anthropic"].unwrap()["messages"]
+    assert [b["type"] for b in anthropic[1]["content"]] == ["tool_use", "tool_use"]
