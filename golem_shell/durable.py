@@ -5,7 +5,7 @@ driver: it asks ``golem_core._loop`` for the next command and feeds the outcome 
 every decision is replayed deterministically. Each effect is a DBOS step whose output is
 recorded before the run moves on:
 
-- ``golem.prepare``: the dynamic instructions and the clock reading for the prompt;
+- ``golem.instructions``: the dynamic instructions (only for an agent that has them);
 - ``golem.request``: one model request (the adapter's own retries happen inside it;
   DBOS never retries a step);
 - ``golem.tool``: one tool call (the calls of one batch run concurrently, each its own
@@ -49,6 +49,7 @@ from golem_core import (
     conversation_id_of,
     history_from_jsonable,
     history_to_jsonable,
+    join_instructions,
     make_converter,
 )
 from golem_core._deferred import _check, resume_run
@@ -390,6 +391,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
             "conversationId": conversation_id,
             "history": history_to_jsonable(history),
             "prompt": None if parts is None else _parts_json(parts),
+            "now": datetime.now(UTC).isoformat(),  # the prompt's time: when it was submitted
         }
         with SetWorkflowID(run_id):
             if queue is None:
@@ -432,16 +434,23 @@ class DurableAgent(Generic[DepsT, OutputT]):
         history = _messages(run["history"], "history")
         prompt = None if run["prompt"] is None else _parts(run["prompt"], "prompt")
         context: RunContext[Any] = RunContext(self.deps, run_id, conversation_id)
-        prepared = await DBOS.run_step_async(_step("golem.prepare"), self._prepare_step, context)
-        if "failed" in prepared:
-            return self._failed_json(run_id, conversation_id, "instructions", prepared["failed"])
-        config = agent._run_config(run_id, conversation_id, prepared["instructions"])
+        instructions: str | None = join_instructions(agent.instructions, None)
+        if agent.dynamic_instructions is not None:
+            resolved = await DBOS.run_step_async(
+                _step("golem.instructions"), self._instructions_step, context
+            )
+            if "failed" in resolved:
+                return self._failed_json(
+                    run_id, conversation_id, "instructions", resolved["failed"]
+                )
+            instructions = resolved["instructions"]
+        config = agent._run_config(run_id, conversation_id, instructions)
         state = start_run(
             config,
             history,
             prompt,
             processor=agent._processor(),
-            now=datetime.fromisoformat(prepared["now"]),
+            now=datetime.fromisoformat(run["now"]),
         )
         before = 0  # messages the run added before its latest resume
         while True:
@@ -520,12 +529,11 @@ class DurableAgent(Generic[DepsT, OutputT]):
 
     # -- the steps (each output is recorded; none is retried by DBOS) -------------------
 
-    async def _prepare_step(self, context: RunContext[Any]) -> JSON:
+    async def _instructions_step(self, context: RunContext[Any]) -> JSON:
         try:
-            instructions = await self.agent._resolve_instructions(context)
+            return {"instructions": await self.agent._resolve_instructions(context)}
         except Exception as e:
             return {"failed": f"resolving the instructions failed: {e}"}
-        return {"instructions": instructions, "now": datetime.now(UTC).isoformat()}
 
     async def _request_step(self, command: RequestModel, state: RunState) -> JSON:
         outcome = await self.agent._request_once(command, state)

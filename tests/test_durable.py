@@ -216,6 +216,8 @@ async def test_history_continues_and_instructions_are_recorded(launched: Path) -
     second = await DURABLE["instructed"].run("again", history=first.messages, run_id="unit-instr-2")
     assert second.conversation_id == first.conversation_id
     assert second.output == "told: be brief\n\nrun unit-instr-2"
+    status = await dbos.DBOS.list_workflow_steps_async("unit-instr-2")
+    assert [step["function_name"] for step in status] == ["golem.instructions", "golem.request"]
     assert [m.role for m in second.new_messages] == [Role.USER, Role.ASSISTANT]
     assert _plain(second.messages[1:3]) == _plain(first.messages[1:3])
 
@@ -348,7 +350,6 @@ def test_every_step_output_is_plain_json_in_the_message_contract(launched: Path)
             "select output from workflow_output where workflow_uuid = ?", ("unit-json",)
         ).fetchone()
     assert [r[0] for r in rows] == [
-        "golem.prepare",
         "golem.request",
         "golem.tool",
         "golem.request",
@@ -516,7 +517,6 @@ def _kill_and_resume(
 
 def _recorded_steps(rows: list[tuple[str, str, str]]) -> None:
     assert [r[0] for r in rows] == [
-        "golem.prepare",
         "golem.request",
         "golem.tool",
         "golem.request",
@@ -660,3 +660,19 @@ def test_a_worker_runs_without_network(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["offline", "no", "network"]
+
+
+def test_the_benchmark_runs_and_prints_its_figures() -> None:
+    """``python -m bench.durable`` (quick, SQLite): a smoke run; no timing is asserted."""
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.durable", "--quick", "--no-postgres"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=TESTS.parent,
+    )
+    assert out.returncode == 0, out.stderr
+    (figures,) = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    assert figures["kind"] == "overhead" and figures["backend"] == "sqlite"
+    assert figures["durable_ms"] > 0 and figures["plain_ms"] > 0
+    assert "| sqlite |" in out.stdout

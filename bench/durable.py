@@ -1,0 +1,300 @@
+"""Durable runs: the cost of durability per run, and throughput of one worker against two.
+
+``python -m bench.durable`` measures, on the offline model (``FunctionModel``, no
+network, so the figures are golem's and DBOS's own costs):
+
+1. **overhead per run**: a 3-request, 2-tool run through ``Agent.run`` and through
+   ``DurableAgent.run`` (a DBOS workflow with 6 recorded steps), in one process, timed in
+   interleaved rounds (plain, durable, plain, ...) so both see the same machine; once
+   with DBOS on SQLite (a file in a temporary directory) and once on Postgres (a real
+   server on 127.0.0.1 started by ``tests/postgres_server.py``). Each backend runs in a
+   child process of its own (DBOS is one per process).
+2. **throughput of workers**: ``--queue-runs`` runs enqueued on one DBOS queue
+   (``worker_concurrency=--concurrency``) on Postgres, taken by one worker process, then
+   by two; runs per second from the first enqueue to the last result. The model answers
+   after ``--latency`` seconds, standing in for a real provider: durable workers are
+   bound by how many runs wait on models at once, which is what a second worker adds.
+
+Each figure is printed as one JSON line, then a Markdown table. Options: ``--runs``,
+``--rounds``, ``--queue-runs``, ``--concurrency``, ``--latency``, ``--no-postgres``,
+``--quick``. Nothing here is asserted: on a shared machine compare the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+for extra in (ROOT, ROOT / "tests"):
+    if str(extra) not in sys.path:
+        sys.path.insert(0, str(extra))
+
+from golem_core import Message, Role, ToolCallPart  # noqa: E402
+from golem_shell import Agent, FunctionModel  # noqa: E402
+
+AGENT_NAME = "bench-durable"
+
+
+def make_agent(latency: float = 0.0) -> Agent[None, str]:
+    """The benchmark's agent: 3 requests, 2 tool calls, answered offline."""
+
+    async def answer(request: Any) -> Message | str:
+        if latency:
+            await asyncio.sleep(latency)
+        turns = sum(1 for m in request.messages if m.role is Role.ASSISTANT)
+        if turns < 2:
+            call = ToolCallPart(f"call_{turns + 1}", "step", json.dumps({"n": turns + 1}))
+            return Message(Role.ASSISTANT, (call,))
+        return "finished: " + request.messages[-1].text
+
+    async def step(n: int) -> str:
+        """Do step n."""
+        return f"step {n} done"
+
+    return Agent(FunctionModel(answer), tools=[step])
+
+
+def _dbos_config(db: str, executor: str) -> Any:
+    from dbos import DBOSPortableJSONSerializer
+
+    return {
+        "name": "golem-bench-durable",
+        "system_database_url": db,
+        "executor_id": executor,
+        "serializer": DBOSPortableJSONSerializer(),
+        "log_level": "WARNING",
+    }
+
+
+# -- child: overhead per run ------------------------------------------------------------
+
+
+async def _overhead(db: str, runs: int, rounds: int) -> dict[str, Any]:
+    from dbos import DBOS
+
+    from golem_shell.durable import DurableAgent
+
+    agent = make_agent()
+    durable = DurableAgent(agent, name=AGENT_NAME)
+    DBOS(config=_dbos_config(db, "overhead"))
+    DBOS.launch()
+    for _ in range(5):  # warm-up: imports, connections, prepared statements
+        await agent.run("warm up")
+        await durable.run("warm up")
+    wall: dict[str, list[float]] = {"plain": [], "durable": []}
+    cpu: dict[str, list[float]] = {"plain": [], "durable": []}
+    for _ in range(rounds):
+        for kind, run in (("plain", agent.run), ("durable", durable.run)):
+            start, start_cpu = time.perf_counter(), time.process_time()
+            for _ in range(runs):
+                result = await run("go")
+            wall[kind].append((time.perf_counter() - start) / runs)
+            cpu[kind].append((time.process_time() - start_cpu) / runs)  # all threads
+            assert result.output == "finished: step 2 done", result.output
+    p, d = statistics.median(wall["plain"]), statistics.median(wall["durable"])
+    pc, dc = statistics.median(cpu["plain"]), statistics.median(cpu["durable"])
+    return {
+        "plain_ms": p * 1000,
+        "durable_ms": d * 1000,
+        "overhead_ms": (d - p) * 1000,
+        "plain_cpu_ms": pc * 1000,
+        "durable_cpu_ms": dc * 1000,
+        "runs_per_round": runs,
+        "rounds": rounds,
+    }
+
+
+# -- child: a queue worker ----------------------------------------------------------------
+
+
+async def _worker(config: dict[str, Any]) -> None:
+    from dbos import DBOS
+
+    from golem_shell.durable import DurableAgent
+
+    where = Path(config["dir"])
+    durable = DurableAgent(make_agent(config["latency"]), name=AGENT_NAME)
+    DBOS(config=_dbos_config(config["db"], config["executor"]))
+    DBOS.launch()
+    await DBOS.register_queue_async(
+        config["queue"], worker_concurrency=config["concurrency"], polling_interval_sec=0.05
+    )
+    (where / f"{config['executor']}.ready").write_text("ready")
+    if config["producer"]:
+        while not all((where / f"{w}.ready").exists() for w in config["workers"]):
+            await asyncio.sleep(0.02)
+        start = time.perf_counter()
+        ids = [
+            await durable.start(f"run {i}", queue=config["queue"]) for i in range(config["runs"])
+        ]
+        for run_id in ids:
+            await durable.result(run_id)
+        elapsed = time.perf_counter() - start
+        partial = where / "result.partial"
+        partial.write_text(json.dumps({"seconds": elapsed, "runs": len(ids)}))
+        partial.replace(where / "result.json")
+    await asyncio.Event().wait()  # until the benchmark kills it
+
+
+def _child(args: Sequence[str], *, capture: bool = False) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "bench.durable", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+    )
+
+
+def _throughput(
+    db: str, workers: int, runs: int, concurrency: int, latency: float
+) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(tmp)
+        names = [f"w{i + 1}" for i in range(workers)]
+        procs = []
+        for name in reversed(names):  # the producer (w1) last, so the others are up
+            config = {
+                "db": db,
+                "dir": tmp,
+                "executor": name,
+                "queue": f"bench-{workers}",
+                "concurrency": concurrency,
+                "latency": latency,
+                "producer": name == "w1",
+                "workers": names,
+                "runs": runs,
+            }
+            path = where / f"{name}.json"
+            path.write_text(json.dumps(config))
+            procs.append(_child(["--worker", str(path)]))
+        try:
+            deadline = time.monotonic() + 600
+            while not (where / "result.json").exists():
+                if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
+                    raise RuntimeError("a benchmark worker died or the queue never drained")
+                time.sleep(0.05)
+            result = json.loads((where / "result.json").read_text())
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+    return {
+        "workers": workers,
+        "runs": result["runs"],
+        "seconds": result["seconds"],
+        "runs_per_s": result["runs"] / result["seconds"],
+        "worker_concurrency": concurrency,
+        "model_latency_s": latency,
+    }
+
+
+# -- the benchmark ------------------------------------------------------------------------
+
+
+def _overhead_in_child(db: str, runs: int, rounds: int) -> dict[str, Any]:
+    proc = _child(["--overhead", db, "--runs", str(runs), "--rounds", str(rounds)], capture=True)
+    out, _ = proc.communicate(timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the overhead child for {db} failed ({proc.returncode})")
+    line = out.decode().strip().splitlines()[-1]
+    figures: dict[str, Any] = json.loads(line)
+    return figures
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.durable", description=__doc__)
+    parser.add_argument("--runs", type=int, default=50, help="runs per timed round")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
+    parser.add_argument("--queue-runs", type=int, default=80, help="runs through the queue")
+    parser.add_argument("--concurrency", type=int, default=4, help="worker_concurrency")
+    parser.add_argument("--latency", type=float, default=0.05, help="model latency (s)")
+    parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
+    parser.add_argument("--quick", action="store_true", help="tiny numbers (a smoke run)")
+    parser.add_argument("--overhead", metavar="DB", help=argparse.SUPPRESS)
+    parser.add_argument("--worker", metavar="CONFIG", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.overhead:
+        print(json.dumps(asyncio.run(_overhead(args.overhead, args.runs, args.rounds))))
+        sys.stdout.flush()
+        os._exit(0)  # the figures are out; skip DBOS's graceful shutdown
+    if args.worker:
+        asyncio.run(_worker(json.loads(Path(args.worker).read_text())))
+        return 0
+    if args.quick:
+        args.runs, args.rounds, args.queue_runs = 5, 2, 8
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        figures = _overhead_in_child(f"sqlite:///{tmp}/bench.sqlite", args.runs, args.rounds)
+        rows.append({"kind": "overhead", "backend": "sqlite", **figures})
+        print(json.dumps(rows[-1]), flush=True)
+    if not args.no_postgres:
+        from postgres_server import create_database, start_postgres
+
+        with start_postgres() as server:
+            db = create_database(server.url, "bench_overhead")
+            rows.append(
+                {
+                    "kind": "overhead",
+                    "backend": "postgres",
+                    **_overhead_in_child(db, args.runs, args.rounds),
+                }
+            )
+            print(json.dumps(rows[-1]), flush=True)
+            for workers in (1, 2):
+                db = create_database(server.url, f"bench_queue_{workers}")
+                figures = _throughput(db, workers, args.queue_runs, args.concurrency, args.latency)
+                rows.append({"kind": "throughput", "backend": "postgres", **figures})
+                print(json.dumps(rows[-1]), flush=True)
+    print(_markdown(rows))
+    return 0
+
+
+def _markdown(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        f"Machine: nproc {os.cpu_count()}, python {sys.version.split()[0]},"
+        f" load average {os.getloadavg()[0]:.1f} at the end.",
+        "",
+        "| backend | Agent.run ms/run | DurableAgent.run ms/run | overhead ms/run"
+        " | Agent.run CPU ms | DurableAgent.run CPU ms |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        if r["kind"] == "overhead":
+            lines.append(
+                f"| {r['backend']} | {r['plain_ms']:.2f} | {r['durable_ms']:.2f}"
+                f" | {r['overhead_ms']:.2f} | {r['plain_cpu_ms']:.2f}"
+                f" | {r['durable_cpu_ms']:.2f} |"
+            )
+    through = [r for r in rows if r["kind"] == "throughput"]
+    if through:
+        lines += [
+            "",
+            "| workers (Postgres queue) | runs | seconds | runs/s | per-worker limit"
+            " | model latency s |",
+            "|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in through:
+            lines.append(
+                f"| {r['workers']} | {r['runs']} | {r['seconds']:.2f} | {r['runs_per_s']:.1f}"
+                f" | {r['worker_concurrency']} | {r['model_latency_s']} |"
+            )
+        if len(through) == 2:
+            lines += [
+                "",
+                f"2 workers / 1: {through[1]['runs_per_s'] / through[0]['runs_per_s']:.2f}x",
+            ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
