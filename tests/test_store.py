@@ -192,9 +192,10 @@ def test_async_methods_match_the_sync_ones(store: Store) -> None:
         assert await store.list_conversations() == ("a", "b")
         with pytest.raises(HistoryConflict):
             await store.append("a", [user("x")], 1)
+        assert [m.text for m in store.load_sync("a")] == ["1", "2"]  # sync inside a loop too
+        await store.aclose()
 
     asyncio.run(main())
-    assert [m.text for m in store.load_sync("a")] == ["1", "2"]
 
 
 def test_a_closed_store_says_so(store: Store) -> None:
