@@ -605,12 +605,14 @@ def test_two_workers_pull_runs_from_a_queue_on_postgres(
         "workers": ["w1", "w2"],
     }
     w2 = Worker(tmp_path, "w2", {**base, "executor": "w2"})
-    w1 = Worker(tmp_path, "w1", {**base, "executor": "w1", "producer": True})
-    try:
-        _wait_for(lambda: (tmp_path / "results.json").exists(), [w1, w2], "the queue's runs")
+    workers = [w2]
+    try:  # one launch at a time: the database is created and migrated once
+        _wait_for(lambda: (tmp_path / "w2.ready").exists(), workers, "worker w2")
+        workers.append(Worker(tmp_path, "w1", {**base, "executor": "w1", "producer": True}))
+        _wait_for(lambda: (tmp_path / "results.json").exists(), workers, "the queue's runs")
     finally:
-        w1.kill()
-        w2.kill()
+        for w in workers:
+            w.kill()
     results = json.loads((tmp_path / "results.json").read_text())
     started = tool_counts(log)
     for run_id, label in runs:
