@@ -41,6 +41,7 @@ from golem_shell.models import (
     OpenAIModel,
     OpenAIResponsesModel,
     ScriptedModel,
+    TestModel,
     infer_model,
 )
 from golem_shell.store import (
@@ -93,6 +94,7 @@ __all__ = [
     "SQLiteHistoryStore",
     "ScriptedModel",
     "Stage",
+    "TestModel",
     "Tool",
     "ToolFailure",
     "ToolFinished",

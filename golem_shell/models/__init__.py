@@ -12,6 +12,7 @@ from golem_shell.models.function import FunctionModel, ScriptedModel
 from golem_shell.models.gemini import GeminiModel
 from golem_shell.models.openai import OpenAIModel
 from golem_shell.models.openai_responses import OpenAIResponsesModel
+from golem_shell.models.test import TestModel
 
 __all__ = [
     "AnthropicModel",
@@ -21,6 +22,7 @@ __all__ = [
     "OpenAIModel",
     "OpenAIResponsesModel",
     "ScriptedModel",
+    "TestModel",
     "infer_model",
 ]
 

@@ -11,7 +11,6 @@ from golem_core import (
     ModelDelta,
     ModelRequest,
     Role,
-    StreamAccumulator,
     StreamDone,
     StreamEvent,
     TextDelta,
@@ -20,6 +19,9 @@ from golem_core import (
     ThinkingPart,
     ToolCallDelta,
     ToolCallPart,
+)
+from golem_core.wire import (
+    StreamAccumulator,
     text_deltas,
 )
 
@@ -68,6 +70,9 @@ class FunctionModel:
     a text answer. Streaming uses ``stream_function(request)`` when given, which yields
     strings (text) or deltas; otherwise it streams ``function``'s answer word by word.
     """
+
+    supports_native_output = True
+    """Your function sees ``request.output_schema`` (``output_mode="native"``)."""
 
     def __init__(
         self,
@@ -131,6 +136,9 @@ class ScriptedModel:
     (raised for that request, e.g. a ``ModelError``) or a function of the request that
     returns one of these. Running past the end of the script raises ``AssertionError``.
     """
+
+    supports_native_output = True
+    """The script answers whatever is asked, ``output_schema`` too (``output_mode="native"``)."""
 
     def __init__(self, script: Sequence[Any], *, name: str = "scripted") -> None:
         self._script = list(script)

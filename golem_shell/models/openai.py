@@ -57,6 +57,8 @@ class OpenAIModel(HTTPModel):
     """
 
     _prefix = "openai"
+    supports_native_output = True
+    """Honours ``ModelRequest.output_schema`` (``response_format``: ``output_mode="native"``)."""
 
     def __init__(
         self,
