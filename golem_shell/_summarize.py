@@ -1,0 +1,199 @@
+"""Summarizing old turns with a model, and running processors that need an effect.
+
+Owns ``summarize_history`` (the effectful half of summarization: ``golem_core``'s pure
+``plan_summary`` chooses the cut and what to summarize; this asks a model for the text
+and puts it in place as one message marked as a summary), the ``AsyncHistoryProcessor``
+shape such processors have, and ``run_history_processor``, which runs any processor,
+sync or async, once on exactly the history given and never raises.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Final, TypeAlias
+
+from returns.result import Failure, Result, Success
+
+from golem_core import (
+    HistoryError,
+    HistoryProcessor,
+    Message,
+    ModelRequest,
+    ModelSettings,
+    TokenCounter,
+    approximate_tokens,
+    repair_history,
+)
+from golem_core._context import plan_summary, summary_message
+from golem_shell._errors import GolemError
+from golem_shell.models import Model, infer_model
+
+__all__ = [
+    "DEFAULT_SUMMARY_INSTRUCTIONS",
+    "DEFAULT_SUMMARY_PREFIX",
+    "AsyncHistoryProcessor",
+    "run_history_processor",
+    "summarize_history",
+]
+
+AsyncHistoryProcessor: TypeAlias = Callable[
+    [Sequence[Message]], Awaitable[Result[tuple[Message, ...], HistoryError]]
+]
+"""A history processor that needs an effect (a model, a token-counting endpoint)."""
+
+DEFAULT_SUMMARY_INSTRUCTIONS: Final = (
+    "You compress conversations. Write a summary of the conversation so far that lets an "
+    "assistant continue it without the original messages: the user's goals and "
+    "constraints, decisions made, facts learned (tool results included), open questions "
+    "and commitments. Be specific (names, numbers, paths). Write only the summary."
+)
+"""The instructions of the summarizing request."""
+
+DEFAULT_SUMMARY_PREFIX: Final = "Summary of the earlier conversation:\n\n"
+"""What the summary message says before the model's text."""
+
+_ASK: Final = "Summarize the conversation above, as instructed."
+
+
+async def run_history_processor(
+    processor: HistoryProcessor | AsyncHistoryProcessor, history: Sequence[Message]
+) -> Result[tuple[Message, ...], HistoryError]:
+    """Run ``processor`` once on exactly ``history``, awaiting it when it is async.
+
+    Args:
+        processor: A ``HistoryProcessor`` or an ``AsyncHistoryProcessor``.
+        history: The history as the caller supplied it.
+
+    Returns:
+        What the processor returned; an exception it raised, or a value that is not a
+        ``Result``, becomes ``Failure(HistoryError)`` naming the processor.
+    """
+    try:
+        outcome: object = processor(history)
+        if inspect.isawaitable(outcome):
+            outcome = await outcome
+    except Exception as e:
+        return Failure(HistoryError(f"{_name(processor)} raised {type(e).__name__}: {e}"))
+    if isinstance(outcome, Success | Failure):
+        return outcome
+    return Failure(
+        HistoryError(
+            f"{_name(processor)} returned {type(outcome).__name__}; a history processor "
+            "returns Success(history) or Failure(HistoryError)"
+        )
+    )
+
+
+def _name(processor: object) -> str:
+    return str(getattr(processor, "__qualname__", None) or repr(processor))
+
+
+class _SummarizeHistory:
+    def __init__(
+        self,
+        model: Model,
+        *,
+        keep_last_turns: int,
+        max_tokens: int | None,
+        counter: TokenCounter,
+        instructions: str,
+        prefix: str,
+        settings: ModelSettings,
+    ) -> None:
+        self.model = model
+        self.keep_last_turns = keep_last_turns
+        self.max_tokens = max_tokens
+        self.counter = counter
+        self.instructions = instructions
+        self.prefix = prefix
+        self.settings = settings
+        plan_summary((), keep_last_turns=keep_last_turns, max_tokens=max_tokens)  # checks
+
+    def __repr__(self) -> str:
+        bound = "" if self.max_tokens is None else f", max_tokens={self.max_tokens}"
+        return (
+            f"summarize_history({self.model.name!r}, keep_last_turns={self.keep_last_turns}{bound})"
+        )
+
+    async def __call__(
+        self, history: Sequence[Message]
+    ) -> Result[tuple[Message, ...], HistoryError]:
+        plan = plan_summary(
+            history,
+            keep_last_turns=self.keep_last_turns,
+            max_tokens=self.max_tokens,
+            counter=self.counter,
+        )
+        if plan is None:
+            return Success(history if type(history) is tuple else tuple(history))
+        request = ModelRequest(
+            messages=(*repair_history(plan.to_summarize), Message.user(_ASK)),
+            instructions=self.instructions,
+            settings=self.settings,
+        )
+        try:
+            answer = await self.model.request(request)
+        except GolemError as e:
+            return Failure(HistoryError(f"{self!r}: the summarizing request failed: {e}"))
+        text = answer.text.strip()
+        if not text:
+            return Failure(
+                HistoryError(
+                    f"{self!r}: the model answered without text "
+                    f"(finish reason {answer.finish_reason!r}); nothing to summarize with"
+                )
+            )
+        summary = summary_message(self.prefix + text, summarized=len(plan.to_summarize))
+        return Success(plan.apply(summary))
+
+
+def summarize_history(
+    model: Model | str,
+    *,
+    keep_last_turns: int = 2,
+    max_tokens: int | None = None,
+    counter: TokenCounter = approximate_tokens,
+    instructions: str = DEFAULT_SUMMARY_INSTRUCTIONS,
+    prefix: str = DEFAULT_SUMMARY_PREFIX,
+    settings: ModelSettings | None = None,
+) -> AsyncHistoryProcessor:
+    """An async processor that replaces the older turns of a history with a summary.
+
+    ``golem_core.plan_summary`` chooses the cut (the start of a turn, never inside a
+    tool exchange, keeping the newest ``keep_last_turns`` turns whole); when there is
+    something to summarize, ``model`` is asked once, with no tools (calls and results
+    travel as text, ADR 0031), to summarize those messages, and the answer becomes one
+    user message marked as a summary (``golem_core.is_summary``; the JSON field
+    ``"summary": {"messages": n}``). System messages before the cut stay in front.
+    The history a processor receives is never changed in place: the output is a new
+    history; the caller's stays what it was.
+
+    Args:
+        model: The summarizing model (a cheap one does), or a model string.
+        keep_last_turns: How many of the newest turns are kept whole.
+        max_tokens: Summarize only when the non-system messages count more than this
+            by ``counter``; ``None``: whenever there is more than the kept turns.
+        counter: Tokens per message, for ``max_tokens``.
+        instructions: The instructions of the summarizing request.
+        prefix: Text the summary message starts with, before the model's text.
+        settings: Sampling settings of the summarizing request.
+
+    Returns:
+        The processor. It returns the history unchanged when there is nothing to
+        summarize (an already summarized history included), the summarized history, or
+        ``Failure(HistoryError)`` when the model request fails or answers without text.
+        Run it with ``run_history_processor`` (or as an agent's ``history_processor``).
+
+    Raises:
+        ValueError: ``keep_last_turns`` or ``max_tokens`` is out of range.
+    """
+    return _SummarizeHistory(
+        infer_model(model) if isinstance(model, str) else model,
+        keep_last_turns=keep_last_turns,
+        max_tokens=max_tokens,
+        counter=counter,
+        instructions=instructions,
+        prefix=prefix,
+        settings=settings or ModelSettings(),
+    )

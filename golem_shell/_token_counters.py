@@ -1,0 +1,424 @@
+"""Token counters that ask the provider, and a token budget that can await them.
+
+Owns ``anthropic_token_counter`` (``POST {base}/v1/messages/count_tokens``),
+``gemini_token_counter`` (``POST {base}/models/{model}:countTokens``), the
+``AsyncTokenCounter`` shape they share, and ``async_budget_history``: the core's
+``budget_history`` with its counts computed beforehand, so any counter (async or not)
+can bound a history.
+
+A provider counts requests, not messages. A message's count is the difference between
+a request holding a fixed one-word user message and then the message, and that request
+without it: the message's own tokens as the provider's wire encoder sends it in a
+request without tools (calls and results as text, ADR 0031), without the request's
+fixed overhead. The bodies come from the pure wire encoders, so what is counted is what
+would be sent: system messages and unknown parts count 0, as they are never sent.
+Counts are cached by the encoded message (stamps and ids that never reach the provider
+do not matter), least recently used first out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final, Protocol, TypeAlias, cast
+
+import httpx
+from returns.result import Failure, Result
+
+from golem_core import (
+    HistoryError,
+    Message,
+    ModelErrorKind,
+    ModelRequest,
+    Role,
+    TokenCounter,
+    budget_history,
+)
+from golem_core.wire import WireError
+from golem_core.wire import anthropic as anthropic_wire
+from golem_core.wire import gemini as gemini_wire
+from golem_shell._errors import ModelError, UsageError
+from golem_shell._summarize import AsyncHistoryProcessor
+from golem_shell.models._adapter import check_base_url, env_value
+from golem_shell.models._http import DEFAULT_TIMEOUT, encode_json, redact
+
+__all__ = [
+    "AsyncTokenCounter",
+    "ProviderTokenCounter",
+    "anthropic_token_counter",
+    "async_budget_history",
+    "gemini_token_counter",
+]
+
+DEFAULT_CACHE_SIZE: Final = 4096
+"""How many message counts a provider counter remembers."""
+
+_PRIMER: Final = Message.user("Hi")
+"""The user message every counted request opens with (providers want a user turn first)."""
+
+
+class AsyncTokenCounter(Protocol):
+    """Counts the tokens one message costs by asking someone (a provider's endpoint)."""
+
+    async def __call__(self, message: Message) -> int: ...
+
+
+Counter: TypeAlias = TokenCounter | AsyncTokenCounter | Callable[[Message], Awaitable[int]]
+"""Any counter ``async_budget_history`` takes: sync or async."""
+
+_Encode: TypeAlias = Callable[[tuple[Message, ...]], Result[dict[str, Any], WireError]]
+_Decode: TypeAlias = Callable[..., WireError]
+
+
+class ProviderTokenCounter:
+    """An ``AsyncTokenCounter`` backed by a provider's token-counting endpoint.
+
+    Made by ``anthropic_token_counter`` and ``gemini_token_counter``. Call it with a
+    message to get its count; ``hits`` and ``misses`` say how often the cache answered.
+    A counter that made its own HTTP client closes it with ``aclose()`` (or
+    ``async with``); a client you passed stays yours.
+
+    Raises (when called):
+        ModelError: the endpoint failed (status, provider's message; the key never
+            appears), or answered without a count.
+        UsageError: the message holds content the provider cannot take.
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        model: str,
+        url: str,
+        headers: Mapping[str, str],
+        secret: str | None,
+        encode: _Encode,
+        count_field: str,
+        decode_error: _Decode,
+        http_client: httpx.AsyncClient | None,
+        timeout: float | httpx.Timeout,
+        cache_size: int,
+    ) -> None:
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
+            raise UsageError(f"cache_size must be an int of at least 0, got {cache_size!r}")
+        self.provider = provider
+        self.model = model
+        self._url = url
+        self._headers = dict(headers)
+        self._secret = secret
+        self._encode = encode
+        self._count_field = count_field
+        self._decode_error = decode_error
+        self._client = http_client
+        self._owns_client = http_client is None
+        self._timeout = timeout
+        self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self._cache_size = cache_size
+        self._baseline: int | None = None
+        self.hits = 0
+        self.misses = 0
+
+    def __repr__(self) -> str:
+        return f"{self.provider}_token_counter({self.model!r})"
+
+    async def __aenter__(self) -> ProviderTokenCounter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this counter made (never one you passed)."""
+        client, self._client = self._client, None
+        if client is not None and self._owns_client:
+            await client.aclose()
+
+    async def __call__(self, message: Message) -> int:
+        if message.role is Role.SYSTEM:
+            return 0  # never sent: the run's instructions replace it
+        body = self._body((_PRIMER, message))
+        key = encode_json(body)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            self.hits += 1
+            return cached
+        self.misses += 1
+        if body == self._body((_PRIMER,)):  # nothing of the message is sent
+            count = 0
+        else:
+            count = max(0, await self._post(key) - await self._baseline_count())
+        if self._cache_size:
+            self._cache[key] = count
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return count
+
+    async def _baseline_count(self) -> int:
+        if self._baseline is None:
+            self._baseline = await self._post(encode_json(self._body((_PRIMER,))))
+        return self._baseline
+
+    def _body(self, messages: tuple[Message, ...]) -> dict[str, Any]:
+        match self._encode(messages):
+            case Failure(error):
+                raise UsageError(f"{self!r} cannot count this message: {error.message}")
+            case encoded:
+                body: dict[str, Any] = encoded.value_or({})
+                return body
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self._timeout)
+            self._owns_client = True
+        return self._client
+
+    def _fail(self, kind: ModelErrorKind, message: str, status: int | None = None) -> ModelError:
+        return ModelError(
+            kind, redact(message, self._secret), status=status, provider=self.provider
+        )
+
+    async def _post(self, body: bytes) -> int:
+        headers = {**self._headers, "content-type": "application/json"}
+        try:
+            response = await self._http().post(self._url, content=body, headers=headers)
+        except httpx.TimeoutException as e:
+            raise self._fail(ModelErrorKind.TIMEOUT, f"counting tokens timed out ({e})") from None
+        except httpx.HTTPError as e:
+            raise self._fail(
+                ModelErrorKind.CONNECTION, f"counting tokens failed: {type(e).__name__}: {e}"
+            ) from None
+        if response.status_code >= 400:
+            error = self._decode_error(
+                response.status_code, response.headers, response.content, now_unix=time.time()
+            )
+            raise ModelError(
+                error.kind,
+                redact(f"counting tokens failed: {error.message}", self._secret),
+                status=error.status if error.status is not None else response.status_code,
+                request_id=error.request_id,
+                retry_after=error.retry_after,
+                provider=self.provider,
+            ) from None
+        try:
+            count = json.loads(response.content).get(self._count_field)
+        except (ValueError, AttributeError):
+            count = None
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise self._fail(
+                ModelErrorKind.BAD_RESPONSE,
+                f"the token count answer has no non-negative integer {self._count_field!r}: "
+                f"{response.content[:200]!r}",
+                response.status_code,
+            )
+        return count
+
+
+def anthropic_token_counter(
+    model: str,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    http_client: httpx.AsyncClient | None = None,
+    timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+    cache_size: int = DEFAULT_CACHE_SIZE,
+) -> ProviderTokenCounter:
+    """A counter that asks Anthropic: ``POST {base_url}/v1/messages/count_tokens``.
+
+    Args:
+        model: The model whose tokenizer counts (``"claude-sonnet-4-5"``).
+        api_key: Sent as ``x-api-key``; default ``ANTHROPIC_API_KEY`` (a custom base URL
+            may need none).
+        base_url: Default ``ANTHROPIC_BASE_URL``, else ``https://api.anthropic.com``.
+        http_client: Your ``httpx.AsyncClient`` (it stays yours to close).
+        timeout: Seconds for each counting request, when the counter makes its client.
+        cache_size: How many counts to remember (0: none).
+
+    Returns:
+        The counter (free: Anthropic does not bill counting, but rate-limits it).
+
+    Raises:
+        UsageError: no key for the default base URL, or a base URL that is not http(s).
+    """
+    key = api_key or env_value("ANTHROPIC_API_KEY")
+    custom = base_url or env_value("ANTHROPIC_BASE_URL")
+    if key is None and custom is None:
+        raise UsageError(
+            "no Anthropic API key: pass api_key= or set ANTHROPIC_API_KEY "
+            "(a custom base_url / ANTHROPIC_BASE_URL needs none)"
+        )
+    base = check_base_url(custom or "https://api.anthropic.com", "the Anthropic base URL")
+    headers = {"anthropic-version": anthropic_wire.ANTHROPIC_VERSION}
+    if key:
+        headers["x-api-key"] = key
+
+    def encode(messages: tuple[Message, ...]) -> Result[dict[str, Any], WireError]:
+        encoded = anthropic_wire.encode_request(
+            ModelRequest(messages=messages), model=model, stream=False
+        )
+        return encoded.map(
+            lambda body: {k: v for k, v in body.items() if k in ("model", "messages")}
+        )
+
+    return ProviderTokenCounter(
+        provider="anthropic",
+        model=model,
+        url=f"{base}/v1/messages/count_tokens",
+        headers=headers,
+        secret=key,
+        encode=encode,
+        count_field="input_tokens",
+        decode_error=anthropic_wire.decode_error,
+        http_client=http_client,
+        timeout=timeout,
+        cache_size=cache_size,
+    )
+
+
+def gemini_token_counter(
+    model: str,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    http_client: httpx.AsyncClient | None = None,
+    timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+    cache_size: int = DEFAULT_CACHE_SIZE,
+) -> ProviderTokenCounter:
+    """A counter that asks Gemini: ``POST {base_url}/models/{model}:countTokens``.
+
+    Args:
+        model: The model (``"gemini-2.5-flash"``; a name with ``/`` is a resource name).
+        api_key: Sent as ``x-goog-api-key``; default ``GOOGLE_API_KEY``, else
+            ``GEMINI_API_KEY`` (a custom base URL may need none).
+        base_url: The API version's base URL; default ``GEMINI_BASE_URL``, else
+            ``https://generativelanguage.googleapis.com/v1beta``.
+        http_client: Your ``httpx.AsyncClient`` (it stays yours to close).
+        timeout: Seconds for each counting request, when the counter makes its client.
+        cache_size: How many counts to remember (0: none).
+
+    Returns:
+        The counter.
+
+    Raises:
+        UsageError: no key for the default base URL, or a base URL that is not http(s).
+    """
+    key = api_key or env_value("GOOGLE_API_KEY") or env_value("GEMINI_API_KEY")
+    custom = base_url or env_value("GEMINI_BASE_URL")
+    if key is None and custom is None:
+        raise UsageError(
+            "no Gemini API key: pass api_key= or set GOOGLE_API_KEY or GEMINI_API_KEY "
+            "(a custom base_url / GEMINI_BASE_URL needs none)"
+        )
+    base = check_base_url(
+        custom or "https://generativelanguage.googleapis.com/v1beta", "the Gemini base URL"
+    )
+    headers = {"x-goog-api-key": key} if key else {}
+    path = gemini_wire.request_path(model, stream=False).removesuffix(":generateContent")
+
+    def encode(messages: tuple[Message, ...]) -> Result[dict[str, Any], WireError]:
+        encoded = gemini_wire.encode_request(ModelRequest(messages=messages))
+        return encoded.map(lambda body: {"contents": body["contents"]})
+
+    return ProviderTokenCounter(
+        provider="gemini",
+        model=model,
+        url=f"{base}/{path}:countTokens",
+        headers=headers,
+        secret=key,
+        encode=encode,
+        count_field="totalTokens",
+        decode_error=gemini_wire.decode_error,
+        http_client=http_client,
+        timeout=timeout,
+        cache_size=cache_size,
+    )
+
+
+# -- a budget over any counter ----------------------------------------------------------------
+
+
+def _name(function: object) -> str:
+    return str(getattr(function, "__qualname__", None) or repr(function))
+
+
+class _AsyncBudget:
+    def __init__(self, counter: Counter, max_tokens: int, concurrency: int) -> None:
+        self.counter = counter
+        self.max_tokens = max_tokens
+        self.concurrency = concurrency
+        budget_history(lambda m: 0, max_tokens)  # checks max_tokens as the core does
+
+    def __repr__(self) -> str:
+        return f"async_budget_history({_name(self.counter)}, {self.max_tokens})"
+
+    async def _count(self, message: Message) -> object:
+        value: object = self.counter(message)
+        if inspect.isawaitable(value):
+            value = await value
+        return value
+
+    async def __call__(
+        self, history: Sequence[Message]
+    ) -> Result[tuple[Message, ...], HistoryError]:
+        counts: dict[int, object] = {}
+        newest_first = [m for m in reversed(history) if m.role is not Role.SYSTEM]
+        total = 0
+        for start in range(0, len(newest_first), self.concurrency):
+            window = newest_first[start : start + self.concurrency]
+            values = await asyncio.gather(*(self._count(m) for m in window))
+            over = False
+            for message, value in zip(window, values, strict=True):
+                counts[id(message)] = value
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    over = True  # the core's processor names the bad count
+                    break
+                total += value
+                if total > self.max_tokens:
+                    over = True
+                    break
+            if over:
+                break
+
+        def precomputed(message: Message) -> int:
+            return cast(int, counts[id(message)])  # checked by the core's processor
+
+        precomputed.__qualname__ = precomputed.__name__ = _name(self.counter)
+        return budget_history(precomputed, self.max_tokens)(history)
+
+
+def async_budget_history(
+    counter: Counter, max_tokens: int, *, concurrency: int = 8
+) -> AsyncHistoryProcessor:
+    """``budget_history`` for a counter that must be awaited (or any counter).
+
+    Counts the non-system messages from the newest back, ``concurrency`` at a time,
+    until the budget is exceeded, then runs the core's ``budget_history`` on those
+    counts: the same cut, the same boundary rule, the same errors. A counter is asked
+    about at most ``concurrency - 1`` messages beyond the first that does not fit.
+
+    Args:
+        counter: An ``AsyncTokenCounter`` (``anthropic_token_counter(...)``,
+            ``gemini_token_counter(...)``) or a plain ``TokenCounter``
+            (``tiktoken_counter()``, ``approximate_tokens``).
+        max_tokens: The budget, at least 1.
+        concurrency: How many counts may be in flight at once, at least 1.
+
+    Returns:
+        An async processor (run it with ``run_history_processor`` or as an agent's
+        ``history_processor``); a counter's error propagates (``ModelError``).
+
+    Raises:
+        ValueError: ``max_tokens`` or ``concurrency`` is not an int of at least 1.
+        TypeError: ``counter`` is not callable.
+    """
+    if not callable(counter):
+        raise TypeError(f"async_budget_history(counter): expected a callable, got {counter!r}")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(
+            f"async_budget_history(concurrency): must be an int of at least 1, got {concurrency!r}"
+        )
+    return _AsyncBudget(counter, max_tokens, concurrency)
