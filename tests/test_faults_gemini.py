@@ -1,14 +1,18 @@
 """The fault suite of ``tests/test_faults.py``, for Gemini.
 
 The same scenarios, the same fault storms at request 1, 2 or 3, streamed and not, the
-same conversation rule, run against ``FaultServer`` speaking the Gemini API: the server
-and the suite's helpers are reused by import. ``GeminiFaultServer`` only reads a Gemini
-request (the path says whether it streams, ``systemInstruction`` holds the scenario) and
-lets ``FaultServer`` play the answer; while this module runs, the server's wire writers
-(``_json_answer``, ``_sse``, ``_error_body``, ``_malformed_event``) also speak Gemini for
-provider ``"gemini"`` and stay as they are for the others. The deterministic model
-numbers its calls in ``functionCall.id`` (an id Gemini 3 gives; older models give none,
-which ``test_gemini_model.py`` covers).
+same conversation rule, run against ``FaultServer`` speaking the Gemini API: the server,
+the suite's helpers and its tests themselves (``test_fault_at_every_point``,
+``_cancel_http``) are reused by import, with provider ``"gemini"``.
+
+``GeminiFaultServer`` only reads a Gemini request (the path says whether it streams,
+``systemInstruction`` holds the scenario) and lets ``FaultServer`` play the answer.
+While this module runs, the server's wire writers (``_json_answer``, ``_sse``,
+``_error_body``, ``_malformed_event``) and the suite's ``make_model``,
+``assert_wire_valid`` and ``assert_retries_identical`` also speak Gemini for provider
+``"gemini"``, and stay as they are for the others. The deterministic model numbers its
+calls in ``functionCall.id`` (an id Gemini 3 gives; older models give none, which
+``test_gemini_model.py`` covers).
 """
 
 from __future__ import annotations
@@ -30,20 +34,14 @@ from test_faults import (
     FAST,
     FAULTS,
     KEY,
-    RETRIED_UNLESS_STREAMED,
     TIMEOUT,
-    TOOL_TURNS,
-    assert_complete,
-    executed,
-    expect_success,
     final_text,
     make_agent,
     pairing_problems,
-    run,
 )
 
 from golem_core import Message, RetryPolicy, ToolCallPart, check_pairing
-from golem_shell import GeminiModel, RunError, Stage
+from golem_shell import GeminiModel, RunError
 
 pytestmark = pytest.mark.anyio
 
@@ -180,6 +178,7 @@ def gemini_dialect() -> Iterator[None]:
         fault_server._malformed_event,
     )
     make_model, wire_valid = test_faults.make_model, test_faults.assert_wire_valid
+    retries_identical = test_faults.assert_retries_identical
 
     def patched_model(provider: str, server: FaultServer, **kw: Any) -> Any:
         return (
@@ -193,6 +192,12 @@ def gemini_dialect() -> Iterator[None]:
             assert_gemini_wire_valid(exchanges)
         else:
             wire_valid(exchanges)
+
+    def patched_identical(exchanges: Sequence[Exchange]) -> None:
+        if exchanges and all(e.provider == "gemini" for e in exchanges):
+            assert_retries_identical(exchanges)
+        else:
+            retries_identical(exchanges)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(
@@ -217,6 +222,7 @@ def gemini_dialect() -> Iterator[None]:
         )
         mp.setattr(test_faults, "make_model", patched_model)
         mp.setattr(test_faults, "assert_wire_valid", patched_valid)
+        mp.setattr(test_faults, "assert_retries_identical", patched_identical)
         yield
 
 
@@ -330,58 +336,12 @@ def assert_retries_identical(exchanges: Sequence[Exchange]) -> None:
 async def test_fault_at_every_point(
     gemini_server: GeminiFaultServer, fault: str, stream: bool, point: int
 ) -> None:
-    scenario = f"{fault}-gemini-{stream}-{point}"
-    prompt = f"hello {scenario}"
-    gemini_server.plan(scenario, *([Fault.healthy()] * (point - 1)), *FAULTS[fault])
-    model = gemini_model(gemini_server, max_response_bytes=1024 * 1024)
-    agent = make_agent(model, scenario)
-    try:
-        result = await run(agent, (), prompt, stream)
-    except RunError as error:
-        assert not expect_success(fault, stream), f"{fault} should have been retried: {error}"
-        assert error.stage is Stage.REQUEST
-        partial = error.partial
-        if point == 1:
-            assert partial is None  # nothing was completed: start over
-            gemini_server.forget(scenario)
-            result = await run(agent, (), prompt, stream)
-            assert_complete(result.messages, prompt, turns=TOOL_TURNS, final=True)
-        else:
-            assert partial is not None
-            assert partial.requests == point - 1
-            assert partial.tool_executions == 2 * (point - 1)
-            assert_complete(partial.messages, prompt, turns=point - 1, final=False)
-            gemini_server.forget(scenario)
-            again = "continue" if point == 3 else None
-            result = await run(agent, partial.messages, again, stream)
-            assert result.conversation_id == partial.conversation_id
-            assert result.messages[1 : len(partial.messages)] == partial.messages[1:]
-            assert_complete(
-                result.messages, prompt, turns=TOOL_TURNS, final=True, continues=1 if again else 0
-            )
-    else:
-        assert expect_success(fault, stream), f"{fault} should have failed the run"
-        assert result.requests == TOOL_TURNS + 1
-        assert result.output == final_text(prompt)
-        assert_complete(result.messages, prompt, turns=TOOL_TURNS, final=True)
-    finally:
-        await model.aclose()
-    exchanges = gemini_server.of(scenario)
-    played = [e for e in exchanges if e.fault is not None and e.fault.kind != "healthy"]
-    storm = len(FAULTS[fault])
-    if expect_success(fault, stream):
-        assert len(played) == storm  # every failure was absorbed by a retry
-    elif fault in RETRIED_UNLESS_STREAMED or fault == "503-storm":
-        assert len(played) == (1 if stream and fault != "503-storm" else FAST.max_attempts + 1)
-    else:
-        assert len(played) == 1  # not retryable: never sent again
+    """``test_faults.test_fault_at_every_point`` itself, with provider ``"gemini"``."""
+    await test_faults.test_fault_at_every_point(gemini_server, fault, "gemini", stream, point)  # type: ignore[arg-type]
+    exchanges = gemini_server.of(f"{fault}-gemini-{stream}-{point}")
+    assert len(exchanges) >= 3
     assert all(e.provider == "gemini" for e in exchanges)
     assert_gemini_wire_valid(exchanges)
-    first_run = [e for e in exchanges if b'"continue"' not in e.body]
-    assert_retries_identical(first_run)
-    for turn in range(TOOL_TURNS):
-        for j in range(2):
-            assert executed[f"{prompt}/{turn}/{j}"] == 1  # every tool ran exactly once
 
 
 async def test_the_other_providers_are_untouched(gemini_server: GeminiFaultServer) -> None:
