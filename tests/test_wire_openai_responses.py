@@ -17,8 +17,6 @@ from golem_core import (
     ModelRequest,
     ModelSettings,
     Role,
-    SSEDecoder,
-    StreamAccumulator,
     TextDelta,
     TextPart,
     ThinkingDelta,
@@ -33,7 +31,11 @@ from golem_core import (
     encode_history,
     repair_history,
 )
-from golem_core.wire import WireError
+from golem_core.wire import (
+    SSEDecoder,
+    StreamAccumulator,
+    WireError,
+)
 from golem_core.wire import openai_responses as wire
 
 F = "openai_responses/"
@@ -332,6 +334,10 @@ def test_without_tools_calls_and_results_are_text() -> None:
             "content": 'Checking.\n[tool call get_weather (id c1)] {"city":"Rome"}',
         },
         {"role": "user", "content": "[tool error get_weather (id c1)] timeout"},
+    ]
+    after = Message(Role.ASSISTANT, (ToolCallPart("c2", "now", "{}"), TextPart("Done.")))
+    assert body(ModelRequest((after,)))["input"] == [
+        {"role": "assistant", "content": "[tool call now (id c2)] {}\nDone."}
     ]
 
 

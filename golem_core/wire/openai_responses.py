@@ -286,11 +286,12 @@ class _Encoder:
     def assistant(self, message: Message, index: int) -> None:
         leading: list[dict[str, Any]] = []  # reasoning and text items, in order
         calls: list[dict[str, Any]] = []
-        text: list[str] = []
+        text: list[str] = []  # segments: text parts, and calls rendered as text (ADR 0031)
+        glue = "" if self.with_tools else "\n"
 
         def flush_text() -> None:
             if text:
-                leading.append({"role": "assistant", "content": "".join(text)})
+                leading.append({"role": "assistant", "content": glue.join(text)})
                 text.clear()
 
         for j, part in enumerate(message.parts):
@@ -306,7 +307,7 @@ class _Encoder:
                 case ToolCallPart():
                     arguments = wire_arguments(part)
                     if not self.with_tools:
-                        text.append(("\n" if text else "") + call_as_text(part, arguments))
+                        text.append(call_as_text(part, arguments))
                     elif part.id:
                         calls.append(
                             {
