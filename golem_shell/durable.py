@@ -43,6 +43,7 @@ from golem_core import (
     Denied,
     ExternalResult,
     Message,
+    ModelErrorKind,
     Part,
     ToolCallPart,
     Usage,
@@ -77,7 +78,7 @@ from golem_core._loop import (
 from golem_shell._agent import Agent, Prompt, RunResult, _partial, _prompt_parts
 from golem_shell._errors import DeferredResultsError, PartialResult, RunError, Stage, UsageError
 from golem_shell._ids import new_id
-from golem_shell._schema import ValidationFailed, make_strict_converter, validate
+from golem_shell._schema import ValidationFailed, validate
 from golem_shell._tools import RunContext
 
 try:
@@ -115,7 +116,6 @@ _LOOKUP_SECONDS = 30.0  # how long a recovered run waits for its agent to be reg
 _PORTABLE = WorkflowSerializationFormat.PORTABLE
 
 _CONVERTER = make_converter()
-_OUTPUT = make_strict_converter()
 _AGENTS: dict[str, DurableAgent[Any, Any]] = {}
 
 
@@ -461,7 +461,10 @@ class DurableAgent(Generic[DepsT, OutputT]):
                     _step("golem.request"), self._request_step, command, state
                 )
                 if "failed" in recorded:
-                    outcome = ModelFailed(recorded["failed"])
+                    kind = recorded.get("kind")
+                    outcome = ModelFailed(
+                        recorded["failed"], None if kind is None else ModelErrorKind(kind)
+                    )
                 else:
                     outcome = ModelResponded(_message(recorded["message"], "model response"))
             elif isinstance(command, ExecuteTools):
@@ -538,7 +541,10 @@ class DurableAgent(Generic[DepsT, OutputT]):
     async def _request_step(self, command: RequestModel, state: RunState) -> JSON:
         outcome = await self.agent._request_once(command, state)
         if isinstance(outcome, ModelFailed):
-            return {"failed": outcome.reason}
+            failed: JSON = {"failed": outcome.reason}
+            if outcome.kind is not None:
+                failed["kind"] = outcome.kind.value
+            return failed
         return {"message": history_to_jsonable((outcome.message,))[0]}
 
     async def _tool_step(
@@ -554,7 +560,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
             "status": "done",
             "runId": state.config.run_id,
             "conversationId": state.config.conversation_id,
-            "output": output if self.agent._output.text else _OUTPUT.unstructure(output),
+            "output": self.agent._output.dump(output),
             "messages": history_to_jsonable(state.messages),
             "added": before + len(state.added),
             "usage": _CONVERTER.unstructure(state.usage),

@@ -29,7 +29,7 @@ import pytest
 from durable_app import EFFECTS, make_agent, tool_counts
 from durable_server import DurableModelServer, running_server
 
-from golem_core import Message, Role, ToolCallPart, history_from_jsonable
+from golem_core import Message, ModelErrorKind, Role, ToolCallPart, history_from_jsonable
 from golem_shell import (
     Agent,
     Approved,
@@ -37,6 +37,7 @@ from golem_shell import (
     Denied,
     ExternalResult,
     FunctionModel,
+    ModelError,
     RunError,
     Stage,
     UsageError,
@@ -142,6 +143,13 @@ AGENTS = {
 }
 
 
+def _refuse(request: Any) -> str:
+    raise ModelError(ModelErrorKind.AUTHENTICATION, "bad key", status=401, provider="test")
+
+
+AGENTS["model-refuses"] = Agent(FunctionModel(_refuse))
+
+
 async def _slow(request: Any) -> str:
     await asyncio.sleep(0.5)
     return "too late"
@@ -237,6 +245,11 @@ async def test_failures_are_run_errors_with_the_recorded_partial(launched: Path)
     assert info.value.stage is Stage.REQUEST
     assert "ZeroDivisionError" in info.value.message
     assert info.value.partial is None
+    with pytest.raises(RunError) as info:
+        await DURABLE["model-refuses"].run("hi", run_id="unit-model-refuses")
+    assert info.value.stage is Stage.REQUEST and "bad key" in info.value.message
+    (step,) = await dbos.DBOS.list_workflow_steps_async("unit-model-refuses")
+    assert step["output"]["kind"] == "authentication"  # the error's kind is recorded too
     with pytest.raises(RunError) as info:
         await DURABLE["tool-crashes"].run("hi", run_id="unit-tool-crashes")
     assert info.value.stage is Stage.TOOL
