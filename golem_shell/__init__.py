@@ -31,8 +31,21 @@ from golem_shell._errors import (
 from golem_shell._event_stream import EventStream, RunEvent
 from golem_shell._ids import new_id
 from golem_shell._observe import EventHandler, instrument, uninstrument
+from golem_shell._summarize import (
+    AsyncHistoryProcessor,
+    run_history_processor,
+    summarize_history,
+)
+from golem_shell._token_counters import (
+    AsyncTokenCounter,
+    ProviderTokenCounter,
+    anthropic_token_counter,
+    async_budget_history,
+    gemini_token_counter,
+)
 from golem_shell._tokens import tiktoken_counter
 from golem_shell._tools import Canceled, RunContext, Tool, ToolFailure, Toolset, tool
+from golem_shell.cli import history_schema
 from golem_shell.models import (
     AnthropicModel,
     FunctionModel,
@@ -57,6 +70,8 @@ __all__ = [
     "Agent",
     "AnthropicModel",
     "Approved",
+    "AsyncHistoryProcessor",
+    "AsyncTokenCounter",
     "Canceled",
     "CorruptHistoryError",
     "DeferredResultsError",
@@ -78,6 +93,7 @@ __all__ = [
     "OpenAIResponsesModel",
     "PartialResult",
     "PostgresHistoryStore",
+    "ProviderTokenCounter",
     "RequestFailed",
     "RequestFinished",
     "RequestStarted",
@@ -102,10 +118,16 @@ __all__ = [
     "ToolStarted",
     "Toolset",
     "UsageError",
+    "anthropic_token_counter",
+    "async_budget_history",
+    "gemini_token_counter",
+    "history_schema",
     "infer_model",
     "instrument",
     "new_id",
     "partial_from",
+    "run_history_processor",
+    "summarize_history",
     "tiktoken_counter",
     "tool",
     "uninstrument",
