@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from provider_server import (  # noqa: F401 (fixtures, asked for by name)
     ProviderServer,
@@ -30,6 +31,7 @@ from golem_core import (
     ModelErrorKind,
     ModelRequest,
     RetryPolicy,
+    Role,
     StreamDone,
     StreamEvent,
     TextDelta,
@@ -41,6 +43,7 @@ from golem_core import (
     encode_history,
 )
 from golem_core.wire import anthropic as anthropic_wire
+from golem_core.wire import openai as openai_wire
 from golem_core.wire import openai_responses as wire
 from golem_shell import Agent, ModelError, OpenAIResponsesModel, UsageError, tool
 from golem_shell.models import Model, infer_model
@@ -476,3 +479,44 @@ async def test_content_or_settings_it_cannot_take_are_refused_before_any_request
         with pytest.raises(UsageError, match=r"message 0 part 1: .* video"):
             await m.request(video)
     assert provider_server.requests == []
+
+
+@attrs.frozen
+class City:
+    name: str
+    population: int
+
+
+def test_structured_output_through_the_output_tool(provider_server: ProviderServer) -> None:
+    body = fixture_json(F + "response_function_calls_parallel.json")
+    body["output"] = [
+        {
+            **body["output"][0],
+            "name": "final_result",
+            "call_id": "call_out",
+            "arguments": '{"name":"Oslo","population":700000}',
+        }
+    ]
+    provider_server.enqueue(json_reply(body))
+    result = Agent(model(provider_server), output_type=City).run_sync("Biggest city of Norway?")
+    assert result.output == City("Oslo", 700000)
+    sent = provider_server.requests[0].json()
+    assert sent["tool_choice"] == "required"
+    assert [t["name"] for t in sent["tools"]] == ["final_result"]
+    assert sent["tools"][0]["strict"] is False
+
+
+def test_a_responses_conversation_continues_on_chat_completions(
+    provider_server: ProviderServer,
+) -> None:
+    provider_server.enqueue(call_reply("Paris", "call_c1", reasoning=True), text_reply("18 C"))
+    first = Agent(model(provider_server), tools=[get_weather]).run_sync("Weather in Paris?")
+    stored = decode_history(encode_history(first.messages)).unwrap()
+    chat = openai_wire.encode_request(
+        ModelRequest(tuple(m for m in stored if m.role is not Role.SYSTEM), tools=(WEATHER,)),
+        model="gpt-4o-mini",
+        stream=False,
+    ).unwrap()
+    assert "gAAAA" not in json.dumps(chat)  # reasoning stays in the history, unsent
+    assert [m["role"] for m in chat["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert chat["messages"][1]["tool_calls"][0]["id"] == "call_c1"
