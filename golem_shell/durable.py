@@ -288,14 +288,17 @@ class DurableAgent(Generic[DepsT, OutputT]):
             (dependencies are per worker, not per run: they are not recorded).
 
     Raises:
-        UsageError: the name is taken by another agent, or the agent has toolsets.
+        UsageError: ``agent`` is not an ``Agent``, the name is empty or taken by another
+            agent, or the agent has toolsets.
     """
 
     def __init__(
         self, agent: Agent[DepsT, OutputT], *, name: str, deps: DepsT | None = None
     ) -> None:
-        if not name:
-            raise UsageError("a DurableAgent needs a non-empty name")
+        if not isinstance(agent, Agent):
+            raise UsageError(f"DurableAgent wraps an Agent, not {type(agent).__name__}")
+        if not isinstance(name, str) or not name:
+            raise UsageError(f"a DurableAgent needs a non-empty name (a str), got {name!r}")
         if getattr(agent, "toolsets", ()):
             raise UsageError(
                 f"durable runs do not support toolsets yet ({agent!r}): a toolset's tools"

@@ -337,6 +337,10 @@ async def test_misuse_is_a_usage_error(launched: Path) -> None:
     await DURABLE["verdict"].run("judge", run_id="unit-owned")
     with pytest.raises(UsageError, match="not a run of DurableAgent 'two-tools'"):
         await DURABLE["two-tools"].result("unit-owned")
+    with pytest.raises(UsageError, match="wraps an Agent, not FunctionModel"):
+        DurableAgent(FunctionModel(lambda r: "x"), name="not-an-agent")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="non-empty name"):
+        DurableAgent(AGENTS["two-tools"], name="")
     with pytest.raises(UsageError, match="already registered"):
         DurableAgent(Agent(FunctionModel(lambda r: "x")), name="two-tools")
     assert DurableAgent(AGENTS["two-tools"], name="two-tools").name == "two-tools"
