@@ -28,6 +28,7 @@ import dataclasses
 import datetime as dt
 import decimal
 import enum
+import functools
 import json
 import math
 import re
@@ -350,6 +351,12 @@ def _fields(tp: type, hints: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     return out
 
 
+@functools.lru_cache(maxsize=512)
+def _class_fields(tp: type) -> list[tuple[str, Any, Any]]:
+    """``_fields`` of a class, read once (type hints are slow to resolve)."""
+    return _fields(tp, _hints(tp))
+
+
 class _Missing:
     """An optional field whose default is not a value (a factory): not in the schema."""
 
@@ -624,7 +631,7 @@ def _validate_array(
 def _validate_fields(value: Any, tp: type, path: str, depth: int) -> Any:
     if type(value) is not dict:
         raise _fail(path, _describe_type(tp), value)
-    fields = _fields(tp, _hints(tp))
+    fields = _class_fields(tp)
     known = {key for key, _, _ in fields}
     errors = [
         f"{_child(path, key)}: unexpected field (the fields are {', '.join(sorted(known))})"
