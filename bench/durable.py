@@ -5,10 +5,12 @@ network, so the figures are golem's and DBOS's own costs):
 
 1. **overhead per run**: a 3-request, 2-tool run through ``Agent.run`` and through
    ``DurableAgent.run`` (a DBOS workflow with 6 recorded steps), in one process, timed in
-   interleaved rounds (plain, durable, plain, ...) so both see the same machine; once
-   with DBOS on SQLite (a file in a temporary directory) and once on Postgres (a real
-   server on 127.0.0.1 started by ``tests/postgres_server.py``). Each backend runs in a
-   child process of its own (DBOS is one per process).
+   interleaved rounds (plain, durable, plain, ...) so both see the same machine; with
+   DBOS on SQLite (a file in a temporary directory; SQLite's default rollback journal,
+   then the file switched to WAL) and on Postgres (a real server on 127.0.0.1 started by
+   ``tests/postgres_server.py``, which runs with ``fsync=off``: its figure leaves out
+   the disk flush a production server makes at every commit, while SQLite's include
+   it). Each backend runs in a child process of its own (DBOS is one per process).
 2. **throughput of workers**: ``--queue-runs`` runs enqueued on one DBOS queue
    (``worker_concurrency=--concurrency``) on Postgres, taken by one worker process, then
    by two; runs per second from the first enqueue to the last result. The model answers
@@ -80,10 +82,16 @@ def _dbos_config(db: str, executor: str) -> Any:
 # -- child: overhead per run ------------------------------------------------------------
 
 
-async def _overhead(db: str, runs: int, rounds: int) -> dict[str, Any]:
+async def _overhead(db: str, runs: int, rounds: int, wal: bool) -> dict[str, Any]:
     from dbos import DBOS
 
     from golem_shell.durable import DurableAgent
+
+    if wal:  # a property of the file: set once, before DBOS opens it
+        import sqlite3
+
+        with sqlite3.connect(db.removeprefix("sqlite:///")) as c:
+            c.execute("PRAGMA journal_mode=WAL")
 
     agent = make_agent()
     durable = DurableAgent(agent, name=AGENT_NAME)
@@ -201,8 +209,9 @@ def _throughput(
 # -- the benchmark ------------------------------------------------------------------------
 
 
-def _overhead_in_child(db: str, runs: int, rounds: int) -> dict[str, Any]:
-    proc = _child(["--overhead", db, "--runs", str(runs), "--rounds", str(rounds)], capture=True)
+def _overhead_in_child(db: str, runs: int, rounds: int, *, wal: bool = False) -> dict[str, Any]:
+    argv = ["--overhead", db, "--runs", str(runs), "--rounds", str(rounds)]
+    proc = _child([*argv, "--wal"] if wal else argv, capture=True)
     out, _ = proc.communicate(timeout=1800)
     if proc.returncode != 0:
         raise RuntimeError(f"the overhead child for {db} failed ({proc.returncode})")
@@ -222,9 +231,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny numbers (a smoke run)")
     parser.add_argument("--overhead", metavar="DB", help=argparse.SUPPRESS)
     parser.add_argument("--worker", metavar="CONFIG", help=argparse.SUPPRESS)
+    parser.add_argument("--wal", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.overhead:
-        print(json.dumps(asyncio.run(_overhead(args.overhead, args.runs, args.rounds))))
+        figures = asyncio.run(_overhead(args.overhead, args.runs, args.rounds, args.wal))
+        print(json.dumps(figures))
         sys.stdout.flush()
         os._exit(0)  # the figures are out; skip DBOS's graceful shutdown
     if args.worker:
@@ -233,10 +244,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         args.runs, args.rounds, args.queue_runs = 5, 2, 8
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        figures = _overhead_in_child(f"sqlite:///{tmp}/bench.sqlite", args.runs, args.rounds)
-        rows.append({"kind": "overhead", "backend": "sqlite", **figures})
-        print(json.dumps(rows[-1]), flush=True)
+    for backend, wal in (("sqlite", False), ("sqlite-wal", True)):
+        with tempfile.TemporaryDirectory() as tmp:
+            db = f"sqlite:///{tmp}/bench.sqlite"
+            figures = _overhead_in_child(db, args.runs, args.rounds, wal=wal)
+            rows.append({"kind": "overhead", "backend": backend, **figures})
+            print(json.dumps(rows[-1]), flush=True)
     if not args.no_postgres:
         from postgres_server import create_database, start_postgres
 
