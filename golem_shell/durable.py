@@ -96,7 +96,7 @@ except ImportError as _missing:  # pragma: no cover - the extra is installed in 
         " (pip install 'golem[dbos]')"
     ) from _missing
 
-__all__ = ["ANSWERS_TOPIC", "WAITING_EVENT", "WORKFLOW_NAME", "DurableAgent"]
+__all__ = ["ANSWERS_TOPIC", "DurableAgent", "WAITING_EVENT", "WORKFLOW_NAME"]
 
 DepsT = TypeVar("DepsT")
 OutputT = TypeVar("OutputT")
