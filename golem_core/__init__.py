@@ -3,9 +3,14 @@
 No networking, no clock, no randomness, no files: attrs values and total functions over
 them. Everything that needs an effect takes its value as an argument; ``golem_shell``
 performs the effects and drives this core.
+
+The top level holds what an application uses: the message contract and its JSON codec,
+the history functions (repair, sanitize, processors), deferred answers, events and
+provenance. Below it: ``golem_core.loop`` (the sans-IO driver protocol), ``golem_core.wire``
+(provider codecs, SSE), ``golem_core.ids`` and ``golem_core.retry``, ``golem_core.testing``
+(Hypothesis strategies and processor laws).
 """
 
-from golem_core._arguments import TRUNCATED_ARGS_KEY, wire_arguments
 from golem_core._context import (
     DEFAULT_CLEARED_PLACEHOLDER,
     SUMMARY_KEY,
@@ -23,11 +28,8 @@ from golem_core._context import (
 from golem_core._deferred import (
     Approved,
     DeferredAnswer,
-    DeferredError,
     Denied,
     ExternalResult,
-    resume_run,
-    waiting_calls,
 )
 from golem_core._events import (
     LifecycleEvent,
@@ -55,9 +57,8 @@ from golem_core._history import (
     normalize_history,
     repair_history,
 )
-from golem_core._identity import conversation_id_of, stamp
-from golem_core._ids import next_uuid7, uuid7, uuid7_unix_ms
-from golem_core._instructions import apply_instructions, join_instructions
+from golem_core._identity import conversation_id_of
+from golem_core._instructions import join_instructions
 from golem_core._json import (
     DecodeError,
     HistoryDecodeError,
@@ -72,36 +73,7 @@ from golem_core._json import (
     history_to_jsonable,
     make_converter,
 )
-from golem_core._loop import (
-    TRANSITIONS,
-    DeferredCall,
-    ExecuteTools,
-    Fail,
-    Finish,
-    LoopCommand,
-    LoopOutcome,
-    ModelFailed,
-    ModelResponded,
-    OutputInvalid,
-    OutputValid,
-    Pause,
-    Phase,
-    RequestModel,
-    RunConfig,
-    RunState,
-    ToolCanceled,
-    ToolCrashed,
-    ToolKind,
-    ToolOutcome,
-    ToolRetry,
-    ToolReturned,
-    ToolSpec,
-    ToolsReturned,
-    ValidateOutput,
-    next_command,
-    receive,
-    start_run,
-)
+from golem_core._loop import DeferredCall
 from golem_core._messages import (
     DataPart,
     Extra,
@@ -152,7 +124,7 @@ from golem_core._provenance import (
     verify_history,
     verify_message,
 )
-from golem_core._retry import RetryPolicy, backoff_delay, next_delay, parse_retry_after
+from golem_core._retry import RetryPolicy
 from golem_core._sanitize import (
     SanitizeReport,
     UnsafePart,
@@ -160,8 +132,6 @@ from golem_core._sanitize import (
     sanitize_history,
     url_scheme,
 )
-from golem_core._sse import ServerSentEvent, SSEDecoder, SSEError
-from golem_core._stream import StreamAccumulator, text_deltas
 
 __all__ = [
     "Approved",
@@ -172,67 +142,46 @@ __all__ = [
     "DecodeError",
     "DeferredAnswer",
     "DeferredCall",
-    "DeferredError",
     "Denied",
-    "ExecuteTools",
     "ExternalResult",
     "Extra",
-    "Fail",
-    "Finish",
     "HistoryDecodeError",
     "HistoryError",
     "HistoryProcessor",
     "HistoryRepair",
     "INTERRUPTED_RESULT_TEXT",
     "LifecycleEvent",
-    "LoopCommand",
-    "LoopOutcome",
     "MIN_KEY_BYTES",
     "Message",
     "MessageProvenance",
     "ModelDelta",
     "ModelErrorKind",
-    "ModelFailed",
     "ModelRequest",
-    "ModelResponded",
     "ModelSettings",
-    "OutputInvalid",
-    "OutputValid",
     "PROVENANCE_FIELD",
     "PairingKind",
     "PairingProblem",
     "Part",
     "PartKind",
-    "Pause",
-    "Phase",
     "ProvenanceReport",
     "RepairEntry",
     "RepairReason",
     "RequestFailed",
     "RequestFinished",
-    "RequestModel",
     "RequestStarted",
     "RetryPolicy",
     "RetryScheduled",
     "Role",
-    "RunConfig",
     "RunFailed",
     "RunFinished",
     "RunPaused",
     "RunStarted",
-    "RunState",
-    "SSEDecoder",
-    "SSEError",
     "SUMMARY_KEY",
     "SanitizeReport",
-    "ServerSentEvent",
     "SigningKeys",
-    "StreamAccumulator",
     "StreamDone",
     "StreamEvent",
     "SummaryPlan",
-    "TRANSITIONS",
-    "TRUNCATED_ARGS_KEY",
     "TextDelta",
     "TextPart",
     "ThinkingDelta",
@@ -240,26 +189,15 @@ __all__ = [
     "TokenCounter",
     "ToolCallDelta",
     "ToolCallPart",
-    "ToolCanceled",
-    "ToolCrashed",
     "ToolDefinition",
     "ToolFinished",
-    "ToolKind",
-    "ToolOutcome",
     "ToolOutcomeKind",
-    "ToolRetry",
-    "ToolReturned",
-    "ToolSpec",
     "ToolStarted",
-    "ToolsReturned",
     "URLPart",
     "UnknownPart",
     "UnsafePart",
     "Usage",
-    "ValidateOutput",
-    "apply_instructions",
     "approximate_tokens",
-    "backoff_delay",
     "budget_history",
     "canonical_bytes",
     "check_pairing",
@@ -282,32 +220,85 @@ __all__ = [
     "is_summary",
     "join_instructions",
     "make_converter",
-    "next_command",
-    "next_delay",
-    "next_uuid7",
     "normalize_history",
-    "parse_retry_after",
     "plan_summary",
-    "receive",
     "repair_history",
-    "resume_run",
     "sanitize_history",
     "sign_message",
     "signed_calls",
     "signing_keys",
-    "stamp",
-    "start_run",
     "summary_message",
-    "text_deltas",
     "token_counter",
     "trim_history",
     "turn_starts",
     "url_scheme",
-    "uuid7",
-    "uuid7_unix_ms",
     "verify_call",
     "verify_history",
     "verify_message",
-    "waiting_calls",
-    "wire_arguments",
 ]
+
+
+_MOVED = {
+    "DeferredError": "golem_core.loop",
+    "ExecuteTools": "golem_core.loop",
+    "Fail": "golem_core.loop",
+    "Finish": "golem_core.loop",
+    "LoopCommand": "golem_core.loop",
+    "LoopOutcome": "golem_core.loop",
+    "ModelFailed": "golem_core.loop",
+    "ModelResponded": "golem_core.loop",
+    "OutputInvalid": "golem_core.loop",
+    "OutputValid": "golem_core.loop",
+    "Pause": "golem_core.loop",
+    "Phase": "golem_core.loop",
+    "RequestModel": "golem_core.loop",
+    "RunConfig": "golem_core.loop",
+    "RunState": "golem_core.loop",
+    "SSEDecoder": "golem_core.wire",
+    "SSEError": "golem_core.wire",
+    "ServerSentEvent": "golem_core.wire",
+    "StreamAccumulator": "golem_core.wire",
+    "TRANSITIONS": "golem_core.loop",
+    "TRUNCATED_ARGS_KEY": "golem_core.wire",
+    "ToolCanceled": "golem_core.loop",
+    "ToolCrashed": "golem_core.loop",
+    "ToolKind": "golem_core.loop",
+    "ToolOutcome": "golem_core.loop",
+    "ToolRetry": "golem_core.loop",
+    "ToolReturned": "golem_core.loop",
+    "ToolSpec": "golem_core.loop",
+    "ToolsReturned": "golem_core.loop",
+    "Transition": "golem_core.loop",
+    "ValidateOutput": "golem_core.loop",
+    "backoff_delay": "golem_core.retry",
+    "next_command": "golem_core.loop",
+    "next_delay": "golem_core.retry",
+    "next_uuid7": "golem_core.ids",
+    "parse_retry_after": "golem_core.retry",
+    "receive": "golem_core.loop",
+    "resume_run": "golem_core.loop",
+    "stamp": "golem_core.ids",
+    "start_run": "golem_core.loop",
+    "text_deltas": "golem_core.wire",
+    "uuid7": "golem_core.ids",
+    "uuid7_unix_ms": "golem_core.ids",
+    "waiting_calls": "golem_core.loop",
+    "wire_arguments": "golem_core.wire",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Names that moved below the top level stay importable from it for one release,
+    with a ``DeprecationWarning`` naming their module."""
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module 'golem_core' has no attribute {name!r}")
+    import importlib
+    import warnings
+
+    warnings.warn(
+        f"golem_core.{name} moved: import it from {module}",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(module), name)

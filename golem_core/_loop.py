@@ -51,11 +51,12 @@ from typing import Any, Literal, TypeAlias, assert_never
 
 import attrs
 from attrs import field, frozen
-from returns.result import Failure, Result, Success
+from returns.result import Failure, Success
 
 from golem_core._history import _calls_of, interrupted_result, normalize_history
 from golem_core._messages import Message, Part, Role, TextPart, ToolCallPart, Usage
 from golem_core._model import ModelErrorKind, ModelRequest, ModelSettings, ToolDefinition
+from golem_core._processors import HistoryProcessor
 from golem_core._provenance import sign_message
 
 __all__ = [
@@ -63,7 +64,6 @@ __all__ = [
     "DeferredCall",
     "ExecuteTools",
     "Fail",
-    "FailStage",
     "Finish",
     "LoopCommand",
     "LoopOutcome",
@@ -76,6 +76,7 @@ __all__ = [
     "RequestModel",
     "RunConfig",
     "RunState",
+    "Stage",
     "ToolCanceled",
     "ToolCrashed",
     "ToolKind",
@@ -94,7 +95,19 @@ __all__ = [
 ToolKind: TypeAlias = Literal["function", "output", "approval", "external"]
 """How a tool's calls are answered: run now, end the run with output, or wait (deferred)."""
 
-FailStage: TypeAlias = Literal["history", "request", "tool", "output", "limit", "canceled"]
+
+class Stage(enum.StrEnum):
+    """Where a run failed: the loop's own stages, and the driver's (instructions, timeout)."""
+
+    HISTORY = "history"
+    INSTRUCTIONS = "instructions"
+    REQUEST = "request"
+    TOOL = "tool"
+    OUTPUT = "output"
+    LIMIT = "limit"
+    CANCELED = "canceled"
+    TIMEOUT = "timeout"
+
 
 NOT_EXECUTED_TEXT = "not executed: the run ended with its final result before this call ran"
 FINAL_RESULT_TEXT = "final result processed"
@@ -225,7 +238,7 @@ class RunState:
     output: Any = None
     output_attempts: int = 0
     retries: tuple[tuple[str, int], ...] = ()
-    failure: tuple[FailStage, str] | None = None
+    failure: tuple[Stage, str] | None = None
 
     @property
     def system(self) -> tuple[Message, ...]:
@@ -298,7 +311,7 @@ class Pause:
 class Fail:
     """The run failed at ``stage`` for ``reason``."""
 
-    stage: FailStage
+    stage: Stage
     reason: str
     state: RunState
 
@@ -411,7 +424,7 @@ def _table() -> tuple[Transition, ...]:
             RequestModel,
             ModelFailed,
             (Phase.FAILED,),
-            lambda state, o: _failed(state, "request", o.reason),
+            lambda state, o: _failed(state, Stage.REQUEST, o.reason),
         ),
         Transition(
             Phase.TOOLS,
@@ -439,15 +452,13 @@ def _table() -> tuple[Transition, ...]:
 
 # -- starting --------------------------------------------------------------------------
 
-HistoryProcessorFn: TypeAlias = Callable[[Sequence[Message]], Result[tuple[Message, ...], Any]]
-
 
 def start_run(
     config: RunConfig,
     history: Sequence[Message],
     prompt: Sequence[Part] | None,
     *,
-    processor: HistoryProcessorFn | None = None,
+    processor: HistoryProcessor | None = None,
     now: datetime | None = None,
 ) -> RunState:
     """Prepare a run: process the history, drop its system messages, repair, add the prompt.
@@ -468,11 +479,11 @@ def start_run(
             case Success(processed) if _is_history(processed):
                 history = processed
             case Failure(error):
-                return _failed(state, "history", f"history processor failed: {error}")
+                return _failed(state, Stage.HISTORY, f"history processor failed: {error}")
             case bad:
                 return _failed(
                     state,
-                    "history",
+                    Stage.HISTORY,
                     f"history processor returned {_describe_value(bad)}; expected"
                     " Success(messages) (a sequence of Message) or Failure(error)."
                     " Nothing was sent",
@@ -485,7 +496,7 @@ def start_run(
         user = Message(Role.USER, tuple(prompt), created_at=now)
         state = _add(state, (user,))
     if not state.history and not state.added:
-        return _failed(state, "history", "nothing to send: no history and no prompt")
+        return _failed(state, Stage.HISTORY, "nothing to send: no history and no prompt")
     return state
 
 
@@ -505,7 +516,7 @@ def _describe_value(value: object) -> str:
     return f"{value!r:.60} (a {type(value).__name__})"
 
 
-def _failed(state: RunState, stage: FailStage, reason: str) -> RunState:
+def _failed(state: RunState, stage: Stage, reason: str) -> RunState:
     return attrs.evolve(state, phase=Phase.FAILED, failure=(stage, reason))
 
 
@@ -529,7 +540,7 @@ def next_command(state: RunState) -> LoopCommand:
     if phase is Phase.REQUEST:
         if state.requests >= state.config.max_requests:
             return Fail(
-                "limit",
+                Stage.LIMIT,
                 f"the run reached its limit of {state.config.max_requests} model requests",
                 state,
             )
@@ -676,7 +687,7 @@ def _on_response(state: RunState, message: Message) -> RunState:
     if exceeded:
         return _failed(
             state,
-            "tool",
+            Stage.TOOL,
             f"tool {exceeded[0]!r} exceeded its retry budget: the model kept calling it"
             " with arguments that could not be used",
         )
@@ -710,7 +721,7 @@ def _on_tools(state: RunState, outcomes: Sequence[ToolOutcome]) -> RunState:
     state = attrs.evolve(state, tool_executions=executions, answered=())
     crashed = next((o for o in outcomes if type(o) is ToolCrashed), None)
     if crashed is not None:
-        return _failed(state, "tool", crashed.reason)
+        return _failed(state, Stage.TOOL, crashed.reason)
     canceled = next((o for o in outcomes if type(o) is ToolCanceled), None)
     results: list[Message] = []
     keep: set[int] = set()  # results already in final form: not stamped again
@@ -747,11 +758,11 @@ def _on_tools(state: RunState, outcomes: Sequence[ToolOutcome]) -> RunState:
         awaiting=tuple(d.call for d in still_waiting),
     )
     if canceled is not None:
-        return _failed(attrs.evolve(state, deferred=()), "canceled", canceled.reason)
+        return _failed(attrs.evolve(state, deferred=()), Stage.CANCELED, canceled.reason)
     if exceeded is not None:
         return _failed(
             state,
-            "tool",
+            Stage.TOOL,
             f"tool {exceeded!r} exceeded its retry budget: the model kept calling it with"
             " arguments that could not be used",
         )
@@ -768,7 +779,7 @@ def _correction(state: RunState, reason: str, *, as_user: bool) -> RunState:
     if attempts > state.config.output_retries:
         return _failed(
             state,
-            "output",
+            Stage.OUTPUT,
             f"the output was still not valid after {state.config.output_retries} correction"
             f" rounds: {reason}",
         )

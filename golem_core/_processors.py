@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final, TypeAlias, assert_never
+from typing import Any, Final, TypeAlias, assert_never
 
 from attrs import field, frozen
 from returns.result import Failure, Result, Success
@@ -74,10 +74,10 @@ class HistoryError:
         return self.message
 
 
-HistoryProcessor: TypeAlias = Callable[
-    [Sequence[Message]], Result[tuple[Message, ...], HistoryError]
-]
-"""Rewrites a history once per run, before repair: ``Success(history)`` or ``Failure``."""
+HistoryProcessor: TypeAlias = Callable[[Sequence[Message]], Result[tuple[Message, ...], Any]]
+"""Rewrites a history once per run, before repair: ``Success(history)`` or ``Failure`` of
+any error (golem's own processors fail with ``HistoryError``). The one processor type: the
+agent, the loop and ``compose`` all take it."""
 
 TokenCounter: TypeAlias = Callable[[Message], int]
 """Counts the tokens one message costs; must return a non-negative ``int``."""

@@ -24,6 +24,7 @@ from returns.result import Failure, Result, Success
 from typing_extensions import TypeVar
 
 from golem_core import (
+    HistoryProcessor,
     Message,
     ModelDelta,
     ModelSettings,
@@ -88,7 +89,6 @@ DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=str)
 
 InstructionsFunction = Callable[[RunContext[Any]], Awaitable[str | None] | str | None]
-HistoryProcessor = Callable[[Sequence[Message]], Result[tuple[Message, ...], Any]]
 Prompt = str | Sequence[Part] | None
 IssuedCalls = Container[str] | Callable[[ToolCallPart], bool]
 """What a server issued: the call ids it paused on, or a predicate over a call."""
@@ -198,13 +198,15 @@ class Agent(Generic[DepsT, OutputT]):
             ``trim_history(20)``); compose several with ``compose``.
         max_requests: the most model requests one run may make (stage ``limit``).
         output_retries: correction rounds a bad output may get (stage ``output``).
-        timeout: seconds a run may take (stage ``timeout``, with a partial).
+        timeout: seconds a run may take, resolving dynamic instructions included
+            (stage ``timeout``, with a partial).
         settings: sampling settings sent with every request.
         toolsets: sources of more tools, asked at the start of every run (e.g. MCP
             servers, ``golem_shell.mcp``); ``async with agent`` opens and closes them.
         signing_key: a server key (``bytes``, or several newest first) with which every
             message a run adds and every call it issues is signed (ADR 0054); answers
             to deferred calls are then refused unless the call's signature verifies.
+        name: the agent's name in traces (``invoke_agent {name}``) and its repr.
     """
 
     @overload
@@ -223,6 +225,7 @@ class Agent(Generic[DepsT, OutputT]):
         deps_type: type[DepsT] | None = None,
         toolsets: Sequence[Toolset] = (),
         signing_key: SigningKeys | None = None,
+        name: str | None = None,
     ) -> None: ...
 
     @overload
@@ -243,6 +246,7 @@ class Agent(Generic[DepsT, OutputT]):
         deps_type: type[DepsT] | None = None,
         toolsets: Sequence[Toolset] = (),
         signing_key: SigningKeys | None = None,
+        name: str | None = None,
     ) -> None: ...
 
     def __init__(
@@ -262,6 +266,7 @@ class Agent(Generic[DepsT, OutputT]):
         deps_type: type[DepsT] | None = None,
         toolsets: Sequence[Toolset] = (),
         signing_key: SigningKeys | None = None,
+        name: str | None = None,
     ) -> None:
         check_settings(
             max_requests=max_requests,
@@ -273,6 +278,9 @@ class Agent(Generic[DepsT, OutputT]):
             tools=tools,
         )
         self.model: Model = infer_model(model)
+        if name is not None and not isinstance(name, str):
+            raise UsageError(f"name must be a string or None, got {type(name).__name__}")
+        self.name = name
         self.instructions = instructions
         self.dynamic_instructions = dynamic_instructions
         self.history_processor = history_processor
@@ -302,7 +310,8 @@ class Agent(Generic[DepsT, OutputT]):
             raise UsageError(str(e)) from None
 
     def __repr__(self) -> str:
-        return f"Agent(model={self.model.name!r}, tools={sorted(self.tools)!r})"
+        named = f"name={self.name!r}, " if self.name is not None else ""
+        return f"Agent({named}model={self.model.name!r}, tools={sorted(self.tools)!r})"
 
     async def __aenter__(self) -> Agent[DepsT, OutputT]:
         """Open the toolsets that are async context managers (MCP connections)."""
@@ -429,9 +438,18 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
+        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         """``run`` for code without an event loop."""
-        return _sync(self.run(prompt, deps=deps, run_id=run_id, conversation_id=conversation_id))
+        return _sync(
+            self.run(
+                prompt,
+                deps=deps,
+                run_id=run_id,
+                conversation_id=conversation_id,
+                on_event=on_event,
+            )
+        )
 
     def run_with_history_sync(
         self,
@@ -441,11 +459,17 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
+        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         """``run_with_history`` for code without an event loop."""
         return _sync(
             self.run_with_history(
-                history, prompt, deps=deps, run_id=run_id, conversation_id=conversation_id
+                history,
+                prompt,
+                deps=deps,
+                run_id=run_id,
+                conversation_id=conversation_id,
+                on_event=on_event,
             )
         )
 
@@ -457,11 +481,17 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
+        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         """``run_stream`` for code without an event loop."""
         return _sync(
             self.run_stream(
-                prompt, on_delta=on_delta, deps=deps, run_id=run_id, conversation_id=conversation_id
+                prompt,
+                on_delta=on_delta,
+                deps=deps,
+                run_id=run_id,
+                conversation_id=conversation_id,
+                on_event=on_event,
             )
         )
 
@@ -474,6 +504,7 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
+        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         """``run_stream_with_history`` for code without an event loop."""
         return _sync(
@@ -484,6 +515,7 @@ class Agent(Generic[DepsT, OutputT]):
                 deps=deps,
                 run_id=run_id,
                 conversation_id=conversation_id,
+                on_event=on_event,
             )
         )
 
@@ -596,6 +628,7 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
+        on_event: EventHandler | None = None,
     ) -> RunResult[OutputT]:
         """``run_with_deferred_results`` for code without an event loop."""
         return _sync(
@@ -607,6 +640,7 @@ class Agent(Generic[DepsT, OutputT]):
                 deps=deps,
                 run_id=run_id,
                 conversation_id=conversation_id,
+                on_event=on_event,
             )
         )
 

@@ -19,11 +19,10 @@ adapter and chained with ``from``. No message, repr or attribute ever holds an A
 
 from __future__ import annotations
 
-import enum
-
 from attrs import frozen
 
 from golem_core import Message, ModelErrorKind, Usage
+from golem_core._loop import Stage
 
 __all__ = [
     "DeferredResultsError",
@@ -117,19 +116,6 @@ class ModelError(GolemError):
 
     def __repr__(self) -> str:
         return f"ModelError({self.kind.value!r}, {self.message!r}, status={self.status!r})"
-
-
-class Stage(enum.StrEnum):
-    """Where a run failed."""
-
-    HISTORY = "history"
-    INSTRUCTIONS = "instructions"
-    REQUEST = "request"
-    TOOL = "tool"
-    OUTPUT = "output"
-    LIMIT = "limit"
-    CANCELED = "canceled"
-    TIMEOUT = "timeout"
 
 
 @frozen

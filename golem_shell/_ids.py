@@ -6,7 +6,7 @@ import os
 import threading
 import time
 
-from golem_core import next_uuid7
+from golem_core.ids import next_uuid7
 
 __all__ = ["new_id"]
 

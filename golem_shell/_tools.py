@@ -28,11 +28,11 @@ from golem_core import (
     TextPart,
     ToolCallPart,
     ToolDefinition,
-    ToolSpec,
     URLPart,
     Usage,
 )
 from golem_core._loop import ToolCanceled, ToolCrashed, ToolOutcome, ToolRetry, ToolReturned
+from golem_core.loop import ToolSpec
 from golem_shell._errors import GolemError, UsageError
 from golem_shell._schema import (
     NO_DEFAULT,

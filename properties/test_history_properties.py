@@ -9,17 +9,19 @@ from hypothesis import strategies as st
 from strategies import arguments, damaged_histories, histories, texts, valid_histories
 
 from golem_core import (
-    TRUNCATED_ARGS_KEY,
     HistoryRepair,
     Message,
     Role,
     ToolCallPart,
-    apply_instructions,
     check_pairing,
     interrupted_result,
     join_instructions,
     normalize_history,
     repair_history,
+)
+from golem_core._instructions import apply_instructions
+from golem_core.wire import (
+    TRUNCATED_ARGS_KEY,
     wire_arguments,
 )
 

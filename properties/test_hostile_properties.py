@@ -27,8 +27,6 @@ from golem_core import (
     DecodeError,
     Message,
     Role,
-    SSEDecoder,
-    SSEError,
     TextPart,
     URLPart,
     decode_history,
@@ -36,6 +34,10 @@ from golem_core import (
     is_safe_url,
     sanitize_history,
     url_scheme,
+)
+from golem_core.wire import (
+    SSEDecoder,
+    SSEError,
 )
 
 FUZZ = settings(

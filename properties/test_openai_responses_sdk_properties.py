@@ -37,11 +37,11 @@ from golem_core import (
     ModelSettings,
     Part,
     Role,
-    SSEDecoder,
     ToolDefinition,
     URLPart,
     repair_history,
 )
+from golem_core.wire import SSEDecoder
 from golem_core.wire import openai_responses as wire
 
 openai_types = pytest.importorskip("openai.types.responses")

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from golem_core import TRUNCATED_ARGS_KEY, ToolCallPart, wire_arguments
+from golem_core import ToolCallPart
+from golem_core.wire import (
+    TRUNCATED_ARGS_KEY,
+    wire_arguments,
+)
 
 
 def call(arguments: str) -> ToolCallPart:

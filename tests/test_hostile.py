@@ -29,8 +29,6 @@ from returns.result import Failure, Success
 from golem_core import (
     DecodeError,
     Message,
-    SSEDecoder,
-    SSEError,
     TextPart,
     ToolCallPart,
     URLPart,
@@ -40,6 +38,10 @@ from golem_core import (
     normalize_history,
     sanitize_history,
     url_scheme,
+)
+from golem_core.wire import (
+    SSEDecoder,
+    SSEError,
     wire_arguments,
 )
 
@@ -433,6 +435,7 @@ def test_fifty_megabytes_of_each_hostile_input_completes_in_a_subprocess() -> No
     script = textwrap.dedent(
         """
         from golem_core import *
+        from golem_core.wire import SSEDecoder, SSEError
         MB50 = 50 * 1024 * 1024
         text = '[{"role":"user","parts":[{"type":"text","text":"' + "a" * MB50 + '"}]}]'
         assert decode_history(text).unwrap()[0].text == "a" * MB50

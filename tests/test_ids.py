@@ -4,7 +4,16 @@ import uuid
 
 import pytest
 
-from golem_core import Message, conversation_id_of, next_uuid7, stamp, uuid7, uuid7_unix_ms
+from golem_core import (
+    Message,
+    conversation_id_of,
+)
+from golem_core.ids import (
+    next_uuid7,
+    stamp,
+    uuid7,
+    uuid7_unix_ms,
+)
 from golem_shell import new_id
 
 

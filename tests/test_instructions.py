@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from golem_core import Message, Role, apply_instructions, join_instructions
+from golem_core import (
+    Message,
+    Role,
+    join_instructions,
+)
+from golem_core._instructions import apply_instructions
 
 
 @pytest.mark.parametrize(

@@ -7,12 +7,19 @@ from typing import Any
 import pytest
 
 from golem_core import (
+    Message,
+    ModelErrorKind,
+    Role,
+    TextPart,
+    ToolCallPart,
+    ToolDefinition,
+    check_pairing,
+)
+from golem_core.loop import (
     TRANSITIONS,
     ExecuteTools,
     Fail,
     Finish,
-    Message,
-    ModelErrorKind,
     ModelFailed,
     ModelResponded,
     OutputInvalid,
@@ -20,16 +27,11 @@ from golem_core import (
     Pause,
     Phase,
     RequestModel,
-    Role,
     RunConfig,
-    TextPart,
-    ToolCallPart,
-    ToolDefinition,
     ToolReturned,
     ToolSpec,
     ToolsReturned,
     ValidateOutput,
-    check_pairing,
     next_command,
     receive,
     start_run,

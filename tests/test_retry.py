@@ -6,8 +6,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from golem_core import ModelErrorKind, RetryPolicy, backoff_delay, next_delay, parse_retry_after
+from golem_core import (
+    ModelErrorKind,
+    RetryPolicy,
+)
 from golem_core._retry import parse_http_date
+from golem_core.retry import (
+    backoff_delay,
+    next_delay,
+    parse_retry_after,
+)
 
 NOW = 784111777.0  # Sun, 06 Nov 1994 08:49:37 GMT
 

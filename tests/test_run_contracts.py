@@ -270,3 +270,13 @@ async def test_a_model_error_names_the_endpoint_and_the_attempts_never_the_key(
     assert "after 3 attempts" in text
     assert key not in text and key not in repr(caught.value.cause)
     assert caught.value.cause is not None and getattr(caught.value.cause, "attempts", None) == 3
+
+
+def test_sync_twins_pass_events_and_an_agent_has_a_name() -> None:
+    seen: list[str] = []
+    agent = Agent(ScriptedModel(["hi"]), name="greeter")
+    assert "greeter" in repr(agent)
+    agent.run_sync("hello", on_event=lambda e: seen.append(type(e).__name__))
+    assert seen[0] == "RunStarted" and seen[-1] == "RunFinished"
+    with pytest.raises(UsageError, match="name"):
+        Agent(ScriptedModel(["x"]), name=3)  # type: ignore[call-overload]

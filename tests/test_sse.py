@@ -6,7 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from golem_core import ServerSentEvent, SSEDecoder, SSEError
+from golem_core.wire import (
+    ServerSentEvent,
+    SSEDecoder,
+    SSEError,
+)
 
 
 def decode(data: bytes, *, max_line_bytes: int | None = None) -> list[ServerSentEvent]:

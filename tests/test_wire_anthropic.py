@@ -17,7 +17,6 @@ from golem_core import (
     ModelRequest,
     ModelSettings,
     Role,
-    SSEDecoder,
     TextDelta,
     TextPart,
     ThinkingDelta,
@@ -30,7 +29,11 @@ from golem_core import (
     Usage,
     repair_history,
 )
-from golem_core.wire import WireError, anthropic
+from golem_core.wire import (
+    SSEDecoder,
+    WireError,
+    anthropic,
+)
 
 WEATHER = ToolDefinition(
     "get_weather",

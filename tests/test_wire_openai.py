@@ -17,7 +17,6 @@ from golem_core import (
     ModelRequest,
     ModelSettings,
     Role,
-    SSEDecoder,
     TextDelta,
     TextPart,
     ThinkingPart,
@@ -29,7 +28,11 @@ from golem_core import (
     Usage,
     repair_history,
 )
-from golem_core.wire import WireError, openai
+from golem_core.wire import (
+    SSEDecoder,
+    WireError,
+    openai,
+)
 
 WEATHER = ToolDefinition(
     "get_weather",
