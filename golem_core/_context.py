@@ -391,7 +391,9 @@ def plan_summary(
         if total <= max_tokens:
             return None
     starts = [*turn_starts(history), len(history)]
-    candidates = [s for s in starts[: len(starts) - keep] if s > 0] if keep else [len(history)]
+    candidates = (
+        [s for s in starts[: max(0, len(starts) - keep)] if s > 0] if keep else [len(history)]
+    )
     for cut in reversed(candidates):
         if _splits_a_pair(history, cut):
             continue
