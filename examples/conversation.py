@@ -5,7 +5,8 @@
 Uses OpenAI when OPENAI_API_KEY or OPENAI_BASE_URL is set (OPENAI_MODEL, default
 gpt-4o-mini; any OpenAI-compatible server such as Ollama or llama.cpp via
 OPENAI_BASE_URL), Anthropic when ANTHROPIC_API_KEY is set (ANTHROPIC_MODEL, default
-claude-sonnet-4-5), and an offline model otherwise. Every run is bounded to the newest
+claude-sonnet-4-5), Gemini when GOOGLE_API_KEY or GEMINI_API_KEY is set (GEMINI_MODEL,
+default gemini-2.5-flash), and an offline model otherwise. Every run is bounded to the newest
 20 messages of history. Type a message and press enter; an empty line or end of input
 quits. The conversation is stored after every turn, so a later start resumes it.
 """
@@ -41,6 +42,9 @@ def choose_model() -> tuple[Model, str]:
         return infer_model(name), name
     if os.environ.get("ANTHROPIC_API_KEY"):
         name = "anthropic:" + os.environ.get("ANTHROPIC_MODEL", "claude-sonnet-4-5")
+        return infer_model(name), name
+    if os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY"):
+        name = "google:" + os.environ.get("GEMINI_MODEL", "gemini-2.5-flash")
         return infer_model(name), name
     return FunctionModel(offline_reply, name="offline"), "offline (no API key set)"
 
