@@ -4,6 +4,10 @@ One tool, ``step(n)``, appends ``"<run id> <n>"`` to a log file before it does a
 else (so the log counts executions, completed or not) and hangs when ``(run id, n)`` is
 in ``block`` (so a worker can be killed with the tool in flight). The model is the
 loopback server of ``durable_server.py``.
+
+``make_approval_agent`` is an offline agent whose first answer calls ``publish``, a tool
+that needs approval (it logs ``"<run id> publish"``), and whose second answer reports
+the result: a run that waits for a person across a restart.
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ from collections import Counter
 from collections.abc import Collection
 from pathlib import Path
 
-from golem_shell import Agent, OpenAIModel, RunContext, Tool
+from golem_core import Message, ModelRequest, Role, ToolCallPart
+from golem_shell import Agent, FunctionModel, OpenAIModel, RunContext, Tool
 
 AGENT_NAME = "durable-test"
+APPROVAL_AGENT_NAME = "durable-test-approval"
 EFFECTS = ("request 1", "tool 1", "request 2", "tool 2", "request 3")
 """The effects of one run, in order: 3 model requests and 2 tool executions."""
 
@@ -41,11 +47,34 @@ def make_agent(
     return Agent(model, tools=[Tool.from_function(step)])
 
 
+def make_approval_agent(log: Path) -> Agent[None, str]:
+    """The offline agent that pauses for approval of ``publish`` (see the header)."""
+
+    def answer(request: ModelRequest) -> Message | str:
+        results = [m for m in request.messages if m.role is Role.TOOL]
+        if not results:
+            return Message(Role.ASSISTANT, (ToolCallPart("p1", "publish", '{"text": "hi"}'),))
+        return f"published: {results[-1].text}"
+
+    async def publish(context: RunContext[None], text: str) -> str:
+        """Publish a text (needs approval).
+
+        Args:
+            text: what to publish.
+        """
+        with log.open("a") as f:
+            f.write(f"{context.run_id} publish\n")
+        return f"{text!r} is out"
+
+    return Agent(FunctionModel(answer), tools=[Tool.from_function(publish, kind="approval")])
+
+
 def tool_counts(log: Path) -> Counter[tuple[str, int]]:
     """How many times each ``(run id, n)`` began executing."""
     counts: Counter[tuple[str, int]] = Counter()
     if log.exists():
         for line in log.read_text().splitlines():
             run_id, n = line.rsplit(" ", 1)
-            counts[(run_id, int(n))] += 1
+            if n.isdigit():
+                counts[(run_id, int(n))] += 1
     return counts

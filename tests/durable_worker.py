@@ -7,9 +7,11 @@ markers and results are written), ``runs`` (``[run id, label]`` pairs) and ``mod
 
 - ``start``: start every run here, wait for the runs listed in ``wait`` (writing
   ``<dir>/<run id>.done`` for each), then idle until killed. Tools listed in ``block``
-  (``[run id, n]``) hang.
-- ``resume``: launch (DBOS recovers this executor's pending runs), wait for the result
-  of every run, write them to ``<dir>/results.json`` and exit.
+  (``[run id, n]``) hang. The ``approval`` runs (``[run id, label]``) are started on
+  the approval agent; ``<dir>/<run id>.waiting`` is written once each waits.
+- ``resume``: launch (DBOS recovers this executor's pending runs), approve what every
+  ``approval`` run waits for, wait for the result of every run, write them to
+  ``<dir>/results.json`` and exit.
 - ``queue``: register the queue ``queue`` (``{"name", "worker_concurrency"}``), write
   ``<dir>/<executor>.ready``, and work on it until killed. The ``producer`` also waits
   for the markers of every worker in ``workers``, enqueues the runs, waits for their
@@ -26,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from dbos import DBOS, DBOSPortableJSONSerializer
-from durable_app import AGENT_NAME, make_agent
+from durable_app import AGENT_NAME, APPROVAL_AGENT_NAME, make_agent, make_approval_agent
 
 from golem_core import history_to_jsonable
+from golem_shell import Approved
 from golem_shell.durable import DurableAgent
 
 
@@ -58,6 +61,8 @@ async def main(config: dict[str, Any]) -> None:
     block = {(run_id, n) for run_id, n in config.get("block", ())}
     agent = make_agent(config["model"], Path(config["log"]), block)
     durable = DurableAgent(agent, name=AGENT_NAME)  # registered before launch
+    approval = DurableAgent(make_approval_agent(Path(config["log"])), name=APPROVAL_AGENT_NAME)
+    approval_runs: list[tuple[str, str]] = [(r, label) for r, label in config.get("approval", ())]
     DBOS(
         config={
             "name": "golem-durable-test",
@@ -73,11 +78,20 @@ async def main(config: dict[str, Any]) -> None:
     if mode == "start":
         for run_id, label in runs:
             await durable.start(label, run_id=run_id)
+        for run_id, label in approval_runs:
+            await approval.start(label, run_id=run_id)
+            if await approval.waiting(run_id, timeout=30):
+                (where / f"{run_id}.waiting").write_text("waiting")
         for run_id in config.get("wait", ()):
             await durable.result(run_id)
             (where / f"{run_id}.done").write_text("done")
     elif mode == "resume":
-        _write(where / "results.json", await _results(durable, [r for r, _ in runs]))
+        results = await _results(durable, [r for r, _ in runs])
+        for run_id, _ in approval_runs:
+            waiting = await approval.waiting(run_id, timeout=30)
+            await approval.answer(run_id, {str(d.call.id): Approved() for d in waiting})
+        results.update(await _results(approval, [r for r, _ in approval_runs]))
+        _write(where / "results.json", results)
         sys.stdout.flush()
         os._exit(0)  # the results are written; skip DBOS's graceful shutdown
     else:

@@ -477,7 +477,14 @@ def _kill_and_resume(
             server.block.add((label, n))
         else:
             tools_blocked.append((run_id, n))
-    base = {"db": db, "executor": "kill", "model": server.url, "log": str(log), "dir": str(where)}
+    base = {
+        "db": db,
+        "executor": "kill",
+        "model": server.url,
+        "log": str(log),
+        "dir": str(where),
+        "approval": [(f"{prefix}-approval", "publish it")],
+    }
     first = Worker(
         where,
         "first",
@@ -492,7 +499,7 @@ def _kill_and_resume(
                 return False
             if kind == "tool" and started[(run_id, n)] == 0:
                 return False
-        return (where / f"{last}.done").exists()
+        return (where / f"{last}.done").exists() and (where / f"{prefix}-approval.waiting").exists()
 
     try:
         _wait_for(in_flight, [first], "every run to reach its kill point")
@@ -515,6 +522,11 @@ def _kill_and_resume(
             assert started[(run_id, n)] == expected, (run_id, n, started)
         assert results[run_id]["output"] == f"finished {label}: step 2 done"
         assert (results[run_id]["requests"], results[run_id]["toolExecutions"]) == (3, 2)
+
+    # a run paused for approval waited across the restart; approved, it ran its tool once
+    approved = results.pop(f"{prefix}-approval")
+    assert approved["output"] == "published: 'hi' is out"
+    assert log.read_text().splitlines().count(f"{prefix}-approval publish") == 1
 
     # the history of each resumed run is the history of an uninterrupted run
     agent = make_agent(server.url, where / "plain.log")
