@@ -36,10 +36,10 @@ from golem_core._messages import Message, Part, Role, TextPart, ThinkingPart
 from golem_core._processors import HistoryError, TokenCounter, approximate_tokens
 
 __all__ = [
-    "DEFAULT_CLEARED_PLACEHOLDER",
-    "SUMMARY_KEY",
     "ClearReport",
     "ClearedResult",
+    "DEFAULT_CLEARED_PLACEHOLDER",
+    "SUMMARY_KEY",
     "SummaryPlan",
     "clear_old_tool_results",
     "clear_tool_results",

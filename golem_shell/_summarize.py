@@ -30,9 +30,9 @@ from golem_shell._errors import GolemError
 from golem_shell.models import Model, infer_model
 
 __all__ = [
+    "AsyncHistoryProcessor",
     "DEFAULT_SUMMARY_INSTRUCTIONS",
     "DEFAULT_SUMMARY_PREFIX",
-    "AsyncHistoryProcessor",
     "run_history_processor",
     "summarize_history",
 ]
