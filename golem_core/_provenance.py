@@ -376,20 +376,29 @@ def signed_calls(history: Sequence[Message], keys: SigningKeys) -> frozenset[str
     return frozenset(out)
 
 
-def _unverified_results(history: Sequence[Message], keys: SigningKeys) -> frozenset[int]:
-    """Indices of the ``tool`` messages of ``history`` that a keyed sanitize drops.
+def _keyed_view(
+    history: Sequence[Message], keys: SigningKeys
+) -> tuple[frozenset[int], frozenset[int], frozenset[str]]:
+    """What a keyed ``sanitize_history`` needs to know of ``history`` (ADR 0056).
 
-    Every tool message that is not signed and intact, except the neutral no-result
-    result (``interrupted_result``): it carries no claim and no stamps by design, and
-    repair would synthesize the very same message. Total and deterministic.
+    Returns:
+        ``(forged, own, vouched)``: the indices of the ``tool`` messages to drop (not
+        signed and intact, the neutral no-result result excepted: it carries no claim
+        and no stamps by design, and repair would synthesize the very same message);
+        the indices of signed, intact assistant and tool messages (the server's own
+        bytes, passed through unchanged); and ``signed_calls(history, keys)``. Total
+        and deterministic.
     """
     usable = signing_keys(keys)
-    out: set[int] = set()
+    forged: set[int] = set()
+    own: set[int] = set()
     for i, m in enumerate(history):
-        if m.role is not Role.TOOL:
+        if m.role is not Role.TOOL and m.role is not Role.ASSISTANT:
             continue
-        if m == Message.tool_result(m.tool_call_id, m.tool_name, INTERRUPTED_RESULT_TEXT):
-            continue
-        if _check_message(m, usable)[0] is not MessageProvenance.SIGNED:
-            out.add(i)
-    return frozenset(out)
+        if _check_message(m, usable)[0] is MessageProvenance.SIGNED:
+            own.add(i)
+        elif m.role is Role.TOOL and m != Message.tool_result(
+            m.tool_call_id, m.tool_name, INTERRUPTED_RESULT_TEXT
+        ):
+            forged.add(i)
+    return frozenset(forged), frozenset(own), signed_calls(history, usable)
