@@ -23,8 +23,9 @@ Law checkers:
   ``ProcessorReport`` with, for each violated law, the counterexample Hypothesis shrank
   to a minimum; ``assert_processor`` raises ``AssertionError`` with that report.
 
-The searches are derandomized (the same processor gives the same report) and write no
-example database.
+The searches are derandomized (within one program the same processor gives the same
+report; Hypothesis also draws constants from the modules loaded, so another program may
+find another counterexample) and write no example database.
 """
 
 from __future__ import annotations
@@ -798,8 +799,8 @@ def check_processor(
 
     Returns:
         The report: ``report.ok``, ``report.violations``; ``str(report)`` shows each
-        counterexample as messages and as history JSON. Deterministic (the searches
-        are derandomized) and writes no example database.
+        counterexample as messages and as history JSON. The searches are
+        derandomized (repeatable within a program) and write no example database.
     """
     inputs = histories if histories is not None else _default_histories()
     inputs = st.one_of(inputs, valid_histories())

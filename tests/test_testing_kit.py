@@ -6,6 +6,7 @@ import itertools
 import json
 from collections.abc import Sequence
 
+import attrs
 import pytest
 from hypothesis import find
 from hypothesis import strategies as st
@@ -16,6 +17,7 @@ from golem_core import (
     HistoryProcessor,
     Message,
     Role,
+    TextPart,
     approximate_tokens,
     budget_history,
     check_pairing,
@@ -81,12 +83,14 @@ def flaky(history: Sequence[Message]) -> Out:
     return Success(tuple(history))
 
 
-def drop_oldest_user(history: Sequence[Message]) -> Out:
-    """Each pass removes one more user message: not idempotent."""
-    users = [i for i, m in enumerate(history) if m.role is Role.USER]
-    if len(users) < 2:
-        return Success(tuple(history))
-    return Success(tuple(history[: users[0]]) + tuple(history[users[0] + 1 :]))
+def shout(history: Sequence[Message]) -> Out:
+    """Each pass adds one more "!" to every user message: not idempotent."""
+    return Success(
+        tuple(
+            attrs.evolve(m, parts=(*m.parts, TextPart("!"))) if m.role is Role.USER else m
+            for m in history
+        )
+    )
 
 
 def report_for(processor: HistoryProcessor, **options: object) -> ProcessorReport:
@@ -145,8 +149,8 @@ def test_nondeterminism_is_caught() -> None:
 
 
 def test_idempotence_is_checked_only_when_asked() -> None:
-    assert report_for(drop_oldest_user).ok
-    report = report_for(drop_oldest_user, idempotent=True)
+    assert report_for(shout).ok
+    report = report_for(shout, idempotent=True)
     assert report.violated == ("idempotent",)
 
 
