@@ -1,7 +1,7 @@
 """Durable runs on DBOS: an ``Agent`` run as a workflow whose steps are the loop's effects.
 
 Owns the mapping of golem's sans-IO loop onto DBOS (ADR 0042). The workflow body is the
-driver: it asks ``golem_core._loop`` for the next command and feeds the outcome back, so
+driver: it asks ``golem_core.loop`` for the next command and feeds the outcome back, so
 every decision is replayed deterministically. Each effect is a DBOS step whose output is
 recorded before the run moves on:
 
@@ -53,8 +53,8 @@ from golem_core import (
     join_instructions,
     make_converter,
 )
-from golem_core._deferred import _check, resume_run
-from golem_core._loop import (
+from golem_core._deferred import _check
+from golem_core.loop import (
     DeferredCall,
     ExecuteTools,
     Fail,
@@ -73,6 +73,7 @@ from golem_core._loop import (
     ValidateOutput,
     next_command,
     receive,
+    resume_run,
     start_run,
 )
 from golem_shell._agent import Agent, Prompt, RunResult, _partial, _prompt_parts
