@@ -284,7 +284,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
     Args:
         agent: the agent to run (toolsets are not supported: their tool lists are
             asked per run, which a restarted worker cannot replay).
-        name: its registration name, the same in every worker.
+        name: its registration name, the same in every worker (default: the agent's
+            ``name``).
         deps: what ``RunContext.deps`` holds for tools and instructions in this process
             (dependencies are per worker, not per run: they are not recorded).
 
@@ -294,12 +295,15 @@ class DurableAgent(Generic[DepsT, OutputT]):
     """
 
     def __init__(
-        self, agent: Agent[DepsT, OutputT], *, name: str, deps: DepsT | None = None
+        self, agent: Agent[DepsT, OutputT], *, name: str | None = None, deps: DepsT | None = None
     ) -> None:
         if not isinstance(agent, Agent):
             raise UsageError(f"DurableAgent wraps an Agent, not {type(agent).__name__}")
+        name = name if name is not None else agent.name
         if not isinstance(name, str) or not name:
-            raise UsageError(f"a DurableAgent needs a non-empty name (a str), got {name!r}")
+            raise UsageError(
+                f"a DurableAgent needs a non-empty name (name=, or Agent(name=)), got {name!r}"
+            )
         if getattr(agent, "toolsets", ()):
             raise UsageError(
                 f"durable runs do not support toolsets yet ({agent!r}): a toolset's tools"

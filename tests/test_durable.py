@@ -341,6 +341,9 @@ async def test_misuse_is_a_usage_error(launched: Path) -> None:
         DurableAgent(FunctionModel(lambda r: "x"), name="not-an-agent")  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="non-empty name"):
         DurableAgent(AGENTS["two-tools"], name="")
+    with pytest.raises(UsageError, match="non-empty name"):
+        DurableAgent(Agent(FunctionModel(lambda r: "x")))  # no name anywhere
+    assert DurableAgent(Agent(FunctionModel(lambda r: "x"), name="named")).name == "named"
     with pytest.raises(UsageError, match="already registered"):
         DurableAgent(Agent(FunctionModel(lambda r: "x")), name="two-tools")
     assert DurableAgent(AGENTS["two-tools"], name="two-tools").name == "two-tools"
