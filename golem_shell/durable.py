@@ -47,7 +47,6 @@ from golem_core import (
     Part,
     ToolCallPart,
     Usage,
-    conversation_id_of,
     history_from_jsonable,
     history_to_jsonable,
     join_instructions,
@@ -76,9 +75,9 @@ from golem_core.loop import (
     resume_run,
     start_run,
 )
-from golem_shell._agent import Agent, Prompt, RunResult, _partial, _prompt_parts
+from golem_shell._agent import Agent, Prompt, RunResult, _partial, _prompt_parts, _run_ids
+from golem_shell._checks import check_history
 from golem_shell._errors import DeferredResultsError, PartialResult, RunError, Stage, UsageError
-from golem_shell._ids import new_id
 from golem_shell._schema import ValidationFailed, validate
 from golem_shell._tools import RunContext
 
@@ -391,9 +390,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
         conversation_id: str | None,
         queue: str | None,
     ) -> WorkflowHandleAsync[dict[str, Any]]:
+        history = check_history(history)
         parts = _prompt_parts(prompt)
-        run_id = run_id if run_id is not None else new_id()
-        conversation_id = conversation_id_of(history, conversation_id) or new_id()
+        run_id, conversation_id = _run_ids(history, run_id, conversation_id)
         payload: dict[str, Any] = {
             "runId": run_id,
             "conversationId": conversation_id,
