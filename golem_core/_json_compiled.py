@@ -1,0 +1,495 @@
+"""The fast paths of the JSON codec, compiled from the field table at import.
+
+Owns speed. From the table of ``_json_fields.py`` this module writes the source of
+three functions per record (a message, a usage, each part type) and compiles it once,
+as attrs and cattrs compile their ``__init__`` and hooks:
+
+- ``fast_message(obj, names)``: the value of a message's JSON object, built without
+  paths or constructors (slots set directly). It raises ``Unhandled`` at the first
+  thing it does not handle (a wrong type, a missing required field, ``null`` where it
+  is not allowed, bad base64 or timestamp, an unknown field the reference would
+  refuse), and the caller then runs the reference decoder, which reports the error or
+  builds the very same value. It never raises anything else on JSON input.
+- ``unstructure_message(m)`` / ``unstructure_part(p)`` / ``unstructure_usage(u)``: the
+  JSON object of a value (the dict path; values are copied as they are).
+- ``message_text(m)``: the compact JSON text of a message, exactly
+  ``json.dumps(unstructure_message(m), ensure_ascii=False, separators=(",", ":"))``,
+  written straight to text. It raises ``Unhandled`` for a record with unknown fields or
+  a value of a type it does not write itself (a ``str`` subclass, an ``int`` where a
+  ``str`` belongs); the caller then encodes the dict path's object.
+
+Each kind of field has one snippet per path (``_FAST``, ``_TO_JSON``, ``_TO_TEXT``);
+``SOURCE`` holds the generated module (shown in tracebacks and profiles under
+``<golem_core._json_compiled>``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import json.encoder
+import linecache
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Final, get_args
+
+from golem_core._json_fields import MESSAGE, NO_DEFAULT, PART_RECORDS, USAGE, Kind, Record
+from golem_core._json_reference import JSONObject, _extra, _Invalid
+from golem_core._messages import Message, Part, PartKind, Role, UnknownPart, Usage
+
+__all__ = [
+    "SOURCE",
+    "Unhandled",
+    "fast_message",
+    "message_text",
+    "unstructure_message",
+    "unstructure_part",
+    "unstructure_usage",
+]
+
+
+class Unhandled(Exception):
+    """Internal: a fast path met something it does not handle; the reference path decides."""
+
+
+# -- helpers the generated code calls ----------------------------------------------------
+
+
+def _leftovers(d: JSONObject, known: frozenset[str], not_null: tuple[str, ...]) -> Any:
+    """The unknown fields of ``d`` (fast path): ``Unhandled`` where the reference would
+    report an error (``null`` in a field that refuses it, an unknown field it refuses)."""
+    for key in not_null:
+        if key in d and d[key] is None:
+            raise Unhandled
+    try:
+        return _extra(d, known)
+    except (_Invalid, RecursionError):
+        raise Unhandled from None
+
+
+def _put_extra(out: JSONObject, extra: tuple[tuple[str, str], ...]) -> JSONObject:
+    for k, text in extra:
+        if k not in out:
+            out[k] = json.loads(text)
+    return out
+
+
+def _not_a_part(p: object) -> Any:
+    raise TypeError(f"not a message part: {p!r:.80}")
+
+
+# -- snippets per kind -------------------------------------------------------------------
+#
+# A fast snippet reads ``v`` (present and not null) into ``x`` or raises ``Unhandled``.
+# A dict snippet is an expression of ``v``; a text snippet is a list of lines that
+# check ``v`` (raising ``Unhandled``) and an expression of its JSON text.
+
+_RAISE: Final = "raise _Unhandled"
+
+_FAST: Final[dict[Kind, Callable[[str, bool], list[str]]]] = {
+    Kind.ROLE: lambda x, shared: [
+        f"{x} = _ROLES.get(v) if type(v) is str else None",
+        f"if {x} is None: {_RAISE}",
+    ],
+    Kind.PARTS: lambda x, shared: [
+        f"if type(v) is not list: {_RAISE}",
+        f"{x} = _fast_parts(v, names)",
+    ],
+    Kind.STR: lambda x, shared: [
+        f"if type(v) is not str: {_RAISE}",
+        f"{x} = names.setdefault(v, v)" if shared else f"{x} = v",
+    ],
+    Kind.FLAG: lambda x, shared: [f"if type(v) is not bool: {_RAISE}", f"{x} = v"],
+    Kind.TIMESTAMP: lambda x, shared: [
+        f"if type(v) is not str: {_RAISE}",
+        "try:",
+        f"    {x} = _fromisoformat(v)",
+        "except ValueError:",
+        f"    {_RAISE} from None",
+    ],
+    Kind.COUNT: lambda x, shared: [f"if type(v) is not int or v < 0: {_RAISE}", f"{x} = v"],
+    Kind.USAGE: lambda x, shared: [
+        f"if type(v) is not dict: {_RAISE}",
+        f"{x} = _fast_Usage(v, names)",
+    ],
+    Kind.PART_KIND: lambda x, shared: [
+        f"if type(v) is not str or v not in _PART_KINDS: {_RAISE}",
+        f"{x} = v",
+    ],
+    Kind.BASE64: lambda x, shared: [
+        f"if type(v) is not str: {_RAISE}",
+        "try:",
+        f"    {x} = _b64decode(v, validate=True)",
+        "except ValueError:",
+        f"    {_RAISE} from None",
+    ],
+}
+_FAST[Kind.OPTIONAL_STR] = _FAST[Kind.STR]
+
+_TO_JSON: Final[dict[Kind, str]] = {
+    Kind.ROLE: "v._value_",  # the plain str; ``.value`` is a slower descriptor
+    Kind.PARTS: "_unstructure_parts(v)",
+    Kind.STR: "v",
+    Kind.OPTIONAL_STR: "v",
+    Kind.FLAG: "True",
+    Kind.TIMESTAMP: "v.isoformat()",
+    Kind.COUNT: "v",
+    Kind.USAGE: "_unstructure_Usage(v)",
+    Kind.PART_KIND: "v",
+    Kind.BASE64: '_b64encode(v).decode("ascii")',
+}
+
+_TO_TEXT: Final[dict[Kind, Callable[[str], tuple[list[str], str]]]] = {
+    Kind.ROLE: lambda v: ([f"if type({v}) is not _Role: {_RAISE}"], f"_ROLE_TEXT[{v}]"),
+    Kind.PARTS: lambda v: ([], f"_parts_text({v})"),
+    Kind.STR: lambda v: ([f"if type({v}) is not str: {_RAISE}"], f"_quote({v})"),
+    Kind.FLAG: lambda v: ([], "'true'"),
+    Kind.TIMESTAMP: lambda v: (
+        [f"if type({v}) is not _datetime: {_RAISE}"],
+        f"_quote({v}.isoformat())",
+    ),
+    Kind.COUNT: lambda v: ([f"if type({v}) is not int: {_RAISE}"], f"str({v})"),
+    Kind.USAGE: lambda v: ([f"if type({v}) is not _Usage: {_RAISE}"], f"_text_Usage({v})"),
+    Kind.BASE64: lambda v: (
+        [f"if type({v}) is not bytes: {_RAISE}"],
+        f"'\"' + _b64encode({v}).decode('ascii') + '\"'",
+    ),
+}
+_TO_TEXT[Kind.OPTIONAL_STR] = _TO_TEXT[Kind.STR]
+_TO_TEXT[Kind.PART_KIND] = _TO_TEXT[Kind.STR]
+assert _FAST.keys() == _TO_JSON.keys() == _TO_TEXT.keys() == set(Kind), "a snippet per kind"
+
+
+# -- the writer --------------------------------------------------------------------------
+
+
+class _Source:
+    """Generated source and the names it refers to."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.names: dict[str, object] = {}
+
+    def name(self, label: str, value: object) -> str:
+        self.names[label] = value
+        return label
+
+    def literal(self, value: object) -> str:
+        if value is None or type(value) in (bool, int, str):
+            return repr(value)
+        return self.name(f"_default_{len(self.names)}", value)
+
+    def emit(self, lines: list[str], indent: int) -> None:
+        self.lines += ["    " * indent + line for line in lines]
+
+
+def _indent(lines: list[str], levels: int = 1) -> list[str]:
+    return ["    " * levels + line for line in lines]
+
+
+def _setters(src: _Source, record: Record) -> str:
+    """A builder ``_build_<Class>(field values..., extra)`` that sets slots directly."""
+    cls = record.cls
+    name = cls.__name__
+    attrs_ = [f.attr for f in record.fields] + ["extra"]
+    src.name(name, cls)
+    body = [f"def _build_{name}({', '.join(attrs_)}):", f"    o = _new({name})"]
+    for a in attrs_:
+        setter = src.name(f"_set_{name}_{a}", cls.__dict__[a].__set__)
+        body.append(f"    {setter}(o, {a})")
+    body.append("    return o")
+    src.emit(body, 0)
+    return f"_build_{name}"
+
+
+def _fast_body(src: _Source, record: Record, emit: Callable[[str], list[str]]) -> list[str]:
+    """Lines reading ``d`` (a dict; ``get = d.get``, ``n = len(d)``) into a record, each
+    ending path given to ``emit(build expression)``."""
+    build = f"_build_{record.cls.__name__}"
+    known = src.name(f"_KNOWN_{record.cls.__name__}", record.known)
+    not_null = src.name(
+        f"_NOT_NULL_{record.cls.__name__}",
+        tuple(f.key for f in record.fields if not f.kind.nullable),
+    )
+    out: list[str] = []
+    seen: int | None = 1 if record.tag is not None else 0  # a number until a field is optional
+    required_left = sum(1 for d in record.defaults if d is NO_DEFAULT)
+    values: list[str] = []
+    count = len(record.fields)
+    for i, (f, default) in enumerate(zip(record.fields, record.defaults, strict=True)):
+        x = f"x{i}"
+        values.append(x)
+        out.append(f"v = get({f.key!r})")
+        read = _FAST[f.kind](x, f.shared)
+        if default is NO_DEFAULT:
+            out += read
+            required_left -= 1
+            if seen is None:
+                out.append("seen += 1")
+            else:
+                seen += 1
+        else:
+            if seen is not None:
+                out.append(f"seen = {seen}")
+                seen = None
+            out += ["if v is None:", f"    {x} = {src.literal(default)}", "else:"]
+            out += _indent([*read, "seen += 1"])
+        if required_left == 0 and i < count - 1:
+            rest = [src.literal(d) for d in record.defaults[i + 1 :]]
+            test = f"n == {seen}" if seen is not None else "seen == n"
+            out.append(f"if {test}:")
+            out += _indent(emit(f"{build}({', '.join([*values, *rest, '()'])})"))
+    test = f"n == {seen}" if seen is not None else "seen == n"
+    out.append(f"extra = () if {test} else _leftovers(d, {known}, {not_null})")
+    out += emit(f"{build}({', '.join([*values, 'extra'])})")
+    return out
+
+
+def _write_fast(src: _Source) -> None:
+    for record in (USAGE, MESSAGE):
+        name = record.cls.__name__
+        src.emit([f"def _fast_{name}(d, names):"], 0)
+        src.emit([f"if type(d) is not dict: {_RAISE}", "get = d.get", "n = len(d)"], 1)
+        src.emit(_fast_body(src, record, lambda e: [f"return {e}"]), 1)
+    head = [
+        "def _fast_parts(raw, names):",
+        "    out = []",
+        "    append = out.append",
+        "    for d in raw:",
+        f"        if type(d) is not dict: {_RAISE}",
+        "        get = d.get",
+        "        n = len(d)",
+        '        tag = get("type")',
+    ]
+    src.emit(head, 0)
+    for k, record in enumerate(PART_RECORDS):
+        src.emit([f"{'if' if k == 0 else 'elif'} tag == {record.tag!r}:"], 2)
+        src.emit(_fast_body(src, record, lambda e: [f"append({e})", "continue"]), 3)
+    src.emit(
+        [
+            "elif type(tag) is str and tag:",
+            "    append(_UnknownPart(tag, _leftovers(d, _TYPE_ONLY, ())))",
+            "else:",
+            f"    {_RAISE}",
+        ],
+        2,
+    )
+    src.emit(["return tuple(out)"], 1)
+
+
+def _omitted(src: _Source, default: object, v: str = "v") -> str | None:
+    """The test that a value ``v`` is written (``None``: always written)."""
+    if default is NO_DEFAULT:
+        return None
+    if default is None:
+        return f"{v} is not None"
+    if not default:
+        return v
+    return f"{v} != {src.literal(default)}"
+
+
+def _write_to_json(src: _Source, record: Record, var: str) -> list[str]:
+    """Lines building ``var``, the JSON object of the record ``o``."""
+    out = [f"{var} = {{}}" if record.tag is None else f"{var} = {{'type': {record.tag!r}}}"]
+    for f, default in zip(record.fields, record.defaults, strict=True):
+        test = None if f.always else _omitted(src, default)
+        put = f"{var}[{f.key!r}] = {_TO_JSON[f.kind]}"
+        out.append(f"v = o.{f.attr}")
+        out += [put] if test is None else [f"if {test}:", f"    {put}"]
+    out += ["extra = o.extra", f"if extra: _put_extra({var}, extra)"]
+    return out
+
+
+def _write_dicts(src: _Source) -> None:
+    for record in (USAGE, MESSAGE, *PART_RECORDS):
+        name = record.cls.__name__
+        src.emit([f"def _unstructure_{name}(o):"], 0)
+        src.emit([*_write_to_json(src, record, "out"), "return out"], 1)
+    src.emit(
+        [
+            "def _unstructure_UnknownPart(o):",
+            '    out = {"type": o.type}',
+            "    extra = o.extra",
+            "    if extra: _put_extra(out, extra)",
+            "    return out",
+            "def _unstructure_parts(parts):",
+            "    out = []",
+            "    append = out.append",
+            "    for o in parts:",
+            "        t = type(o)",
+        ],
+        0,
+    )
+    for k, record in enumerate(PART_RECORDS):
+        cls = src.name(record.cls.__name__, record.cls)
+        src.emit([f"{'if' if k == 0 else 'elif'} t is {cls}:"], 2)
+        src.emit([*_write_to_json(src, record, "p"), "append(p)"], 3)
+    src.emit(["else:", "    append(_unstructure_part(o))"], 2)
+    src.emit(["return out"], 1)
+    src.emit(["def _unstructure_part(o):", "    return _PART_DICT.get(type(o), _not_a_part)(o)"], 0)
+
+
+class _Concat:
+    """One ``var = a + b + ...`` statement in the making; adjacent literals merged."""
+
+    def __init__(self, var: str) -> None:
+        self.var = var
+        self.pieces: list[tuple[bool, str]] = []  # (is a literal, text or expression)
+        self.assigned = False
+
+    def literal(self, text: str) -> None:
+        if self.pieces and self.pieces[-1][0]:
+            text = self.pieces.pop()[1] + text
+        self.pieces.append((True, text))
+
+    def expression(self, code: str) -> None:
+        self.pieces.append((False, code))
+
+    def flush(self) -> list[str]:
+        if not self.pieces:
+            return []
+        code = " + ".join(repr(t) if is_literal else t for is_literal, t in self.pieces)
+        self.pieces = []
+        line = f"{self.var} {'+=' if self.assigned else '='} {code}"
+        self.assigned = True
+        return [line]
+
+
+def _write_to_text(src: _Source, record: Record, var: str) -> list[str]:
+    """Lines building ``var``, the JSON text of the record ``o`` (``Unhandled`` when the
+    text path does not write it). Consecutive fields that are always written become one
+    concatenation."""
+    out = [f"if o.extra: {_RAISE}"]
+    concat = _Concat(var)
+    fields = list(zip(record.fields, record.defaults, strict=True))
+    comma = True  # whether the next field is written after a comma
+    drop_first_comma = False
+    if record.tag is not None:  # the discriminator first, then every field after a comma
+        concat.literal('{"type":' + json.dumps(record.tag))
+    elif fields and fields[0][1] is NO_DEFAULT:  # a required first field opens the object
+        concat.literal("{")
+        comma = False
+    else:  # every field optional: each written after a comma, the first comma dropped
+        out.append(f"{var} = ''")
+        concat.assigned = True
+        drop_first_comma = True
+    for i, (f, default) in enumerate(fields):
+        v = f"v{i}"
+        test = None if f.always else _omitted(src, default, v)
+        check, expression = _TO_TEXT[f.kind](v)
+        key = ("," if comma else "") + json.dumps(f.key) + ":"
+        comma = True
+        if test is None:
+            out += [f"{v} = o.{f.attr}", *check]
+            concat.literal(key)
+            concat.expression(expression)
+        else:
+            out += concat.flush()
+            out += [f"{v} = o.{f.attr}", f"if {test}:", *_indent(check)]
+            concat.literal(key)
+            concat.expression(expression)
+            out += _indent(concat.flush())
+    if drop_first_comma:
+        out.append(f"{var} = '{{' + {var}[1:] + '}}'")
+    else:
+        concat.literal("}")
+        out += concat.flush()
+    return out
+
+
+def _write_texts(src: _Source) -> None:
+    for record in (USAGE, MESSAGE):
+        name = record.cls.__name__
+        src.emit([f"def _text_{name}(o):"], 0)
+        src.emit([*_write_to_text(src, record, "out"), "return out"], 1)
+    src.emit(
+        [
+            "def _parts_text(parts):",
+            "    out = []",
+            "    append = out.append",
+            "    for o in parts:",
+            "        t = type(o)",
+        ],
+        0,
+    )
+    for k, record in enumerate(PART_RECORDS):
+        cls = src.name(record.cls.__name__, record.cls)
+        src.emit([f"{'if' if k == 0 else 'elif'} t is {cls}:"], 2)
+        src.emit([*_write_to_text(src, record, "p"), "append(p)"], 3)
+    src.emit(
+        [
+            "elif t is _UnknownPart:",
+            f"    if o.extra: {_RAISE}",
+            "    v = o.type",
+            f"    if type(v) is not str: {_RAISE}",
+            """    append('{"type":' + _quote(v) + '}')""",
+            "else:",
+            f"    {_RAISE}",
+        ],
+        2,
+    )
+    src.emit(["""return '[' + ','.join(out) + ']'"""], 1)
+
+
+def _compile() -> tuple[str, dict[str, Any]]:
+    src = _Source()
+    src.names.update(
+        _Unhandled=Unhandled,
+        _new=object.__new__,
+        _ROLES={r.value: r for r in Role},
+        _Role=Role,
+        _ROLE_TEXT={r: json.dumps(r.value) for r in Role},
+        _Usage=Usage,
+        _UnknownPart=UnknownPart,
+        _datetime=datetime,
+        _PART_KINDS=frozenset(get_args(PartKind)),
+        _TYPE_ONLY=frozenset({"type"}),
+        _fromisoformat=datetime.fromisoformat,
+        _b64decode=base64.b64decode,
+        _b64encode=base64.b64encode,
+        _quote=json.encoder.encode_basestring,  # what ``json`` writes with ensure_ascii=False
+        _leftovers=_leftovers,
+        _put_extra=_put_extra,
+        _not_a_part=_not_a_part,
+    )
+    for record in (USAGE, MESSAGE, *PART_RECORDS):
+        _setters(src, record)
+    _write_fast(src)
+    _write_dicts(src)
+    _write_texts(src)
+    source = "\n".join(src.lines) + "\n"
+    filename = "<golem_core._json_compiled>"
+    namespace: dict[str, Any] = dict(src.names)
+    exec(compile(source, filename, "exec"), namespace)  # our own source, from the field table
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace["_PART_DICT"] = {
+        **{r.cls: namespace[f"_unstructure_{r.cls.__name__}"] for r in PART_RECORDS},
+        UnknownPart: namespace["_unstructure_UnknownPart"],
+    }
+    return source, namespace
+
+
+SOURCE, _NS = _compile()
+
+_fast_message: Final[Callable[[object, dict[str, str]], Message]] = _NS["_fast_Message"]
+
+
+def fast_message(d: object, names: dict[str, str]) -> Message:
+    """The message of a JSON object, or ``Unhandled`` (the reference path then decides).
+
+    ``names`` shares equal strings of the ``shared`` fields within one decode.
+    """
+    return _fast_message(d, names)
+
+
+def fast_messages(value: list[object]) -> tuple[Message, ...]:
+    """The messages of a JSON array, or ``Unhandled``."""
+    names: dict[str, str] = {}
+    fast = _fast_message
+    return tuple([fast(d, names) for d in value])
+
+
+unstructure_message: Final[Callable[[Message], JSONObject]] = _NS["_unstructure_Message"]
+unstructure_part: Final[Callable[[Part], JSONObject]] = _NS["_unstructure_part"]
+unstructure_usage: Final[Callable[[Usage], JSONObject]] = _NS["_unstructure_Usage"]
+message_text: Final[Callable[[Message], str]] = _NS["_text_Message"]
