@@ -38,9 +38,16 @@ from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import attrs
 from attrs import field, frozen
-from hypothesis import HealthCheck, Phase, find, settings
-from hypothesis import strategies as st
-from hypothesis.errors import NoSuchExample, Unsatisfiable
+
+try:
+    from hypothesis import HealthCheck, Phase, find, settings
+    from hypothesis import strategies as st
+    from hypothesis.errors import NoSuchExample, Unsatisfiable
+except ImportError as e:  # pragma: no cover - exercised in a subprocess by the tests
+    raise ImportError(
+        "golem_core.testing needs Hypothesis, an optional dependency of golem: "
+        "install it with pip install 'golem[testing]' (or pip install hypothesis)"
+    ) from e
 from returns.result import Failure, Result, Success
 
 from golem_core._context import is_summary

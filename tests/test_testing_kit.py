@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import attrs
 import pytest
@@ -258,3 +262,17 @@ def test_tool_turns_and_valid_histories_are_provider_valid() -> None:
     assert check_pairing(turn) == ()
     longest = find(valid_histories(), lambda h: len(h) >= 8)
     assert check_pairing(longest) == ()
+
+
+def test_without_hypothesis_the_kit_says_how_to_install_it(tmp_path: Path) -> None:
+    blocker = tmp_path / "hypothesis.py"
+    blocker.write_text("raise ImportError('hypothesis is not installed')\n")
+    done = subprocess.run(
+        [sys.executable, "-c", "import golem_core.testing"],
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "pip install 'golem[testing]'" in done.stderr
