@@ -71,6 +71,7 @@ from golem_shell._errors import (
 from golem_shell._ids import new_id
 from golem_shell._observe import EventHandler, RunObserver, observe_run, relay, watch
 from golem_shell._output import OUTPUT_TOOL_NAME, Output, OutputMode
+from golem_shell._summarize import AsyncHistoryProcessor
 from golem_shell._tools import TOOL_CRASHES, RunContext, Tool, Toolset
 from golem_shell.models import Model, infer_model
 
@@ -217,7 +218,7 @@ class Agent(Generic[DepsT, OutputT]):
         instructions: str | None = None,
         dynamic_instructions: InstructionsFunction | None = None,
         tools: Sequence[Tool[Any] | Callable[..., Any]] = (),
-        history_processor: HistoryProcessor | None = None,
+        history_processor: HistoryProcessor | AsyncHistoryProcessor | None = None,
         max_requests: int = 50,
         output_retries: int = 2,
         timeout: float | None = None,
@@ -238,7 +239,7 @@ class Agent(Generic[DepsT, OutputT]):
         instructions: str | None = None,
         dynamic_instructions: InstructionsFunction | None = None,
         tools: Sequence[Tool[Any] | Callable[..., Any]] = (),
-        history_processor: HistoryProcessor | None = None,
+        history_processor: HistoryProcessor | AsyncHistoryProcessor | None = None,
         max_requests: int = 50,
         output_retries: int = 2,
         timeout: float | None = None,
@@ -258,7 +259,7 @@ class Agent(Generic[DepsT, OutputT]):
         instructions: str | None = None,
         dynamic_instructions: InstructionsFunction | None = None,
         tools: Sequence[Tool[Any] | Callable[..., Any]] = (),
-        history_processor: HistoryProcessor | None = None,
+        history_processor: HistoryProcessor | AsyncHistoryProcessor | None = None,
         max_requests: int = 50,
         output_retries: int = 2,
         timeout: float | None = None,
@@ -740,11 +741,45 @@ class Agent(Generic[DepsT, OutputT]):
 
         def guarded(history: Sequence[Message]) -> Result[tuple[Message, ...], Any]:
             try:
-                return processor(history)
+                outcome: Any = processor(history)
             except Exception as e:
                 return Failure(f"{type(e).__name__}: {e}")
+            if inspect.isawaitable(outcome):  # an async processor needs ``_processed``
+                if inspect.iscoroutine(outcome):
+                    outcome.close()
+                return Failure("an async history processor cannot run here (sync path)")
+            result: Result[tuple[Message, ...], Any] = outcome
+            return result
 
         return guarded
+
+    async def _processed(
+        self, history: Sequence[Message], deadline: float | None
+    ) -> HistoryProcessor | None:
+        """What ``start_run`` gets: the processor's outcome on exactly ``history``, run
+        here once, awaited when the processor is async (``summarize_history``), within
+        the run's timeout."""
+        processor = self.history_processor
+        if processor is None:
+            return None
+        try:
+            async with asyncio.timeout_at(deadline) as limit:
+                outcome: Any = processor(history)
+                if inspect.isawaitable(outcome):
+                    outcome = await outcome
+        except TimeoutError as e:
+            if not limit.expired():
+                outcome = Failure(f"{type(e).__name__}: {e}")
+            else:
+                raise RunError(
+                    Stage.TIMEOUT,
+                    f"the run took longer than its timeout of {self.timeout} s"
+                    " while its history processor ran",
+                    cause=e,
+                ) from e
+        except Exception as e:
+            outcome = Failure(f"{type(e).__name__}: {e}")
+        return lambda _supplied: outcome
 
     async def _run(
         self,
@@ -766,7 +801,7 @@ class Agent(Generic[DepsT, OutputT]):
             config,
             history,
             parts,
-            processor=self._processor(),
+            processor=await self._processed(history, deadline),
             now=datetime.now(UTC),
         )
         progress = _Progress(state, observe_run(self, state, on_event))

@@ -280,3 +280,41 @@ def test_sync_twins_pass_events_and_an_agent_has_a_name() -> None:
     assert seen[0] == "RunStarted" and seen[-1] == "RunFinished"
     with pytest.raises(UsageError, match="name"):
         Agent(ScriptedModel(["x"]), name=3)  # type: ignore[call-overload]
+
+
+# -- issue 14.8: the public surface ---------------------------------------------------------
+
+
+def test_the_top_level_is_what_an_application_uses() -> None:
+    import golem_core
+    import golem_core.loop
+    import golem_shell
+
+    driver = {"RunConfig", "RunState", "start_run", "receive", "next_command", "ExecuteTools"}
+    assert driver.isdisjoint(golem_core.__all__)
+    assert driver <= set(golem_core.loop.__all__)
+    assert {"SSEDecoder", "next_uuid7", "apply_instructions"}.isdisjoint(golem_core.__all__)
+    assert golem_shell.Stage is golem_core.loop.Stage  # one name per concept
+    with pytest.warns(DeprecationWarning, match="golem_core.loop"):
+        assert golem_core.RunConfig is golem_core.loop.RunConfig  # type: ignore[attr-defined]
+
+
+async def test_an_async_processor_runs_once_on_what_was_supplied() -> None:
+    from golem_core import clear_tool_results, is_summary
+    from golem_shell import summarize_history
+
+    history = (
+        Message.user("Weather in Oslo?"),
+        Message.assistant(None, tool_calls=[ToolCallPart("c1", "w", "{}")]),
+        Message.tool_result("c1", "w", "rain " * 200),
+        Message.assistant("Rain."),
+        Message.user("And tomorrow?"),
+        Message.assistant("Sun."),
+    )
+    summarizer = summarize_history(ScriptedModel(["Oslo: rain."]), keep_last_turns=1)
+    model = ScriptedModel(["ok"])
+    result = await Agent(model, history_processor=summarizer).run_with_history(history, "go")
+    sent = model.requests[0].messages
+    assert is_summary(sent[0]) and len(sent) < len(history) + 1
+    assert result.output == "ok"
+    assert clear_tool_results(keep_last=0)  # the sync processors compose as before
