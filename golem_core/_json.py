@@ -283,8 +283,13 @@ def encode_history(history: Sequence[Message]) -> bytes:
 
     Total and deterministic: the same history always gives the same bytes.
     """
+    texts = [_message_json(m) for m in history]
+    if not texts:
+        return b"[]"
+    texts[0] = "[" + texts[0]  # the brackets on the ends: the whole text is never copied
+    texts[-1] += "]"
     try:
-        return ("[" + ",".join([_message_json(m) for m in history]) + "]").encode("utf-8")
+        return ",".join(texts).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: escape everything, still standard JSON
         return _ESCAPED.encode([unstructure_message(m) for m in history]).encode("ascii")
 

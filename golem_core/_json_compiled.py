@@ -31,7 +31,7 @@ import json.encoder
 import linecache
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Final, get_args
+from typing import Any, Final, TypeAlias, get_args
 
 from golem_core._json_fields import MESSAGE, NO_DEFAULT, PART_RECORDS, USAGE, Kind, Record
 from golem_core._json_reference import JSONObject, _extra, _Invalid
@@ -139,20 +139,33 @@ _TO_JSON: Final[dict[Kind, str]] = {
     Kind.BASE64: '_b64encode(v).decode("ascii")',
 }
 
-_TO_TEXT: Final[dict[Kind, Callable[[str], tuple[list[str], str]]]] = {
-    Kind.ROLE: lambda v: ([f"if type({v}) is not _Role: {_RAISE}"], f"_ROLE_TEXT[{v}]"),
-    Kind.PARTS: lambda v: ([], f"_parts_text({v})"),
-    Kind.STR: lambda v: ([f"if type({v}) is not str: {_RAISE}"], f"_quote({v})"),
-    Kind.FLAG: lambda v: ([], "'true'"),
+_Piece: TypeAlias = tuple[bool, str]
+"""Part of a concatenation: ``(True, literal text)`` or ``(False, expression)``."""
+
+
+def _quoted(expression: str) -> list[_Piece]:
+    """The pieces of a JSON string whose characters need no escape (an enum's value)."""
+    return [(True, '"'), (False, expression), (True, '"')]
+
+
+_TO_TEXT: Final[dict[Kind, Callable[[str], tuple[list[str], list[_Piece]]]]] = {
+    # no check: ``Message`` converts its role to a ``Role``, and both paths read ``_value_``
+    Kind.ROLE: lambda v: ([], _quoted(f"{v}._value_")),
+    Kind.PARTS: lambda v: ([], [(True, "["), (False, f"_parts_text({v})"), (True, "]")]),
+    Kind.STR: lambda v: ([f"if type({v}) is not str: {_RAISE}"], [(False, f"_quote({v})")]),
+    Kind.FLAG: lambda v: ([], [(True, "true")]),
     Kind.TIMESTAMP: lambda v: (
         [f"if type({v}) is not _datetime: {_RAISE}"],
-        f"_quote({v}.isoformat())",
+        [(False, f"_quote({v}.isoformat())")],
     ),
-    Kind.COUNT: lambda v: ([f"if type({v}) is not int: {_RAISE}"], f"str({v})"),
-    Kind.USAGE: lambda v: ([f"if type({v}) is not _Usage: {_RAISE}"], f"_text_Usage({v})"),
+    Kind.COUNT: lambda v: ([f"if type({v}) is not int: {_RAISE}"], [(False, f"str({v})")]),
+    Kind.USAGE: lambda v: (
+        [f"if type({v}) is not _Usage: {_RAISE}"],
+        [(False, f"_text_Usage({v})")],
+    ),
     Kind.BASE64: lambda v: (
         [f"if type({v}) is not bytes: {_RAISE}"],
-        f"'\"' + _b64encode({v}).decode('ascii') + '\"'",
+        _quoted(f"_b64encode({v}).decode('ascii')"),
     ),
 }
 _TO_TEXT[Kind.OPTIONAL_STR] = _TO_TEXT[Kind.STR]
@@ -187,25 +200,22 @@ def _indent(lines: list[str], levels: int = 1) -> list[str]:
     return ["    " * levels + line for line in lines]
 
 
-def _setters(src: _Source, record: Record) -> str:
-    """A builder ``_build_<Class>(field values..., extra)`` that sets slots directly."""
+def _build(src: _Source, record: Record, values: list[str]) -> list[str]:
+    """Lines building ``o``, an instance of the record's class, from ``values`` (one
+    expression per field, then ``extra``), setting its slots directly: the fields have
+    no converters or validators, so this equals the constructor (a property holds it)."""
     cls = record.cls
-    name = cls.__name__
-    attrs_ = [f.attr for f in record.fields] + ["extra"]
-    src.name(name, cls)
-    body = [f"def _build_{name}({', '.join(attrs_)}):", f"    o = _new({name})"]
-    for a in attrs_:
+    name = src.name(cls.__name__, cls)
+    out = [f"o = _new({name})"]
+    for a, value in zip([*(f.attr for f in record.fields), "extra"], values, strict=True):
         setter = src.name(f"_set_{name}_{a}", cls.__dict__[a].__set__)
-        body.append(f"    {setter}(o, {a})")
-    body.append("    return o")
-    src.emit(body, 0)
-    return f"_build_{name}"
+        out.append(f"{setter}(o, {value})")
+    return out
 
 
-def _fast_body(src: _Source, record: Record, emit: Callable[[str], list[str]]) -> list[str]:
-    """Lines reading ``d`` (a dict; ``get = d.get``, ``n = len(d)``) into a record, each
-    ending path given to ``emit(build expression)``."""
-    build = f"_build_{record.cls.__name__}"
+def _fast_body(src: _Source, record: Record, finish: list[str]) -> list[str]:
+    """Lines reading ``d`` (a dict; ``get = d.get``, ``n = len(d)``) into ``o``, an
+    instance of the record's class; ``finish`` follows each place where ``o`` is done."""
     known = src.name(f"_KNOWN_{record.cls.__name__}", record.known)
     not_null = src.name(
         f"_NOT_NULL_{record.cls.__name__}",
@@ -234,14 +244,14 @@ def _fast_body(src: _Source, record: Record, emit: Callable[[str], list[str]]) -
                 seen = None
             out += ["if v is None:", f"    {x} = {src.literal(default)}", "else:"]
             out += _indent([*read, "seen += 1"])
-        if required_left == 0 and i < count - 1:
+        if required_left == 0 and i < count - 1:  # no other key: the rest at their defaults
             rest = [src.literal(d) for d in record.defaults[i + 1 :]]
             test = f"n == {seen}" if seen is not None else "seen == n"
             out.append(f"if {test}:")
-            out += _indent(emit(f"{build}({', '.join([*values, *rest, '()'])})"))
+            out += _indent([*_build(src, record, [*values, *rest, "()"]), *finish])
     test = f"n == {seen}" if seen is not None else "seen == n"
     out.append(f"extra = () if {test} else _leftovers(d, {known}, {not_null})")
-    out += emit(f"{build}({', '.join([*values, 'extra'])})")
+    out += [*_build(src, record, [*values, "extra"]), *finish]
     return out
 
 
@@ -250,7 +260,7 @@ def _write_fast(src: _Source) -> None:
         name = record.cls.__name__
         src.emit([f"def _fast_{name}(d, names):"], 0)
         src.emit([f"if type(d) is not dict: {_RAISE}", "get = d.get", "n = len(d)"], 1)
-        src.emit(_fast_body(src, record, lambda e: [f"return {e}"]), 1)
+        src.emit(_fast_body(src, record, ["return o"]), 1)
     head = [
         "def _fast_parts(raw, names):",
         "    out = []",
@@ -264,7 +274,7 @@ def _write_fast(src: _Source) -> None:
     src.emit(head, 0)
     for k, record in enumerate(PART_RECORDS):
         src.emit([f"{'if' if k == 0 else 'elif'} tag == {record.tag!r}:"], 2)
-        src.emit(_fast_body(src, record, lambda e: [f"append({e})", "continue"]), 3)
+        src.emit(_fast_body(src, record, ["append(o)", "continue"]), 3)
     src.emit(
         [
             "elif type(tag) is str and tag:",
@@ -342,8 +352,12 @@ class _Concat:
             text = self.pieces.pop()[1] + text
         self.pieces.append((True, text))
 
-    def expression(self, code: str) -> None:
-        self.pieces.append((False, code))
+    def add(self, pieces: list[_Piece]) -> None:
+        for is_literal, text in pieces:
+            if is_literal:
+                self.literal(text)
+            else:
+                self.pieces.append((False, text))
 
     def flush(self) -> list[str]:
         if not self.pieces:
@@ -376,18 +390,18 @@ def _write_to_text(src: _Source, record: Record, var: str) -> list[str]:
     for i, (f, default) in enumerate(fields):
         v = f"v{i}"
         test = None if f.always else _omitted(src, default, v)
-        check, expression = _TO_TEXT[f.kind](v)
+        check, pieces = _TO_TEXT[f.kind](v)
         key = ("," if comma else "") + json.dumps(f.key) + ":"
         comma = True
         if test is None:
             out += [f"{v} = o.{f.attr}", *check]
             concat.literal(key)
-            concat.expression(expression)
+            concat.add(pieces)
         else:
             out += concat.flush()
             out += [f"{v} = o.{f.attr}", f"if {test}:", *_indent(check)]
             concat.literal(key)
-            concat.expression(expression)
+            concat.add(pieces)
             out += _indent(concat.flush())
     if drop_first_comma:
         out.append(f"{var} = '{{' + {var}[1:] + '}}'")
@@ -428,7 +442,7 @@ def _write_texts(src: _Source) -> None:
         ],
         2,
     )
-    src.emit(["""return '[' + ','.join(out) + ']'"""], 1)
+    src.emit(["""return ','.join(out)"""], 1)
 
 
 def _compile() -> tuple[str, dict[str, Any]]:
@@ -437,8 +451,6 @@ def _compile() -> tuple[str, dict[str, Any]]:
         _Unhandled=Unhandled,
         _new=object.__new__,
         _ROLES={r.value: r for r in Role},
-        _Role=Role,
-        _ROLE_TEXT={r: json.dumps(r.value) for r in Role},
         _Usage=Usage,
         _UnknownPart=UnknownPart,
         _datetime=datetime,
@@ -452,8 +464,6 @@ def _compile() -> tuple[str, dict[str, Any]]:
         _put_extra=_put_extra,
         _not_a_part=_not_a_part,
     )
-    for record in (USAGE, MESSAGE, *PART_RECORDS):
-        _setters(src, record)
     _write_fast(src)
     _write_dicts(src)
     _write_texts(src)
