@@ -41,6 +41,7 @@ __all__ = [
     "SOURCE",
     "Unhandled",
     "fast_message",
+    "fast_messages",
     "message_text",
     "unstructure_message",
     "unstructure_part",
