@@ -5,7 +5,8 @@ reference decoder (``_json_reference.py``) interprets it; the fast decoder and b
 encoders (``_json_compiled.py``) are compiled from it at import. A record (a message,
 a usage, each part type) is a class and its fields in the order they are written; a
 field is its JSON key, its attribute, and its kind. Its default is the attribute's
-own (``attrs``); a field without one is required. The rules a kind implies:
+own (``attrs``) unless the row says otherwise (``parts`` is required in JSON, a call's
+``id`` is optional); a field without one is required. The rules:
 
 - a required field that is absent is "required field is missing";
 - an optional field that is absent reads as the attribute's default; JSON ``null``
