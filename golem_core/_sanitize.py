@@ -26,6 +26,7 @@ from golem_core._history import (
     normalize_history,
 )
 from golem_core._messages import Message, Part, PartKind, Role, URLPart
+from golem_core._provenance import SigningKeys, _keyed_view
 
 __all__ = [
     "SanitizeReport",
@@ -76,18 +77,21 @@ class SanitizeReport:
             left them holding nothing. ``tool`` messages are never removed for this.
         repair: The pairing repair of what remained (``normalize_history``'s report,
             its indices mapped back to the input of ``sanitize_history``).
+        unverified: ``tool`` messages dropped because, with ``key=``, they are not
+            signed and intact (ADR 0056).
     """
 
     system_prompts: int = field(default=0, kw_only=True)
     unsafe_parts: tuple[UnsafePart, ...] = field(default=(), kw_only=True)
     emptied: tuple[int, ...] = field(default=(), kw_only=True)
     repair: HistoryRepair = field(default=HistoryRepair(), kw_only=True)
+    unverified: tuple[int, ...] = field(default=(), kw_only=True)
 
     @property
     def changed(self) -> bool:
         """Whether the returned history differs from the input."""
         return bool(self.system_prompts or self.unsafe_parts or self.emptied) or (
-            self.repair.changed
+            self.repair.changed or bool(self.unverified)
         )
 
     @property
@@ -192,6 +196,7 @@ def sanitize_history(
     history: Sequence[Message],
     *,
     awaiting: Collection[str] = (),
+    key: SigningKeys | None = None,
 ) -> tuple[tuple[Message, ...], SanitizeReport]:
     """Strip what an untrusted history may not assert, repair pairing, report it all.
 
@@ -202,7 +207,12 @@ def sanitize_history(
       (``emptied``); a ``tool`` message never is: it keeps its remaining parts, so
       pairing evidence survives;
     - pairing is repaired by ``normalize_history`` (``repair``), except that a dangling
-      call of the last assistant turn whose id is in ``awaiting`` is left open.
+      call of the last assistant turn whose id is in ``awaiting`` is left open;
+    - with ``key``: a ``tool`` message that is not signed and intact is dropped
+      (``unverified``; the neutral no-result result excepted), signed and intact
+      assistant and tool messages pass unchanged (the server's own bytes: their
+      signatures keep verifying), and only dangling calls that ``signed_calls`` vouches
+      for stay open (and are in ``awaiting``, if given).
 
     Content is never rewritten: a kept message is the same object, or the same message
     with unsafe parts removed; thinking, failure flags, arguments and stamps pass through.
@@ -214,6 +224,9 @@ def sanitize_history(
             when they dangle in the last assistant turn, stay open so the paused run
             can be answered; every other dangling call, a fabricated one included, is
             closed and reported. Never take these ids from the history itself.
+        key: the server's signing keys (one, or several newest first): a stateless
+            server resumes from client-held history with signatures instead of stored
+            ids (ADR 0056).
 
     Returns:
         The sanitized history and a ``SanitizeReport`` whose indices all refer to
@@ -230,6 +243,12 @@ def sanitize_history(
             f" ({awaiting!r} would vouch for every id it contains, such as '1');"
             " pass a set or tuple: awaiting={...}"
         )
+    forged: frozenset[int] = frozenset()
+    own: frozenset[int] = frozenset()
+    if key is not None:  # signatures vouch; a non-empty awaiting narrows them further
+        forged, own, vouched = _keyed_view(history, key)
+        awaiting = vouched & frozenset(awaiting) if awaiting else vouched
+    unverified: list[int] = []
     kept: list[Message] | None = None  # built from the first change on
     origin: list[int] = []
     system_prompts = 0
@@ -239,6 +258,13 @@ def sanitize_history(
         keep: Message | None = None
         if m.role is _SYSTEM:
             system_prompts += 1
+        elif i in forged:
+            unverified.append(i)
+        elif i in own:  # signed and intact: the server's own bytes pass unchanged
+            if kept is not None:
+                kept.append(m)
+                origin.append(i)
+            continue
         else:
             for p in m.parts:
                 if type(p) is URLPart and not is_safe_url(p.url):
@@ -282,6 +308,7 @@ def sanitize_history(
         unsafe_parts=tuple(unsafe),
         emptied=tuple(emptied),
         repair=repair,
+        unverified=tuple(unverified),
     )
     return out, report
 

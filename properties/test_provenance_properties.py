@@ -11,11 +11,14 @@ from returns.result import Success
 from strategies import histories, json_values, messages
 
 from golem_core import (
+    INTERRUPTED_RESULT_TEXT,
     PROVENANCE_FIELD,
     Message,
     MessageProvenance,
+    Role,
     decode_message,
     encode_message,
+    sanitize_history,
     sign_message,
     signed_calls,
     verify_history,
@@ -131,3 +134,29 @@ def test_signing_every_message_makes_the_history_intact(
     ids_seen = [c.id for m in signed if m.role.value == "assistant" for c in m.tool_calls]
     unique = {i for i in ids_seen if i is not None and ids_seen.count(i) == 1}
     assert signed_calls(signed, key) == unique
+
+
+@given(histories(), keys, st.data())
+def test_keyed_sanitize_lets_only_signed_calls_and_results_through(
+    history: tuple[Message, ...], key: bytes, data: st.DataObject
+) -> None:
+    chosen = data.draw(st.lists(st.booleans(), min_size=len(history), max_size=len(history)))
+    history = tuple(sign_message(m, key) if c else m for m, c in zip(history, chosen, strict=True))
+    vouched = signed_calls(history, key)
+    out, report = sanitize_history(history, key=key)
+    for i in report.unverified:  # only unsigned or tampered tool messages are dropped
+        assert history[i].role is Role.TOOL
+        assert verify_message(history[i], key) is not MessageProvenance.SIGNED
+    for m in out:
+        if m.role is Role.TOOL:
+            assert verify_message(m, key) is MessageProvenance.SIGNED or m == Message.tool_result(
+                m.tool_call_id, m.tool_name, INTERRUPTED_RESULT_TEXT
+            )
+    answered = {m.tool_call_id for m in out if m.role is Role.TOOL}
+    last = max((i for i, m in enumerate(out) if m.role is Role.ASSISTANT), default=None)
+    if last is not None:
+        for c in out[last].tool_calls:
+            if c.id is not None and c.id not in answered:
+                assert c.id in vouched  # every call left open carries a valid signature
+    again, _ = sanitize_history(out, key=key)
+    assert again == out  # idempotent
