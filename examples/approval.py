@@ -42,7 +42,6 @@ from golem_core import (
     decode_history,
     encode_history,
     sanitize_history,
-    signed_calls,
     verify_history,
 )
 from golem_shell import Agent, DeferredResultsError, FunctionModel, tool
@@ -135,9 +134,12 @@ def decide_signed(state: Path) -> None:
         f"provenance: {len(provenance.signed)} signed, {len(provenance.unsigned)} unsigned,"
         f" {len(provenance.tampered)} tampered"
     )
-    history, report = sanitize_history(history, awaiting=signed_calls(history, SERVER_KEYS))
+    # Keyed sanitize: only calls this server signed stay open, and tool results it did
+    # not sign are dropped. No stored record of the issued calls is needed.
+    history, report = sanitize_history(history, key=SERVER_KEYS)
     closed = ", ".join(str(e.call_id) for e in report.repair.synthesized) or "none"
     print(f"sanitize: calls without a valid signature closed: {closed}")
+    print(f"sanitize: unsigned tool results dropped: {len(report.unverified)}")
     answers: dict[str, Approved | Denied] = {
         "call_rent": Approved(),
         "call_gift": Denied("unknown recipient"),
