@@ -240,6 +240,7 @@ def _scanned_history(text: str) -> tuple[Message, ...] | None:
         i += 1
     else:
         scan = _SCAN_ONCE
+        fast = fast_message
         append = out.append
         names: dict[str, str] = {}
         while True:
@@ -248,7 +249,7 @@ def _scanned_history(text: str) -> tuple[Message, ...] | None:
             except (StopIteration, ValueError, RecursionError):  # not (standard) JSON
                 return None
             try:
-                append(fast_message(value, names))
+                append(fast(value, names))
             except Unhandled:
                 return None
             if i < end and text[i] in _SPACE_CHARS:

@@ -482,21 +482,15 @@ def _compile() -> tuple[str, dict[str, Any]]:
 
 SOURCE, _NS = _compile()
 
-_fast_message: Final[Callable[[object, dict[str, str]], Message]] = _NS["_fast_Message"]
-
-
-def fast_message(d: object, names: dict[str, str]) -> Message:
-    """The message of a JSON object, or ``Unhandled`` (the reference path then decides).
-
-    ``names`` shares equal strings of the ``shared`` fields within one decode.
-    """
-    return _fast_message(d, names)
+fast_message: Final[Callable[[object, dict[str, str]], Message]] = _NS["_fast_Message"]
+"""The message of a JSON object, or ``Unhandled`` (the reference path then decides).
+``names`` shares equal strings of the ``shared`` fields within one decode."""
 
 
 def fast_messages(value: list[object]) -> tuple[Message, ...]:
     """The messages of a JSON array, or ``Unhandled``."""
     names: dict[str, str] = {}
-    fast = _fast_message
+    fast = fast_message
     return tuple([fast(d, names) for d in value])
 
 
