@@ -53,6 +53,7 @@ from returns.result import Failure, Result, Success
 from golem_core._context import is_summary
 from golem_core._history import check_pairing
 from golem_core._json import encode_history
+from golem_core._json_fields import MESSAGE, PART_RECORDS
 from golem_core._messages import (
     DataPart,
     Message,
@@ -209,7 +210,7 @@ def parts(draw: st.DrawFn, *, allow_calls: bool = True) -> Part:
     """Any part; tool calls only when ``allow_calls``."""
     choice = draw(st.integers(0, 6 if allow_calls else 5))
     if choice == 0:
-        return TextPart(draw(texts), extra=draw(_extra_keys(frozenset({"type", "text"}))))
+        return TextPart(draw(texts), extra=draw(_extra_keys(PART_RECORDS[0].known)))
     if choice == 1:
         return ThinkingPart(
             draw(texts),
@@ -278,7 +279,7 @@ def messages(draw: st.DrawFn, *, role: Role | None = None) -> Message:
         model=draw(st.one_of(st.none(), st.text(max_size=10))),
         usage=draw(st.one_of(st.none(), usages)),
         finish_reason=draw(st.one_of(st.none(), st.sampled_from(["stop", "length"]))),
-        extra=draw(_extra_keys(frozenset({"role", "parts", "usage", "failed"}))),
+        extra=draw(_extra_keys(MESSAGE.known)),
     )
 
 
