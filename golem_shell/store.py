@@ -45,7 +45,7 @@ import zlib
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from contextlib import suppress
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypeVar, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from attrs import frozen
@@ -398,6 +398,34 @@ class _StoreMethods:
     def _run(self, op: _Operation[T]) -> T:
         raise NotImplementedError
 
+    def close(self) -> None:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
     async def _run_async(self, op: _Operation[T]) -> T:
         raise NotImplementedError
 
@@ -550,28 +578,6 @@ class SQLiteHistoryStore(_StoreMethods):
     async def aclose(self) -> None:
         """``close``, for ``async with``."""
         self.close()
-
-    def __enter__(self) -> SQLiteHistoryStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> SQLiteHistoryStore:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 # -- PostgreSQL -----------------------------------------------------------------------------
@@ -782,25 +788,3 @@ class PostgresHistoryStore(_StoreMethods):
                 await slot.connection.close()
                 slot.connection = None
         self.close()
-
-    def __enter__(self) -> PostgresHistoryStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> PostgresHistoryStore:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
