@@ -491,10 +491,18 @@ def start_run(
     if any(m.role is Role.SYSTEM for m in history):
         history = [m for m in history if m.role is not Role.SYSTEM]
     repaired, _ = normalize_history(history)
-    state = attrs.evolve(state, history=repaired)
+    added: tuple[Message, ...] = ()
     if prompt is not None:
-        user = Message(Role.USER, tuple(prompt), created_at=now)
-        state = _add(state, (user,))
+        user = Message(
+            Role.USER,
+            tuple(prompt),
+            created_at=now,
+            run_id=config.run_id,
+            conversation_id=config.conversation_id,
+        )
+        key = config.signing_key
+        added = (user if key is None else sign_message(user, key),)
+    state = attrs.evolve(state, history=repaired, added=added)
     if not state.history and not state.added:
         return _failed(state, Stage.HISTORY, "nothing to send: no history and no prompt")
     return state
@@ -624,6 +632,18 @@ def _on_response(state: RunState, message: Message) -> RunState:
     # a call repeating an earlier call's id in this turn is not a new call: one id, one
     # execution, one result (ADR 0030 §3); the encoders answer the repeat on the wire
     calls = tuple(_calls_of(stamped))
+    if not calls:  # a text answer: the driver validates it (JSON for structured output)
+        return attrs.evolve(
+            state,
+            requests=requests,
+            usage=usage,
+            added=(*state.added, stamped),
+            evidence=len(state.added) + 1,
+            turn=stamped,
+            awaiting=calls,
+            phase=Phase.VALIDATE,
+            candidate=message,
+        )
     state = attrs.evolve(
         state,
         requests=requests,
@@ -634,8 +654,6 @@ def _on_response(state: RunState, message: Message) -> RunState:
         awaiting=calls,
     )
     config = state.config
-    if not calls:  # a text answer: the driver validates it (JSON for structured output)
-        return attrs.evolve(state, phase=Phase.VALIDATE, candidate=message)
     output_calls = [c for c in calls if c.name == config.output_tool]
     if output_calls:
         return attrs.evolve(state, phase=Phase.VALIDATE, candidate=output_calls[0])
@@ -801,8 +819,9 @@ def _on_output_valid(state: RunState, value: Any) -> RunState:
     candidate = state.candidate
     if type(candidate) is ToolCallPart:
         state = _close_turn(state, candidate)
-    state = attrs.evolve(state, evidence=len(state.added), candidate=None)
-    return attrs.evolve(state, phase=Phase.DONE, output=value)
+    return attrs.evolve(
+        state, evidence=len(state.added), candidate=None, phase=Phase.DONE, output=value
+    )
 
 
 def _on_output_invalid(state: RunState, reason: str) -> RunState:
