@@ -21,7 +21,16 @@ from typing import Any, Final, NoReturn, TypeAlias, cast, get_args
 from attrs import frozen
 
 from golem_core._json_fields import MESSAGE, NO_DEFAULT, PART_RECORDS, USAGE, Field, Kind, Record
-from golem_core._messages import Extra, Message, Part, PartKind, Role, UnknownPart, Usage
+from golem_core._messages import (
+    Extra,
+    Message,
+    Part,
+    PartKind,
+    Role,
+    UnknownPart,
+    Usage,
+    nests_deeper,
+)
 
 __all__ = [
     "MAX_UNKNOWN_DEPTH",
@@ -111,28 +120,12 @@ def _extra(d: JSONObject, known: frozenset[str], path: str = "") -> Extra:
             text = json.dumps(v, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except ValueError:  # NaN or an infinity (a value built in Python): not standard JSON
             raise _Invalid(path, f"unknown field {k!r} holds NaN or an infinite number") from None
-        if text.count("[") + text.count("{") > MAX_UNKNOWN_DEPTH and _nests_deeper(v):
+        if nests_deeper(v, text, MAX_UNKNOWN_DEPTH):
             raise _Invalid(
                 _join(path, k), f"an unknown field nests deeper than {MAX_UNKNOWN_DEPTH} levels"
             )
         out.append((k, text))
     return tuple(out)
-
-
-def _nests_deeper(value: object) -> bool:
-    """Whether ``value`` nests deeper than ``MAX_UNKNOWN_DEPTH``; iterative and linear."""
-    level: list[object] = [value]
-    depth = 0
-    while level:
-        depth += 1
-        if depth > MAX_UNKNOWN_DEPTH:
-            return True
-        below: list[object] = []
-        for v in level:
-            children = v.values() if type(v) is dict else v if type(v) is list else ()
-            below.extend(c for c in children if type(c) is dict or type(c) is list)
-        level = below
-    return False
 
 
 # -- one reader per kind ----------------------------------------------------------------

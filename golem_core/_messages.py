@@ -141,7 +141,7 @@ class ToolCallPart:
             )
         except (ValueError, RecursionError):
             return None
-        if type(value) is not dict or _too_deep(value, text):
+        if type(value) is not dict or nests_deeper(value, text, MAX_ARGUMENT_DEPTH):
             return None
         if plain and text.isascii() and "\\u" not in text:
             return value  # no escape and no non-ASCII character: no lone surrogate either
@@ -181,16 +181,16 @@ MAX_ARGUMENT_DEPTH = 128
 """The deepest nesting of call arguments used as an object (deeper is sent verbatim)."""
 
 
-def _too_deep(value: dict[str, object], text: str) -> bool:
-    """Whether ``value`` nests deeper than ``MAX_ARGUMENT_DEPTH``; linear, and free when
-    ``text`` has too few brackets to nest that deep."""
-    if text.count("{") + text.count("[") <= MAX_ARGUMENT_DEPTH:
+def nests_deeper(value: object, text: str, limit: int) -> bool:
+    """Whether parsed JSON ``value`` nests deeper than ``limit`` levels; linear, and free
+    when ``text`` (its JSON) has too few brackets to nest that deep."""
+    if text.count("{") + text.count("[") <= limit:
         return False
     level: list[object] = [value]
     depth = 0
     while level:
         depth += 1
-        if depth > MAX_ARGUMENT_DEPTH:
+        if depth > limit:
             return True
         below: list[object] = []
         for v in level:
