@@ -26,6 +26,7 @@ from typing import Any, NoReturn, cast
 import attrs
 from attrs import field, frozen
 
+from golem_core._history import _calls_of
 from golem_core._json import _describe
 from golem_core._messages import Message, Part, Role, ToolCallPart
 from golem_core._model import ModelErrorKind
@@ -453,10 +454,6 @@ def wire_sequence(messages: Sequence[Message]) -> list[tuple[int, Message]]:
 
 
 def _has_repeat(message: Message) -> bool:
-    seen: set[str] = set()
-    for p in message.parts:
-        if type(p) is ToolCallPart and p.id is not None:
-            if p.id in seen:
-                return True
-            seen.add(p.id)
-    return False
+    """Whether a turn repeats a call id: more id'd calls than distinct ids (``_calls_of``)."""
+    ids = sum(1 for p in message.parts if type(p) is ToolCallPart and p.id is not None)
+    return ids > len(_calls_of(message))
