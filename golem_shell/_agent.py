@@ -88,6 +88,7 @@ __all__ = [
 # defaults (PEP 696): ``Agent("openai:gpt-4o-mini")`` is ``Agent[None, str]`` to a type checker
 DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=str)
+T = TypeVar("T")
 
 InstructionsFunction = Callable[[RunContext[Any]], Awaitable[str | None] | str | None]
 Prompt = str | Sequence[Part] | None
@@ -653,6 +654,22 @@ class Agent(Generic[DepsT, OutputT]):
             return None
         return asyncio.get_running_loop().time() + self.timeout
 
+    async def _within(self, work: Awaitable[T], deadline: float | None, doing: str) -> T:
+        """``await work`` before the run's requests, by the run's ``deadline``: past it, a
+        ``RunError`` at stage ``timeout``; any other exception (a ``TimeoutError`` of the
+        work's own included) propagates to the caller."""
+        try:
+            async with asyncio.timeout_at(deadline) as limit:
+                return await work
+        except TimeoutError as e:
+            if not limit.expired():
+                raise
+            raise RunError(
+                Stage.TIMEOUT,
+                f"the run took longer than its timeout of {self.timeout} s while {doing}",
+                cause=e,
+            ) from e
+
     async def _config(
         self,
         context: RunContext[Any],
@@ -661,22 +678,16 @@ class Agent(Generic[DepsT, OutputT]):
         deadline: float | None = None,
     ) -> RunConfig:
         try:
-            async with asyncio.timeout_at(deadline) as limit:
-                instructions = await self._resolve_instructions(context)
-        except TimeoutError as e:
-            if not limit.expired():
-                raise RunError(
-                    Stage.INSTRUCTIONS, f"resolving the instructions failed: {e!r}", cause=e
-                ) from e
-            raise RunError(
-                Stage.TIMEOUT,
-                f"the run took longer than its timeout of {self.timeout} s"
-                " while resolving its instructions",
-                cause=e,
-            ) from e
+            instructions = await self._within(
+                self._resolve_instructions(context), deadline, "resolving its instructions"
+            )
+        except RunError:
+            raise
         except Exception as e:
             raise RunError(
-                Stage.INSTRUCTIONS, f"resolving the instructions failed: {e}", cause=e
+                Stage.INSTRUCTIONS,
+                f"resolving the instructions failed: {str(e) or type(e).__name__}",
+                cause=e,
             ) from e
         return self._run_config(
             run_id, conversation_id, instructions, await self._toolset_specs(context)
@@ -762,21 +773,15 @@ class Agent(Generic[DepsT, OutputT]):
         processor = self.history_processor
         if processor is None:
             return None
+
+        async def process() -> Any:
+            outcome = processor(history)
+            return await outcome if inspect.isawaitable(outcome) else outcome
+
         try:
-            async with asyncio.timeout_at(deadline) as limit:
-                outcome: Any = processor(history)
-                if inspect.isawaitable(outcome):
-                    outcome = await outcome
-        except TimeoutError as e:
-            if not limit.expired():
-                outcome = Failure(f"{type(e).__name__}: {e}")
-            else:
-                raise RunError(
-                    Stage.TIMEOUT,
-                    f"the run took longer than its timeout of {self.timeout} s"
-                    " while its history processor ran",
-                    cause=e,
-                ) from e
+            outcome = await self._within(process(), deadline, "its history processor ran")
+        except RunError:
+            raise
         except Exception as e:
             outcome = Failure(f"{type(e).__name__}: {e}")
         return lambda _supplied: outcome
