@@ -746,6 +746,8 @@ class Agent(Generic[DepsT, OutputT]):
         return join_instructions(self.instructions, dynamic)
 
     def _processor(self) -> HistoryProcessor | None:
+        """The processor as a total function, for a runtime that runs it inside the loop's
+        own deterministic code (``golem_shell.durable``); ``_run`` uses ``_processed``."""
         processor = self.history_processor
         if processor is None:
             return None
@@ -758,7 +760,10 @@ class Agent(Generic[DepsT, OutputT]):
             if inspect.isawaitable(outcome):  # an async processor needs ``_processed``
                 if inspect.iscoroutine(outcome):
                     outcome.close()
-                return Failure("an async history processor cannot run here (sync path)")
+                return Failure(
+                    "an async history processor (such as summarize_history) cannot run"
+                    " inside a durable workflow's body: it calls a model; use a sync one"
+                )
             result: Result[tuple[Message, ...], Any] = outcome
             return result
 
