@@ -67,7 +67,8 @@ class ModelError(GolemError):
         retry_after: seconds the provider asked to wait, when it said.
         provider: which adapter raised it (``"openai"``, ``"anthropic"``, ...).
         endpoint: host and path the request went to (set by the HTTP adapters).
-        attempts: how many times the request was sent before giving up.
+        attempts: how many times the request was sent before giving up, the first send
+            included (``RetryPolicy.max_attempts`` counts only the retries).
         elapsed: seconds from the first attempt to giving up.
     """
 
