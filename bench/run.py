@@ -504,7 +504,7 @@ def _distribution_version(name: str) -> str:
 
 def environment(peers: Peers) -> dict[str, str]:
     libraries = {
-        name: _distribution_version(name) for name in ("golem", "attrs", "cattrs", "returns")
+        name: _distribution_version(name) for name in ("golem-agents", "attrs", "cattrs", "returns")
     }
     libraries.update(peers.versions())
     if peers.pydantic_ai is not None:

@@ -86,7 +86,7 @@ def capture_from_env() -> bool:
 
 def _golem_version() -> str:
     try:
-        return version("golem")
+        return version("golem-agents")
     except PackageNotFoundError:  # pragma: no cover (a source checkout not installed)
         return ""
 
