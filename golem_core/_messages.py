@@ -130,7 +130,7 @@ class ToolCallPart:
         """The cached parse behind ``arguments_object`` and ``arguments_valid``: shared,
         never handed out."""
         text = self.arguments
-        if not text or text.isspace():
+        if not text.strip(" \t\n\r"):  # JSON's whitespace only ("\xa0" is not JSON's)
             return {}
         plain = type(text) is str
         try:  # json.loads, without building a decoder on every call

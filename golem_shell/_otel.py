@@ -57,7 +57,23 @@ __all__ = ["CAPTURE_ENV", "Instrumentation", "RunTrace", "capture_from_env"]
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _TRUE = {"1", "true", "yes", "on", "span_only", "span_and_event"}
 
-TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)
+TOKEN_BUCKETS = (
+    1,
+    4,
+    16,
+    64,
+    256,
+    1024,
+    4096,
+    16384,
+    65536,
+    262144,
+    1048576,
+    4194304,
+    16777216,
+    67108864,
+)
+"""``gen_ai.client.token.usage`` bucket boundaries: the GenAI semantic conventions' list."""
 DURATION_BUCKETS = (
     0.01,
     0.02,
