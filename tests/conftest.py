@@ -3,6 +3,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,3 +55,27 @@ def postgres_url() -> Iterator[str]:
         pytest.skip(why)
     with server:
         yield server.url
+
+
+@pytest.fixture(scope="session")
+def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real Temporal dev server on 127.0.0.1 for the session (``tests/temporal_server.py``).
+
+    Yields a ``TemporalServer`` (``address``, ``namespace``). Skips, saying why, only when no
+    server can be started here; with ``GOLEM_REQUIRE_TEMPORAL=1`` (as in CI) that is a
+    failure instead.
+    """
+    import os
+
+    from temporal_server import TemporalUnavailable, start_temporal
+
+    try:
+        server = start_temporal(tmp_path_factory.mktemp("temporal"))
+    except TemporalUnavailable as e:
+        why = f"Temporal could not be started: {e}"
+        print(why, file=sys.stderr)
+        if os.environ.get("GOLEM_REQUIRE_TEMPORAL") == "1":
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    with server:
+        yield server
