@@ -28,6 +28,7 @@ from golem_core._context import (
 from golem_core._deferred import (
     Approved,
     DeferredAnswer,
+    DeferredCall,
     Denied,
     ExternalResult,
 )
@@ -47,6 +48,7 @@ from golem_core._events import (
 )
 from golem_core._history import (
     INTERRUPTED_RESULT_TEXT,
+    UNFINISHED_RESULT_TEXT,
     HistoryRepair,
     PairingKind,
     PairingProblem,
@@ -73,7 +75,6 @@ from golem_core._json import (
     history_to_jsonable,
     make_converter,
 )
-from golem_core._loop import DeferredCall
 from golem_core._messages import (
     DataPart,
     Extra,
@@ -150,6 +151,7 @@ __all__ = [
     "HistoryProcessor",
     "HistoryRepair",
     "INTERRUPTED_RESULT_TEXT",
+    "UNFINISHED_RESULT_TEXT",
     "LifecycleEvent",
     "MIN_KEY_BYTES",
     "Message",

@@ -43,6 +43,7 @@ from golem_core._messages import Message, Part, Role, TextPart, ToolCallPart, Un
 
 __all__ = [
     "INTERRUPTED_RESULT_TEXT",
+    "UNFINISHED_RESULT_TEXT",
     "HistoryRepair",
     "PairingKind",
     "PairingProblem",
@@ -56,6 +57,13 @@ __all__ = [
 
 INTERRUPTED_RESULT_TEXT = "interrupted before execution; no result was produced"
 """The text of a synthesized result: the absence of an outcome, not a tool failure."""
+UNFINISHED_RESULT_TEXT = (
+    "interrupted while running: the call started but did not finish, so it may have had"
+    " effects; no result was produced"
+)
+"""The text of the result closing a call that started and was interrupted (a cancel or a
+timeout while it ran): no outcome, but unlike ``INTERRUPTED_RESULT_TEXT`` not a call
+that never ran."""
 
 PairingKind: TypeAlias = Literal[
     "dangling", "separated", "orphan", "early", "duplicate", "missing_id"
@@ -173,6 +181,15 @@ def interrupted_result(call: ToolCallPart) -> Message:
         A ``tool`` message answering ``call.id``. Total and deterministic.
     """
     return Message.tool_result(call.id, call.name, INTERRUPTED_RESULT_TEXT)
+
+
+def unfinished_result(call: ToolCallPart) -> Message:
+    """The neutral result that closes a call that started but was interrupted before it
+    returned (a cancel or timeout while the tool ran): unlike ``interrupted_result`` it
+    says the call may have had effects, so a model (or a person) does not assume it
+    never ran. Not a failure; no timestamp, no identity stamps. Total and deterministic.
+    """
+    return Message.tool_result(call.id, call.name, UNFINISHED_RESULT_TEXT)
 
 
 def _holds_nothing(parts: Sequence[Part]) -> bool:

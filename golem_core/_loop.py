@@ -45,15 +45,27 @@ Rules the loop keeps:
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, TypeAlias, assert_never
 
 import attrs
 from attrs import field, frozen
-from returns.result import Failure, Success
+from returns.result import Failure, Result, Success
 
-from golem_core._history import _calls_of, interrupted_result, normalize_history
+from golem_core._deferred import (
+    Approved,
+    DeferredAnswer,
+    DeferredCall,
+    DeferredError,
+    Denied,
+    ExternalResult,
+    check_answers,
+    frontier,
+    unanswered_calls,
+    waiting_calls,
+)
+from golem_core._history import _calls_of, interrupted_result, normalize_history, unfinished_result
 from golem_core._messages import Message, Part, Role, TextPart, ToolCallPart, Usage
 from golem_core._model import ModelErrorKind, ModelRequest, ModelSettings, ToolDefinition
 from golem_core._processors import HistoryProcessor
@@ -61,6 +73,7 @@ from golem_core._provenance import sign_message
 
 __all__ = [
     "TRANSITIONS",
+    "Answered",
     "DeferredCall",
     "ExecuteTools",
     "Fail",
@@ -83,12 +96,15 @@ __all__ = [
     "ToolOutcome",
     "ToolRetry",
     "ToolReturned",
+    "ToolDone",
     "ToolSpec",
     "ToolsReturned",
     "Transition",
     "ValidateOutput",
     "next_command",
+    "paused_from",
     "receive",
+    "resume_run",
     "start_run",
 ]
 
@@ -202,14 +218,6 @@ class Phase(enum.Enum):
 
 
 @frozen
-class DeferredCall:
-    """A call that waits for an answer from outside the run (approval or external result)."""
-
-    call: ToolCallPart
-    kind: Literal["approval", "external"]
-
-
-@frozen
 class RunState:
     """The whole state of a run: a value; ``receive`` returns a new one.
 
@@ -239,6 +247,9 @@ class RunState:
     output_attempts: int = 0
     retries: tuple[tuple[str, int], ...] = ()
     failure: tuple[Stage, str] | None = None
+    returned: tuple[ToolOutcome, ...] = ()
+    pauses: int = 0
+    rejected: DeferredError | None = None
 
     @property
     def system(self) -> tuple[Message, ...]:
@@ -248,8 +259,8 @@ class RunState:
         system = Message.system(instructions).with_ids(
             self.config.run_id, self.config.conversation_id
         )
-        key = self.config.signing_key
-        return (system if key is None else sign_message(system, key),)
+        key = self.config.signing_key  # system messages never count in a place: sign at the start
+        return (system if key is None else sign_message(system, key, before=()),)
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -262,9 +273,41 @@ class RunState:
         return self.system + self.history + self.added[: self.evidence]
 
     @property
+    def partial_messages(self) -> tuple[Message, ...]:
+        """What a run interrupted now (cancelled, timed out, crashed) leaves: the evidence,
+        and, while a tool batch runs, every outcome it completed (stamped, as the batch's
+        end would add it), a call that started and has no outcome yet closed with
+        ``unfinished_result`` (it may have had effects), and the turn's other calls
+        closed with ``interrupted_result`` (they never ran). Paired: it needs no repair."""
+        evidence = self.evidence_messages
+        if self.phase is not Phase.TOOLS:
+            return evidence
+        by_id = {o.call_id: o for o in self.returned}
+        pre = {m.tool_call_id: m for m in self.answered}
+        running = {c.id for c in self.to_execute}
+        closing: list[Message] = []
+        for call in self.awaiting:
+            if call.id in pre:
+                closing.append(pre[call.id])
+                continue
+            result = _outcome_result(call, by_id.get(call.id or ""))
+            if result is not None:
+                closing.append(_stamp(self, result))
+            elif call.id in running:
+                closing.append(unfinished_result(call))
+            else:
+                closing.append(interrupted_result(call))
+        return evidence + tuple(closing)
+
+    @property
     def produced_evidence(self) -> bool:
         """Whether the run completed anything (a model turn, a tool execution)."""
-        return self.requests > 0 or self.tool_executions > 0 or self.evidence > 0
+        return (
+            self.requests > 0
+            or self.tool_executions > 0
+            or self.evidence > 0
+            or bool(self.returned)
+        )
 
 
 # -- commands --------------------------------------------------------------------------
@@ -382,6 +425,32 @@ class ToolsReturned:
 
 
 @frozen
+class ToolDone:
+    """One call of the ``ExecuteTools`` batch in flight finished: its outcome lands in the
+    state at once (so an interrupted run keeps it); the batch ends when every call has an
+    outcome, or at the first ``ToolCrashed`` or ``ToolCanceled``."""
+
+    outcome: ToolOutcome
+
+
+@frozen
+class Answered:
+    """Answers for a paused run's waiting calls, by call id (``Approved``, ``Denied``,
+    ``ExternalResult``).
+
+    ``close_unanswered`` closes waiting calls left without an answer (otherwise they keep
+    the run paused). ``pause`` binds the answers to the pause they answer (the state's
+    ``pauses`` count when it paused): answers for an earlier pause are refused, so a
+    repeated or stale answer never applies to a later pause. ``None`` skips that check
+    (a resume from stored history, which has only the one pause).
+    """
+
+    answers: Mapping[str, DeferredAnswer]
+    close_unanswered: bool = False
+    pause: int | None = None
+
+
+@frozen
 class OutputValid:
     """The candidate output is valid; ``value`` is the run's output."""
 
@@ -395,7 +464,9 @@ class OutputInvalid:
     reason: str
 
 
-LoopOutcome: TypeAlias = ModelResponded | ModelFailed | ToolsReturned | OutputValid | OutputInvalid
+LoopOutcome: TypeAlias = (
+    ModelResponded | ModelFailed | ToolsReturned | ToolDone | OutputValid | OutputInvalid | Answered
+)
 
 
 @frozen
@@ -431,7 +502,14 @@ def _table() -> tuple[Transition, ...]:
             ExecuteTools,
             ToolsReturned,
             (Phase.REQUEST, Phase.PAUSED, Phase.FAILED),
-            lambda state, o: _on_tools(state, o.outcomes),
+            lambda state, o: _end_batch(attrs.evolve(state, returned=state.returned + o.outcomes)),
+        ),
+        Transition(
+            Phase.TOOLS,
+            ExecuteTools,
+            ToolDone,
+            (Phase.TOOLS, Phase.REQUEST, Phase.PAUSED, Phase.FAILED),
+            lambda state, o: _on_tool_done(state, o.outcome),
         ),
         Transition(
             Phase.VALIDATE,
@@ -446,6 +524,13 @@ def _table() -> tuple[Transition, ...]:
             OutputInvalid,
             (Phase.REQUEST, Phase.FAILED),
             lambda state, o: _on_output_invalid(state, o.reason),
+        ),
+        Transition(
+            Phase.PAUSED,
+            Pause,
+            Answered,
+            (Phase.TOOLS, Phase.REQUEST, Phase.PAUSED),
+            _on_answers,
         ),
     )
 
@@ -529,14 +614,33 @@ def _failed(state: RunState, stage: Stage, reason: str) -> RunState:
 
 
 def _stamp(state: RunState, m: Message) -> Message:
+    """``m`` as the run adds it after everything so far: the run's ids, an id for each call
+    the model sent without one (``_with_call_ids``), and with a signing key a signature
+    bound to that place (``sign_message(before=...)``, ADR 0068). Results of one batch
+    may all be stamped against the same state: ``tool`` messages do not move the place
+    of what follows them."""
     config = state.config
     m = attrs.evolve(m, run_id=config.run_id, conversation_id=config.conversation_id)
-    return m if config.signing_key is None else sign_message(m, config.signing_key)
+    key = config.signing_key
+    minting = m.role is Role.ASSISTANT and any(
+        type(p) is ToolCallPart and p.id is None for p in m.parts
+    )
+    if key is None and not minting:
+        return m
+    before = state.history + state.added
+    if minting:
+        m = _with_call_ids(m, state.requests, before)
+    return m if key is None else sign_message(m, key, before=before)
 
 
 def _add(state: RunState, messages: Sequence[Message], *, stamp: bool = True) -> RunState:
-    added = tuple(_stamp(state, m) if stamp else m for m in messages)
-    return attrs.evolve(state, added=state.added + added)
+    """``state`` with ``messages`` added, each stamped in its place after the ones before
+    it (unless ``stamp`` is false: they are in final form already)."""
+    if not stamp:
+        return attrs.evolve(state, added=state.added + tuple(messages))
+    for m in messages:
+        state = attrs.evolve(state, added=(*state.added, _stamp(state, m)))
+    return state
 
 
 # -- deciding --------------------------------------------------------------------------
@@ -600,13 +704,38 @@ def receive(state: RunState, outcome: LoopOutcome) -> RunState:
     return after
 
 
-def _with_call_ids(message: Message, request_no: int) -> Message:
-    if not any(type(p) is ToolCallPart and p.id is None for p in message.parts):
+def _with_call_ids(
+    message: Message, request_no: int = 0, conversation: Sequence[Message] | None = None
+) -> Message:
+    """``message`` with an id for each call the model sent without one (Gemini 2.x).
+
+    The id is ``golem_<n>_<part index>``, ``n`` one more than the highest ``n`` of such
+    ids in ``conversation`` (the messages before it) and in ``message``: a conversation's
+    first turns get ``golem_1_0``, ``golem_2_0``, ... and every later run goes on from
+    there, so a minted id never repeats within a conversation (a repeated id would make
+    a signed call unvouchable, ADR 0068). Derived from the history only: total and
+    deterministic.
+
+    Ids are minted only when ``conversation`` is given, which ``_stamp`` does; the call
+    in ``_on_response`` (``request_no``, unused) leaves the calls to ``_stamp``.
+    """
+    if conversation is None or not any(
+        type(p) is ToolCallPart and p.id is None for p in message.parts
+    ):
         return message
+    highest = 0
+    for m in (*conversation, message):
+        if m.role is not Role.ASSISTANT:
+            continue
+        for p in m.parts:
+            if type(p) is ToolCallPart and p.id is not None and p.id.startswith("golem_"):
+                n, _, index = p.id[6:].partition("_")
+                if n.isdigit() and n.isascii() and len(n) < 19 and index.isdigit():
+                    highest = max(highest, int(n))
     parts: list[Part] = []
     for i, p in enumerate(message.parts):
         if type(p) is ToolCallPart and p.id is None:
-            p = attrs.evolve(p, id=f"golem_{request_no}_{i}")
+            p = attrs.evolve(p, id=f"golem_{highest + 1}_{i}")
         parts.append(p)
     return attrs.evolve(message, parts=tuple(parts))
 
@@ -711,13 +840,13 @@ def _on_response(state: RunState, message: Message) -> RunState:
         )
     if not to_execute:
         state = _add(state, results, stamp=False)
-        return attrs.evolve(
+        state = attrs.evolve(
             state,
             evidence=len(state.added),
             deferred=tuple(deferred),
             awaiting=tuple(d.call for d in deferred),
-            phase=Phase.PAUSED if deferred else Phase.REQUEST,
         )
+        return _pause(state) if deferred else attrs.evolve(state, phase=Phase.REQUEST)
     return attrs.evolve(
         state,
         phase=Phase.TOOLS,
@@ -729,14 +858,36 @@ def _on_response(state: RunState, message: Message) -> RunState:
     )
 
 
-def _on_tools(state: RunState, outcomes: Sequence[ToolOutcome]) -> RunState:
+def _outcome_result(call: ToolCallPart, o: ToolOutcome | None) -> Message | None:
+    """The result an outcome gives its call (unstamped): ``None`` for no outcome, or for a
+    crash or a deliberate stop (those end the run instead)."""
+    if type(o) is ToolReturned:
+        return Message.tool_result(call.id, call.name, o.parts, failed=o.failed)
+    if type(o) is ToolRetry:
+        return _result(call, o.reason, failed=True)
+    return None
+
+
+def _on_tool_done(state: RunState, outcome: ToolOutcome) -> RunState:
+    state = attrs.evolve(state, returned=(*state.returned, outcome))
+    if type(outcome) is ToolCrashed or type(outcome) is ToolCanceled:
+        return _end_batch(state)
+    done = {o.call_id for o in state.returned}
+    if all(c.id in done for c in state.to_execute):
+        return _end_batch(state)
+    return state
+
+
+def _end_batch(state: RunState) -> RunState:
+    """Close the batch in flight with the outcomes in ``state.returned``."""
+    outcomes = state.returned
     by_id = {o.call_id: o for o in outcomes}
     calls = state.awaiting
     pre = {m.tool_call_id: m for m in state.answered}
     executions = state.tool_executions + sum(
         1 for o in outcomes if type(o) in (ToolReturned, ToolCanceled, ToolCrashed)
     )
-    state = attrs.evolve(state, tool_executions=executions, answered=())
+    state = attrs.evolve(state, tool_executions=executions, answered=(), returned=())
     crashed = next((o for o in outcomes if type(o) is ToolCrashed), None)
     if crashed is not None:
         return _failed(state, Stage.TOOL, crashed.reason)
@@ -751,13 +902,13 @@ def _on_tools(state: RunState, outcomes: Sequence[ToolOutcome]) -> RunState:
             results.append(pre[call.id])
             continue
         o = by_id.get(call.id) if call.id is not None else None
-        if type(o) is ToolReturned:
-            results.append(Message.tool_result(call.id, call.name, o.parts, failed=o.failed))
-        elif type(o) is ToolRetry:
-            results.append(_result(call, o.reason, failed=True))
-            state, over = _count_retry(state, call.name)
-            if over and exceeded is None:
-                exceeded = call.name
+        result = _outcome_result(call, o)
+        if result is not None:
+            results.append(result)
+            if type(o) is ToolRetry:
+                state, over = _count_retry(state, call.name)
+                if over and exceeded is None:
+                    exceeded = call.name
         elif canceled is not None:
             keep.add(len(results))
             results.append(interrupted_result(call))
@@ -785,8 +936,139 @@ def _on_tools(state: RunState, outcomes: Sequence[ToolOutcome]) -> RunState:
             " arguments that could not be used",
         )
     if state.deferred:
-        return attrs.evolve(state, phase=Phase.PAUSED)
+        return _pause(state)
     return attrs.evolve(state, phase=Phase.REQUEST)
+
+
+def _pause(state: RunState) -> RunState:
+    """Wait for answers: a new pause (``pauses`` counts them, so answers bind to one)."""
+    return attrs.evolve(state, phase=Phase.PAUSED, pauses=state.pauses + 1, rejected=None)
+
+
+# -- resuming --------------------------------------------------------------------------
+
+
+def paused_from(config: RunConfig, history: Sequence[Message]) -> RunState:
+    """The paused state a stored history stands for: its last assistant turn's calls
+    without a result wait (those of approval and external tools) or were interrupted
+    (the others, e.g. a crash mid-batch). The history before that turn is repaired;
+    the turn and its results are kept as they are. Feed it ``Answered`` to go on.
+    A history whose end is not such a turn gives a paused state with nothing waiting:
+    empty answers send it on to the next request. Total and deterministic.
+    """
+    history = [m for m in history if m.role is not Role.SYSTEM]
+    a = frontier(history)
+    if a is None:
+        repaired, _ = normalize_history(history)
+        return RunState(config=config, history=repaired, phase=Phase.PAUSED, pauses=1)
+    turn = history[a]
+    turn_ids = {c.id for c in turn.tool_calls if c.id is not None}
+    seen: set[str | None] = set()
+    block: list[Message] = []
+    for m in history[a + 1 :]:
+        if m.tool_call_id in turn_ids and m.tool_call_id not in seen:
+            seen.add(m.tool_call_id)
+            block.append(m)
+    prefix, _ = normalize_history(history[:a])
+    return RunState(
+        config=config,
+        history=(*prefix, turn, *block),
+        turn=turn,
+        phase=Phase.PAUSED,
+        pauses=1,
+        deferred=waiting_calls(history, {t.name: t.kind for t in config.tools}),
+        awaiting=tuple(unanswered_calls(history, a)),
+    )
+
+
+def _on_answers(state: RunState, answered: Answered) -> RunState:
+    """Apply answers to the waiting calls: approved calls run (a tool batch), denials and
+    external results become results; the turn's other unanswered calls are closed as
+    interrupted. Answers that do not fit leave the run paused with ``rejected`` set."""
+    if answered.pause is not None and answered.pause != state.pauses:
+        return attrs.evolve(
+            state,
+            rejected=DeferredError(
+                f"these answers are for pause {answered.pause} of the run, which is now at"
+                f" pause {state.pauses}: a repeated or stale answer is not applied",
+                tuple(sorted(answered.answers)),
+            ),
+        )
+    answers = answered.answers
+    error = check_answers(state.deferred, answers)
+    if error is not None:
+        return attrs.evolve(state, rejected=error)
+    waiting_ids = {d.call.id for d in state.deferred}
+    pre: list[Message] = []
+    to_execute: list[ToolCallPart] = []
+    still: list[DeferredCall] = []
+    for call in state.awaiting:
+        answer = answers.get(call.id or "")
+        if call.id not in waiting_ids:
+            pre.append(interrupted_result(call))
+        elif type(answer) is Approved:
+            to_execute.append(call)
+        elif type(answer) is Denied:
+            denied = Message.tool_result(
+                call.id, call.name, f"denied: {answer.reason}", failed=True
+            )
+            pre.append(_stamp(state, denied))
+        elif type(answer) is ExternalResult:
+            external = Message.tool_result(call.id, call.name, answer.parts, failed=answer.failed)
+            pre.append(_stamp(state, external))
+        elif answered.close_unanswered:
+            pre.append(interrupted_result(call))
+        else:
+            still.extend(d for d in state.deferred if d.call.id == call.id)
+    state = attrs.evolve(state, rejected=None)
+    if to_execute:
+        return attrs.evolve(
+            state,
+            phase=Phase.TOOLS,
+            to_execute=tuple(to_execute),
+            deferred=tuple(still),
+            answered=tuple(pre),
+        )
+    state = _add(state, pre, stamp=False)
+    state = attrs.evolve(
+        state,
+        evidence=len(state.added),
+        deferred=tuple(still),
+        awaiting=tuple(d.call for d in still),
+    )
+    if still and pre:  # some answered, some still waiting: a new pause
+        return _pause(state)
+    if still:  # nothing answered: the same pause goes on
+        return state
+    return attrs.evolve(state, phase=Phase.REQUEST)
+
+
+def resume_run(
+    config: RunConfig,
+    history: Sequence[Message],
+    answers: Mapping[str, DeferredAnswer],
+    *,
+    close_unanswered: bool = False,
+    now: datetime | None = None,
+) -> Result[RunState, DeferredError]:
+    """Continue a paused run from its stored ``history`` with answers for its waiting
+    calls: ``receive(paused_from(config, history), Answered(answers, close_unanswered))``.
+
+    Answers come first: approved calls are executed by the driver, denials and external
+    results become those calls' results. Waiting calls left unanswered keep the run
+    paused, or, with ``close_unanswered``, get the neutral no-result result. Unanswered
+    calls of ordinary tools in that turn (a crash mid-batch) get it too. Only then is the
+    history before the frontier repaired. Total and deterministic.
+
+    Returns:
+        The state to drive, or ``Failure(DeferredError)`` when an answer names a call that
+        is not waiting, or answers a call with the wrong kind of answer.
+    """
+    del now  # the frontier's results carry no timestamps; kept for symmetry with start_run
+    state = receive(paused_from(config, history), Answered(answers, close_unanswered))
+    if state.rejected is not None:
+        return Failure(state.rejected)
+    return Success(state)
 
 
 def _correction(state: RunState, reason: str, *, as_user: bool) -> RunState:

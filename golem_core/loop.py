@@ -1,7 +1,8 @@
 """The sans-IO run loop, for a runtime that drives it: ``golem_shell.Agent`` does, and so
 can a durable-workflow engine, a job queue or a test.
 
-``start_run`` (or ``resume_run`` for a paused run) gives the first ``RunState``;
+``start_run`` (or ``resume_run`` for a paused run's stored history) gives the first
+``RunState``;
 ``next_command(state)`` says what to do (``RequestModel``, ``ExecuteTools``,
 ``ValidateOutput``, or the end: ``Finish``, ``Pause``, ``Fail``); the driver performs it
 and folds the outcome back with ``receive(state, outcome)``. Every step the loop allows is
@@ -9,10 +10,10 @@ a row of ``TRANSITIONS``. Applications that only run agents need none of this: s
 ``golem_shell.Agent``.
 """
 
-from golem_core._deferred import resume_run, waiting_calls
+from golem_core._deferred import DeferredCall, waiting_calls
 from golem_core._loop import (
     TRANSITIONS,
-    DeferredCall,
+    Answered,
     ExecuteTools,
     Fail,
     Finish,
@@ -34,17 +35,21 @@ from golem_core._loop import (
     ToolOutcome,
     ToolRetry,
     ToolReturned,
+    ToolDone,
     ToolSpec,
     ToolsReturned,
     Transition,
     ValidateOutput,
     next_command,
+    paused_from,
     receive,
+    resume_run,
     start_run,
 )
 
 __all__ = [
     "TRANSITIONS",
+    "Answered",
     "DeferredCall",
     "ExecuteTools",
     "Fail",
@@ -67,11 +72,13 @@ __all__ = [
     "ToolOutcome",
     "ToolRetry",
     "ToolReturned",
+    "ToolDone",
     "ToolSpec",
     "ToolsReturned",
     "Transition",
     "ValidateOutput",
     "next_command",
+    "paused_from",
     "receive",
     "resume_run",
     "start_run",

@@ -1,11 +1,14 @@
-"""The agent: configuration plus a thin driver of the core loop.
+"""The agent: configuration, the run methods, and the asyncio effects of a run.
 
-Owns the effects of a run and nothing else: resolving instructions (the user's
-function may do I/O), reading the clock, minting ids, sending requests, running tools
-concurrently, validating output into the user's type, timeouts and cancellation. Every
-decision (what to send, what a response means, when the run ends) is
-``golem_core._loop``'s. The driver is one loop: ask the core for a command, perform
-it, feed the outcome back.
+Owns what a run needs from the outside world and nothing else: resolving instructions
+(the user's function may do I/O), reading the clock, minting ids, sending requests,
+running tools, validating output into the user's type, timeouts and cancellation
+(``AgentEffects``). Every decision (what to send, what a response means, when the run
+ends) is ``golem_core._loop``'s; the loop is driven by ``golem_shell._driver``, the one
+driver that the durable runtimes share.
+
+Over 600 lines because it is the public surface of a run: every run method and its
+sync twin, with their documented arguments, and the checks at their entry.
 """
 
 from __future__ import annotations
@@ -13,66 +16,61 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Container, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Generic, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, cast, overload
 
 import attrs
-from attrs import field, frozen
-from returns.result import Failure, Result, Success
+from returns.result import Failure, Result
 from typing_extensions import TypeVar
 
 from golem_core import (
     HistoryProcessor,
     Message,
-    ModelDelta,
     ModelSettings,
     Part,
     StreamDone,
     ToolCallPart,
-    Usage,
     conversation_id_of,
     join_instructions,
 )
-from golem_core._deferred import DeferredAnswer, resume_run, waiting_calls
+from golem_core._deferred import DeferredAnswer, DeferredCall, waiting_calls
 from golem_core._loop import (
-    DeferredCall,
-    ExecuteTools,
+    Answered,
     Fail,
     Finish,
     ModelFailed,
     ModelResponded,
+    OutputInvalid,
+    OutputValid,
     Pause,
     RequestModel,
     RunConfig,
     RunState,
-    ToolCanceled,
-    ToolCrashed,
     ToolOutcome,
     ToolSpec,
-    ToolsReturned,
-    ValidateOutput,
-    next_command,
+    paused_from,
     receive,
     start_run,
 )
 from golem_core._model import ModelErrorKind
 from golem_core._provenance import SigningKeys, signed_calls, signing_keys
 from golem_shell._checks import check_history, check_prompt_parts, check_settings
+from golem_shell._driver import End, Progress, ToolBatch, run
 from golem_shell._errors import (
     DeferredResultsError,
     ModelError,
-    PartialResult,
     RunError,
     Stage,
     UsageError,
 )
 from golem_shell._ids import new_id
-from golem_shell._observe import EventHandler, RunObserver, observe_run, relay, watch
+from golem_shell._observe import EventHandler, observe_run, relay
 from golem_shell._output import OUTPUT_TOOL_NAME, Output, OutputMode
+from golem_shell._results import DeltaEvent, DeltaHandler, RunResult, partial_from, partial_of
 from golem_shell._summarize import AsyncHistoryProcessor
-from golem_shell._tools import TOOL_CRASHES, RunContext, Tool, Toolset
+from golem_shell._tools import RunContext, Tool, Toolset
 from golem_shell.models import Model, infer_model
 
 if TYPE_CHECKING:
@@ -96,84 +94,8 @@ IssuedCalls = Container[str] | Callable[[ToolCallPart], bool]
 """What a server issued: the call ids it paused on, or a predicate over a call."""
 
 
-@frozen
-class DeltaEvent:
-    """A piece of a streamed model answer, stamped with the run it belongs to."""
-
-    run_id: str
-    conversation_id: str
-    request: int
-    delta: ModelDelta
-
-
-DeltaHandler = Callable[[DeltaEvent], Awaitable[None] | None]
-
-
-@frozen
-class RunResult(Generic[OutputT]):
-    """What a finished (or paused) run produced.
-
-    ``messages`` is the full canonical conversation, ready to pass back as history;
-    ``new_messages`` what this run added. A paused run (a tool needs approval or an
-    external result) has ``deferred`` calls and no output yet: answer them with
-    ``Agent.run_with_deferred_results``.
-    """
-
-    output: OutputT
-    messages: tuple[Message, ...] = field(repr=False)
-    new_messages: tuple[Message, ...] = field(repr=False)
-    usage: Usage
-    run_id: str
-    conversation_id: str
-    requests: int
-    tool_executions: int
-    deferred: tuple[DeferredCall, ...] = ()
-
-    @property
-    def paused(self) -> bool:
-        """Whether the run waits for deferred tool results."""
-        return bool(self.deferred)
-
-
-def partial_from(error: BaseException) -> PartialResult | None:
-    """The partial result of a run that ended with ``error``.
-
-    Works for ``RunError`` and for the ``asyncio.CancelledError`` (or timeout) that
-    ended a run cancelled from outside: golem keeps asyncio's semantics (the
-    cancellation propagates unchanged) and attaches the evidence to the exception.
-    """
-    if isinstance(error, RunError):
-        return error.partial
-    partial = getattr(error, "golem_partial", None)
-    return partial if isinstance(partial, PartialResult) else None
-
-
-def _partial(state: RunState) -> PartialResult | None:
-    if not state.produced_evidence:
-        return None
-    return PartialResult(
-        messages=state.evidence_messages,
-        usage=state.usage,
-        requests=state.requests,
-        tool_executions=state.tool_executions,
-        run_id=state.config.run_id,
-        conversation_id=state.config.conversation_id,
-    )
-
-
 def _prompt_parts(prompt: Prompt) -> tuple[Part, ...] | None:
     return check_prompt_parts(prompt)
-
-
-class _Progress:
-    """The latest state of a run in progress, for partials after a timeout or cancel."""
-
-    __slots__ = ("cause", "observer", "state")
-
-    def __init__(self, state: RunState, observer: RunObserver | None = None) -> None:
-        self.state = state
-        self.cause: BaseException | None = None
-        self.observer = observer
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -609,16 +531,10 @@ class Agent(Generic[DepsT, OutputT]):
         context: RunContext[Any] = RunContext(deps, run_id, conversation_id)
         deadline = self._deadline()
         config = await self._config(context, run_id, conversation_id, deadline)
-        match resume_run(
-            config, history, results, close_unanswered=close_unanswered, now=datetime.now(UTC)
-        ):
-            case Success(state):
-                pass
-            case Failure(error):
-                raise DeferredResultsError(str(error), error.call_ids)
-        progress = _Progress(state, observe_run(self, state, on_event, resumed=True))
-        on_delta = relay(progress.observer, on_delta)
-        return await watch(progress, self._guarded(progress, context, on_delta, deadline))
+        state = receive(paused_from(config, history), Answered(results, close_unanswered))
+        if state.rejected is not None:
+            raise DeferredResultsError(str(state.rejected), state.rejected.call_ids)
+        return await self._drive(state, context, on_delta, on_event, deadline, resumed=True)
 
     def run_with_deferred_results_sync(
         self,
@@ -814,108 +730,97 @@ class Agent(Generic[DepsT, OutputT]):
             processor=await self._processed(history, deadline),
             now=datetime.now(UTC),
         )
-        progress = _Progress(state, observe_run(self, state, on_event))
-        on_delta = relay(progress.observer, on_delta)
-        return await watch(progress, self._guarded(progress, context, on_delta, deadline))
-
-    async def _guarded(
-        self,
-        progress: _Progress,
-        context: RunContext[Any],
-        on_delta: DeltaHandler | None,
-        deadline: float | None = None,
-    ) -> RunResult[OutputT]:
-        """Drive the run under the timeout (until ``deadline``, set when the run started);
-        keep the partial reachable on cancellation."""
-        if self.timeout is None:
-            try:
-                return await self._drive(progress, context, on_delta)
-            except asyncio.CancelledError as e:
-                e.golem_partial = _partial(progress.state)  # type: ignore[attr-defined]
-                raise
-        try:
-            if deadline is None:
-                deadline = asyncio.get_running_loop().time() + self.timeout
-            async with asyncio.timeout_at(deadline) as limit:
-                return await self._drive(progress, context, on_delta)
-        except TimeoutError as e:
-            if not limit.expired():
-                raise
-            raise RunError(
-                Stage.TIMEOUT,
-                f"the run took longer than its timeout of {self.timeout} s",
-                partial=_partial(progress.state),
-                cause=e,
-            ) from e
-        except asyncio.CancelledError as e:
-            e.golem_partial = _partial(progress.state)  # type: ignore[attr-defined]
-            raise
+        return await self._drive(state, context, on_delta, on_event, deadline)
 
     async def _drive(
         self,
-        progress: _Progress,
+        state: RunState,
         context: RunContext[Any],
         on_delta: DeltaHandler | None,
+        on_event: EventHandler | None,
+        deadline: float | None,
+        *,
+        resumed: bool = False,
     ) -> RunResult[OutputT]:
-        state = progress.state
-        while True:
-            command = next_command(state)
-            if isinstance(command, RequestModel):
-                if progress.observer is not None:
-                    await progress.observer.request_started(
-                        command.request, state, on_delta is not None
-                    )
-                outcome: Any = await self._request(command, state, on_delta, progress)
-                if progress.observer is not None:
-                    await progress.observer.request_ended(outcome, progress.cause)
-            elif isinstance(command, ExecuteTools):
-                outcome = ToolsReturned(
-                    await self._execute(command.calls, state, context, progress.observer, progress)
-                )
-            elif isinstance(command, ValidateOutput):
-                outcome = self._output.check(command.candidate)
-            elif isinstance(command, Finish):
-                return self._result(command.state, cast(OutputT, command.output))
-            elif isinstance(command, Pause):
-                return self._result(command.state, cast(OutputT, None), command.deferred)
-            else:
-                assert isinstance(command, Fail)
-                raise RunError(
-                    Stage(command.stage),
-                    command.reason,
-                    partial=_partial(command.state),
-                    cause=progress.cause,
-                ) from progress.cause
-            state = receive(state, outcome)
-            progress.state = state
+        """Drive the run with this agent's asyncio effects, under the run's timeout (until
+        ``deadline``); a cancel or timeout at any moment leaves the partial."""
+        progress = Progress(state, observe_run(self, state, on_event, resumed=resumed))
+        effects = AgentEffects(self, context, relay(progress.observer, on_delta))
 
-    async def _request(
+        async def guarded(body: Coroutine[Any, Any, End]) -> End:
+            try:
+                if deadline is None:
+                    return await body
+                async with asyncio.timeout_at(deadline) as limit:
+                    return await body
+            except TimeoutError as e:
+                if deadline is None or not limit.expired():
+                    raise
+                raise RunError(
+                    Stage.TIMEOUT,
+                    f"the run took longer than its timeout of {self.timeout} s",
+                    partial=partial_of(progress.state),
+                    cause=e,
+                ) from e
+            except asyncio.CancelledError as e:
+                e.golem_partial = partial_of(progress.state)  # type: ignore[attr-defined]
+                raise
+
+        end = await run(progress, effects, guarded)
+        if isinstance(end, Fail):
+            raise RunError(
+                Stage(end.stage),
+                end.reason,
+                partial=partial_of(end.state),
+                cause=progress.cause,
+            ) from progress.cause
+        return _result(end)
+
+
+class AgentEffects:
+    """The effects of an ``Agent`` run, on asyncio: requests through the agent's model
+    (streamed to ``on_delta`` when given), each tool call in a task of its own, the
+    wall clock. A failing tool cancels its siblings (``tool_batch``); a paused run ends
+    (``wait`` gives no answers: they come back in a new run)."""
+
+    tool_batch: ToolBatch = "cancel_siblings"
+
+    def __init__(
         self,
-        command: RequestModel,
-        state: RunState,
+        agent: Agent[Any, Any],
+        context: RunContext[Any],
         on_delta: DeltaHandler | None,
-        progress: _Progress,
-    ) -> ModelResponded | ModelFailed:
+    ) -> None:
+        self.agent = agent
+        self.context = context
+        self.on_delta = on_delta
+        self.streaming = on_delta is not None
+        self.cause: BaseException | None = None
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
         request = command.request
         try:
-            if on_delta is None:
-                message = await self.model.request(request)
+            if self.on_delta is None:
+                message = await self.agent.model.request(request)
             else:
-                message = await self._stream(request, state, on_delta)
+                message = await self._stream(request, state, self.on_delta)
         except (ModelError, UsageError) as e:
-            progress.cause = e
+            self.cause = e
             return ModelFailed(str(e), e.kind if isinstance(e, ModelError) else None)
         except Exception as e:  # a model function, an on_delta handler or an adapter bug
-            progress.cause = e
+            self.cause = e
             return ModelFailed(f"the model request raised {type(e).__name__}: {e}")
         if message.created_at is None:
-            message = attrs.evolve(message, created_at=datetime.now(UTC))
+            message = attrs.evolve(message, created_at=self.now())
         return ModelResponded(message)
 
     async def _stream(self, request: Any, state: RunState, on_delta: DeltaHandler) -> Message:
         final: Message | None = None
         number = state.requests + 1
-        stream = self.model.request_stream(request)
+        stream = self.agent.model.request_stream(request)
         try:
             async for event in stream:
                 if isinstance(event, StreamDone):
@@ -934,98 +839,48 @@ class Agent(Generic[DepsT, OutputT]):
             raise ModelError(
                 ModelErrorKind.STREAM_INTERRUPTED,
                 "the stream ended without a complete message",
-                provider=self.model.name,
+                provider=self.agent.model.name,
             )
         return final
 
-    async def _execute(
-        self,
-        calls: Sequence[ToolCallPart],
-        state: RunState,
-        base: RunContext[Any],
-        observer: RunObserver | None = None,
-        progress: _Progress | None = None,
-    ) -> tuple[ToolOutcome, ...]:
-        messages = state.messages
-        tasks: dict[asyncio.Task[ToolOutcome], ToolCallPart] = {}
-        crashes: dict[str, BaseException] = {}
-        token = TOOL_CRASHES.set(crashes)  # each task copies the context: they share the dict
-        try:
-            self._start_tools(calls, state, base, observer, messages, tasks)
-        finally:
-            TOOL_CRASHES.reset(token)
-        outcomes: list[ToolOutcome] = []
-        pending = set(tasks)
-        try:
-            while pending:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                finished = [t.result() for t in done]
-                outcomes.extend(finished)
-                if any(isinstance(o, ToolCanceled | ToolCrashed) for o in finished):
-                    break
-        finally:
-            for t in pending:
-                t.cancel()
-            if pending:
-                await asyncio.gather(*pending, return_exceptions=True)
-        crashed = next((o for o in outcomes if isinstance(o, ToolCrashed)), None)
-        if crashed is not None and progress is not None:
-            progress.cause = crashes.get(crashed.call_id)  # chained to the RunError
-        return tuple(outcomes)
-
-    def _start_tools(
-        self,
-        calls: Sequence[ToolCallPart],
-        state: RunState,
-        base: RunContext[Any],
-        observer: RunObserver | None,
-        messages: tuple[Message, ...],
-        tasks: dict[asyncio.Task[ToolOutcome], ToolCallPart],
-    ) -> None:
+    def tools(
+        self, calls: Sequence[ToolCallPart], state: RunState
+    ) -> list[Coroutine[Any, Any, ToolOutcome]]:
+        base = self.context
+        works = []
         for call in calls:
             context = attrs.evolve(
                 base,
                 usage=state.usage,
                 requests=state.requests,
-                messages=messages,
+                messages=state.messages,
                 tool_call_id=call.id,
                 tool_name=call.name,
             )
-            run_tool = self.tools.get(call.name) or base.toolset_tools[call.name]
-            execution = run_tool.execute(context, call)
-            if observer is not None:
-                execution = observer.tool(call, execution)
-            tasks[asyncio.create_task(execution)] = call
+            tool = self.agent.tools.get(call.name) or base.toolset_tools[call.name]
+            works.append(tool.execute(context, call))
+        return works
 
-    # -- one effect at a time, for a runtime that drives the loop (golem_shell.durable) --
+    def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
+        return self.agent._output.check(candidate)
 
-    async def _request_once(
-        self, command: RequestModel, state: RunState
-    ) -> ModelResponded | ModelFailed:
-        """Perform the model request of ``command`` (not streamed), as ``_drive`` does."""
-        return await self._request(command, state, None, _Progress(state))
+    async def wait(self, paused: RunState) -> Literal[None]:
+        return None
 
-    async def _execute_once(
-        self, call: ToolCallPart, state: RunState, context: RunContext[Any]
-    ) -> ToolOutcome:
-        """Execute one tool call of a batch, as ``_drive`` does."""
-        (outcome,) = await self._execute((call,), state, context)
-        return outcome
 
-    def _result(
-        self, state: RunState, output: OutputT, deferred: tuple[DeferredCall, ...] = ()
-    ) -> RunResult[OutputT]:
-        return RunResult(
-            output=output,
-            messages=state.messages,
-            new_messages=state.added,
-            usage=state.usage,
-            run_id=state.config.run_id,
-            conversation_id=state.config.conversation_id,
-            requests=state.requests,
-            tool_executions=state.tool_executions,
-            deferred=deferred,
-        )
+def _result(end: Finish | Pause) -> RunResult[Any]:
+    state = end.state
+    return RunResult(
+        output=end.output if isinstance(end, Finish) else None,
+        messages=state.messages,
+        new_messages=state.added,
+        usage=state.usage,
+        run_id=state.config.run_id,
+        conversation_id=state.config.conversation_id,
+        requests=state.requests,
+        tool_executions=state.tool_executions,
+        deferred=end.deferred if isinstance(end, Pause) else (),
+    )
 
 
 def _run_ids(

@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import Any, Generic, TypeAlias, TypeVar
 
 from golem_core._events import LifecycleEvent
-from golem_shell._agent import DeltaEvent, RunResult, partial_from
+from golem_shell._results import DeltaEvent, RunResult, partial_from
 from golem_shell._errors import PartialResult, UsageError
 
 __all__ = ["EventStream", "RunEvent"]

@@ -1,9 +1,10 @@
 """Observing a run: lifecycle events for the caller, spans and metrics for OpenTelemetry.
 
-Owns the one object per run that the driver (``golem_shell._agent``) calls at a few
+Owns the one object per run that the driver (``golem_shell._driver``) calls at a few
 points: the run's start and end (``watch``), each model request (``request_started``,
-``request_ended``), each tool call (``tool``), each retry of a request (``report_retry``,
-called by the HTTP layer), and each streamed delta (``relay``). The observer turns them
+``request_ended``), each tool call (``tool``, ``tool_finished``), each retry of a request
+(``golem_shell._hooks.report_retry``, called by the HTTP layer), and each streamed delta
+(``relay``). The observer turns them
 into ``golem_core._events`` values for the caller's ``on_event`` handler and, once
 ``instrument()`` has been called, into OpenTelemetry spans and metrics
 (``golem_shell._otel``, imported only then).
@@ -20,12 +21,11 @@ cancellation does.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import importlib
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from golem_core import Message, ModelRequest, ToolCallPart
 from golem_core._events import (
@@ -43,7 +43,10 @@ from golem_core._events import (
     ToolStarted,
 )
 from golem_core._loop import (
+    Fail,
+    Finish,
     ModelResponded,
+    Pause,
     RunState,
     ToolCanceled,
     ToolCrashed,
@@ -51,10 +54,11 @@ from golem_core._loop import (
     ToolRetry,
     ToolReturned,
 )
-from golem_shell._errors import ModelError, RunError, UsageError
+from golem_shell._errors import ModelError, RunError, Stage, UsageError
+from golem_shell._hooks import retry_hook
+from golem_shell._results import DeltaEvent, partial_from, partial_of
 
 if TYPE_CHECKING:
-    from golem_shell._agent import DeltaEvent, RunResult
     from golem_shell._otel import Instrumentation, RunTrace
 
 __all__ = [
@@ -63,21 +67,14 @@ __all__ = [
     "instrument",
     "observe_run",
     "relay",
-    "report_retry",
     "uninstrument",
-    "watch",
 ]
 
-T = TypeVar("T")
+End: TypeAlias = Finish | Pause | Fail
 
-EventHandler: TypeAlias = "Callable[[DeltaEvent | LifecycleEvent], Awaitable[None] | None]"
+EventHandler: TypeAlias = Callable[[DeltaEvent | LifecycleEvent], Awaitable[None] | None]
 """A run's ``on_event``: every lifecycle event, and in a stream every ``DeltaEvent``."""
 
-RetryHook: TypeAlias = Callable[[int, float, BaseException], Awaitable[None]]
-
-_retry_hook: contextvars.ContextVar[RetryHook | None] = contextvars.ContextVar(
-    "golem_retry_hook", default=None
-)
 _tracing: Instrumentation | None = None
 
 
@@ -106,14 +103,15 @@ def instrument(
             on); off otherwise. Content may hold personal data.
 
     Raises:
-        UsageError: ``opentelemetry-api`` is not installed (``pip install golem[otel]``).
+        UsageError: ``opentelemetry-api`` is not installed (``pip install golem-agents[otel]``).
     """
     global _tracing
     try:
         _otel = importlib.import_module("golem_shell._otel")
     except ImportError as e:
         raise UsageError(
-            f"tracing needs opentelemetry-api: pip install 'golem[otel]' (importing it failed: {e})"
+            "tracing needs opentelemetry-api: pip install 'golem-agents[otel]'"
+            f" (importing it failed: {e})"
         ) from e
     capture = _otel.capture_from_env() if capture_content is None else bool(capture_content)
     _tracing = _otel.Instrumentation(
@@ -155,6 +153,7 @@ class RunObserver:
         "_request",
         "_started",
         "_task",
+        "_tools",
         "_trace",
         "conversation_id",
         "handler_error",
@@ -186,6 +185,7 @@ class RunObserver:
         self._request = 0
         self._started = 0.0
         self._task: asyncio.Task[Any] | None = None
+        self._tools: dict[str, tuple[Any, float]] = {}  # call id: (span, duration)
 
     @property
     def listens(self) -> bool:
@@ -209,10 +209,11 @@ class RunObserver:
 
     # -- the run ----------------------------------------------------------------------
 
-    async def watch(self, run: Coroutine[Any, Any, RunResult[T]], progress: Any) -> RunResult[T]:
+    async def watch(self, run: Coroutine[Any, Any, End], progress: Any) -> End:
+        """Await the driven ``run``, reporting its start and how it ended."""
         self._task = asyncio.current_task()
         trace = self._trace
-        token = _retry_hook.set(self._on_retry)
+        token = retry_hook.set(self._on_retry)
         try:
             if trace is not None:
                 trace.attach()
@@ -226,22 +227,24 @@ class RunObserver:
                     trace.failed(progress.state, e)
                 raise
             try:
-                result = await run
+                end = await run
             except BaseException as e:
                 await self._failed(e, progress)
                 raise
-            state = progress.state
-            if result.deferred:
+            state = end.state
+            if isinstance(end, Fail):
+                await self._failed(RunError(Stage(end.stage), end.reason), progress)
+            elif isinstance(end, Pause):
                 if trace is not None:
-                    trace.paused(state, result.deferred)
+                    trace.paused(state, end.deferred)
                 await self._end(
                     RunPaused(
                         self.run_id,
                         self.conversation_id,
-                        result.usage,
-                        result.requests,
-                        result.tool_executions,
-                        result.deferred,
+                        state.usage,
+                        state.requests,
+                        state.tool_executions,
+                        end.deferred,
                     ),
                     progress,
                 )
@@ -252,15 +255,15 @@ class RunObserver:
                     RunFinished(
                         self.run_id,
                         self.conversation_id,
-                        result.usage,
-                        result.requests,
-                        result.tool_executions,
+                        state.usage,
+                        state.requests,
+                        state.tool_executions,
                     ),
                     progress,
                 )
-            return result
+            return end
         finally:
-            _retry_hook.reset(token)
+            retry_hook.reset(token)
             if trace is not None:
                 trace.close()
 
@@ -376,10 +379,9 @@ class RunObserver:
 
     # -- tools ------------------------------------------------------------------------
 
-    async def tool(
-        self, call: ToolCallPart, execution: Coroutine[Any, Any, ToolOutcome]
-    ) -> ToolOutcome:
-        """Run one tool call's ``execution`` (in its own task), reporting it."""
+    async def tool(self, call: ToolCallPart, execution: Awaitable[ToolOutcome]) -> ToolOutcome:
+        """Run one tool call's ``execution`` (in its own task), reporting its start; the
+        driver reports its end (``tool_finished``) once the outcome has landed."""
         call_id = str(call.id)
         span = self._trace.tool_started(call) if self._trace is not None else None
         token = None
@@ -392,11 +394,12 @@ class RunObserver:
             try:
                 await self.emit(ToolStarted(self.run_id, self.conversation_id, call_id, call.name))
             except BaseException:
-                execution.close()
+                if inspect.iscoroutine(execution):
+                    execution.close()
                 raise
             started = time.perf_counter()
             outcome = await execution
-            duration = time.perf_counter() - started
+            self._tools[call_id] = (span, time.perf_counter() - started)
         except BaseException:
             if span is not None and self._trace is not None:
                 self._trace.tool_interrupted(span)
@@ -406,6 +409,12 @@ class RunObserver:
                 from opentelemetry import context as otel_context
 
                 otel_context.detach(token)
+        return outcome
+
+    async def tool_finished(self, call: ToolCallPart, outcome: ToolOutcome) -> None:
+        """The outcome of ``call`` has landed in the run's state: end its span, report it."""
+        call_id = str(call.id)
+        span, duration = self._tools.pop(call_id, (None, 0.0))
         kind, failed = _tool_outcome(outcome)
         if span is not None and self._trace is not None:
             self._trace.tool_finished(span, outcome, kind)
@@ -414,17 +423,14 @@ class RunObserver:
                 self.run_id, self.conversation_id, call_id, call.name, kind, failed, duration
             )
         )
-        return outcome
 
 
 def _attach_partial(
     error: BaseException, progress: Any, source: BaseException | None = None
 ) -> None:
-    from golem_shell._agent import _partial, partial_from
-
     partial = partial_from(source) if source is not None else None
     error.golem_partial = (  # type: ignore[attr-defined]
-        partial if partial is not None else _partial(progress.state)
+        partial if partial is not None else partial_of(progress.state)
     )
 
 
@@ -441,19 +447,6 @@ def observe_run(
     return RunObserver(agent, state, on_event, tracing, resumed=resumed)
 
 
-def watch(
-    progress: Any, run: Coroutine[Any, Any, RunResult[T]]
-) -> Coroutine[Any, Any, RunResult[T]]:
-    """The run coroutine, reporting its start and end to the run's observer (if any).
-
-    Without an observer it is ``run`` itself: no extra coroutine is awaited.
-    """
-    observer: RunObserver | None = progress.observer
-    if observer is None:
-        return run
-    return observer.watch(run, progress)
-
-
 def relay(observer: RunObserver | None, on_delta: Any) -> Any:
     """``on_delta``, or a handler that also gives each delta to the observer's handler."""
     if observer is None or on_delta is None or not observer.listens:
@@ -466,14 +459,3 @@ def relay(observer: RunObserver | None, on_delta: Any) -> Any:
         await observer.emit(event)
 
     return both
-
-
-async def report_retry(attempt: int, delay: float, error: BaseException) -> None:
-    """Tell the run in progress (if observed) that a request is retried after ``delay`` s.
-
-    Called by the HTTP layer before it sleeps; a custom ``Model`` that retries on its
-    own may call it too. Outside an observed run it does nothing.
-    """
-    hook = _retry_hook.get()
-    if hook is not None:
-        await hook(attempt, delay, error)

@@ -30,54 +30,44 @@ worker process before ``DBOS.launch()``, so a recovered run finds its agent.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeAlias, TypeVar, cast
 
-import attrs
-from returns.result import Failure, Success
-
-from golem_core import (
-    Approved,
-    DeferredAnswer,
-    Denied,
-    ExternalResult,
-    Message,
-    ModelErrorKind,
-    Part,
-    ToolCallPart,
-    Usage,
-    history_from_jsonable,
-    history_to_jsonable,
-    join_instructions,
-    make_converter,
-)
-from golem_core._deferred import _check
-from golem_core.loop import (
-    DeferredCall,
-    ExecuteTools,
+from golem_core import DeferredAnswer, Message, ToolCallPart, join_instructions
+from golem_core._deferred import DeferredCall, check_answers
+from golem_core._loop import (
+    Answered,
     Fail,
     Finish,
     ModelFailed,
     ModelResponded,
-    Pause,
+    OutputInvalid,
+    OutputValid,
     RequestModel,
     RunState,
-    ToolCanceled,
-    ToolCrashed,
     ToolOutcome,
-    ToolRetry,
-    ToolReturned,
-    ToolsReturned,
-    ValidateOutput,
-    next_command,
     receive,
-    resume_run,
     start_run,
 )
-from golem_shell._agent import Agent, Prompt, RunResult, _partial, _prompt_parts, _run_ids
+from golem_shell._agent import Agent, AgentEffects, Prompt, _prompt_parts, _run_ids
 from golem_shell._checks import check_history
+from golem_shell._driver import Progress, ToolBatch, run
 from golem_shell._errors import DeferredResultsError, PartialResult, RunError, Stage, UsageError
+from golem_shell._observe import EventHandler, observe_run
+from golem_shell._records import (
+    MESSAGES,
+    PARTS,
+    AnswersSent,
+    CorruptRecord,
+    InstructionsResolved,
+    RunEnded,
+    Waiting,
+    decode,
+    decode_as,
+    encode,
+)
+from golem_shell._results import RunResult, partial_of
 from golem_shell._schema import ValidationFailed, validate
 from golem_shell._tools import RunContext
 
@@ -93,10 +83,10 @@ try:
 except ImportError as _missing:  # pragma: no cover - the extra is installed in CI
     raise UsageError(
         "golem_shell.durable needs DBOS: install golem with the dbos extra"
-        " (pip install 'golem[dbos]')"
+        " (pip install 'golem-agents[dbos]')"
     ) from _missing
 
-__all__ = ["ANSWERS_TOPIC", "DurableAgent", "WAITING_EVENT", "WORKFLOW_NAME"]
+__all__ = ["ANSWERS_TOPIC", "DurableAgent", "WAITING_EVENT", "WORKFLOW_NAME", "WaitingCalls"]
 
 DepsT = TypeVar("DepsT")
 OutputT = TypeVar("OutputT")
@@ -106,7 +96,7 @@ JSON: TypeAlias = Any
 WORKFLOW_NAME = "golem.run"
 """The DBOS workflow every durable run is an instance of (its id is the run id)."""
 WAITING_EVENT = "golem.waiting"
-"""The DBOS event a paused run sets to the calls it waits for (``[]`` once answered)."""
+"""The DBOS event a paused run sets to the calls it waits for (none once answered)."""
 ANSWERS_TOPIC = "golem.answers"
 """The DBOS topic a paused run receives its answers on."""
 _REJECTED_EVENT = "golem.rejected"
@@ -115,128 +105,25 @@ _POLL_SECONDS = 0.1  # how often a waiting reader checks for a run's result
 _LOOKUP_SECONDS = 30.0  # how long a recovered run waits for its agent to be registered
 _PORTABLE = WorkflowSerializationFormat.PORTABLE
 
-_CONVERTER = make_converter()
 _AGENTS: dict[str, DurableAgent[Any, Any]] = {}
 
 
-# -- JSON of the values that cross a step or the workflow boundary --------------------
+class WaitingCalls(tuple[DeferredCall, ...]):
+    """The calls a paused run waits for (a tuple), and ``pause``: which pause of the run
+    they belong to (0 when the run does not wait). Pass it to ``answer(..., pause=)`` so
+    the answers apply to this pause and never to a later one."""
 
+    pause: int
 
-class _Corrupt(ValueError):
-    """Recorded JSON that golem did not write (or a newer golem wrote differently)."""
-
-
-def _messages(value: JSON, where: str) -> tuple[Message, ...]:
-    match history_from_jsonable(value):
-        case Success(decoded):
-            messages: tuple[Message, ...] = decoded
-            return messages
-        case Failure(error):
-            raise _Corrupt(f"{where}: {error}")
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _message(value: JSON, where: str) -> Message:
-    return _messages([value], where)[0]
-
-
-def _parts(value: JSON, where: str) -> tuple[Part, ...]:
-    if type(value) is not list:
-        raise _Corrupt(f"{where}: expected a list of parts")
-    try:
-        return tuple(_CONVERTER.structure(p, Part) for p in value)  # type: ignore[arg-type]
-    except ValueError as e:
-        raise _Corrupt(f"{where}: {e}") from None
-
-
-def _parts_json(parts: Sequence[Part]) -> list[JSON]:
-    return [_CONVERTER.unstructure(p, Part) for p in parts]
-
-
-def _usage(value: JSON) -> Usage:
-    return _CONVERTER.structure(value, Usage)
+    def __new__(cls, calls: Sequence[DeferredCall] = (), pause: int = 0) -> WaitingCalls:
+        made = super().__new__(cls, calls)
+        made.pause = pause
+        return made
 
 
 def _step(name: str) -> StepOptions:
     """A golem step: recorded, never retried by DBOS (golem's adapters retry requests)."""
     return {"name": name, "retries_allowed": False}
-
-
-def _outcome_json(outcome: ToolOutcome) -> JSON:
-    if isinstance(outcome, ToolReturned):
-        out: JSON = {
-            "type": "returned",
-            "callId": outcome.call_id,
-            "parts": _parts_json(outcome.parts),
-        }
-        if outcome.failed:
-            out["failed"] = True
-        return out
-    kind = {ToolRetry: "retry", ToolCanceled: "canceled", ToolCrashed: "crashed"}[type(outcome)]
-    return {"type": kind, "callId": outcome.call_id, "reason": outcome.reason}
-
-
-def _outcome(value: JSON) -> ToolOutcome:
-    kind, call_id = value["type"], value["callId"]
-    if kind == "returned":
-        return ToolReturned(call_id, _parts(value["parts"], "tool"), bool(value.get("failed")))
-    if kind == "retry":
-        return ToolRetry(call_id, value["reason"])
-    if kind == "canceled":
-        return ToolCanceled(call_id, value["reason"])
-    if kind == "crashed":
-        return ToolCrashed(call_id, value["reason"])
-    raise _Corrupt(f"tool outcome: unknown type {kind!r}")
-
-
-def _deferred_json(deferred: Sequence[DeferredCall]) -> list[JSON]:
-    return [{"call": _CONVERTER.unstructure(d.call, Part), "kind": d.kind} for d in deferred]
-
-
-def _deferred(value: JSON) -> tuple[DeferredCall, ...]:
-    out: list[DeferredCall] = []
-    for i, d in enumerate(value or ()):
-        (call,) = _parts([d["call"]], f"waiting[{i}].call")
-        if not isinstance(call, ToolCallPart) or d["kind"] not in ("approval", "external"):
-            raise _Corrupt(f"waiting[{i}]: not a waiting tool call")
-        out.append(DeferredCall(call, d["kind"]))
-    return tuple(out)
-
-
-def _answers_json(answers: Mapping[str, DeferredAnswer]) -> JSON:
-    out: dict[str, JSON] = {}
-    for call_id, answer in answers.items():
-        if type(answer) is Approved:
-            out[call_id] = {"type": "approved"}
-        elif type(answer) is Denied:
-            out[call_id] = {"type": "denied", "reason": answer.reason}
-        elif type(answer) is ExternalResult:
-            out[call_id] = {
-                "type": "external",
-                "parts": _parts_json(answer.parts),
-                "failed": answer.failed,
-            }
-        else:
-            raise UsageError(
-                f"the answer for call {call_id!r} is a {type(answer).__name__}; answer with"
-                " Approved(), Denied(reason) or ExternalResult(parts)"
-            )
-    return out
-
-
-def _answers(value: JSON) -> dict[str, DeferredAnswer]:
-    out: dict[str, DeferredAnswer] = {}
-    for call_id, a in value.items():
-        kind = a.get("type")
-        if kind == "approved":
-            out[call_id] = Approved()
-        elif kind == "denied":
-            out[call_id] = Denied(a["reason"])
-        elif kind == "external":
-            out[call_id] = ExternalResult(_parts(a["parts"], f"answers.{call_id}"), a["failed"])
-        else:
-            raise _Corrupt(f"answers.{call_id}: unknown type {kind!r}")
-    return out
 
 
 # -- the workflow ---------------------------------------------------------------------
@@ -258,7 +145,7 @@ async def _lookup(name: str) -> DurableAgent[Any, Any]:
 
 
 @DBOS.workflow(name=WORKFLOW_NAME, serialization_type=_PORTABLE)
-async def _durable_run(agent: str, run: dict[str, Any]) -> dict[str, Any]:
+async def _durable_run(agent: str, run: dict[str, Any]) -> JSON:
     """One durable run of the agent registered as ``agent``; ``run`` is its JSON input."""
     durable = await _lookup(agent)
     return await durable._workflow(run)
@@ -274,9 +161,11 @@ class DurableAgent(Generic[DepsT, OutputT]):
     read the result by run id with ``result``. The run id is the DBOS workflow id:
     starting a run id again does not start a second run.
 
-    What differs from ``Agent.run``: tools of one batch all run to the end (a tool that
-    stops the run does not cancel its siblings); ``timeout`` and streaming do not apply
-    (use DBOS's workflow timeouts); a paused run does not end but waits for
+    The run is driven by the same driver as ``Agent.run`` (``golem_shell._driver``),
+    with effects that are DBOS steps. What differs: tools of one batch all run to the
+    end (``tool_batch="run_all"``: a tool that stops the run does not cancel its
+    siblings, so a replay never runs a cancelled tool again); ``timeout`` and streaming
+    do not apply (use DBOS's workflow timeouts); a paused run does not end but waits for
     ``answer``; the history processor and output validation run in the workflow body
     and must be deterministic (golem's are).
 
@@ -287,6 +176,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
             ``name``).
         deps: what ``RunContext.deps`` holds for tools and instructions in this process
             (dependencies are per worker, not per run: they are not recorded).
+        on_event: receives the lifecycle events of the runs this worker executes (the
+            same events as ``Agent.run``'s ``on_event``, from the same driver). A run a
+            restarted worker replays reports its replayed steps again (at least once).
 
     Raises:
         UsageError: ``agent`` is not an ``Agent``, the name is empty or taken by another
@@ -294,7 +186,12 @@ class DurableAgent(Generic[DepsT, OutputT]):
     """
 
     def __init__(
-        self, agent: Agent[DepsT, OutputT], *, name: str | None = None, deps: DepsT | None = None
+        self,
+        agent: Agent[DepsT, OutputT],
+        *,
+        name: str | None = None,
+        deps: DepsT | None = None,
+        on_event: EventHandler | None = None,
     ) -> None:
         if not isinstance(agent, Agent):
             raise UsageError(f"DurableAgent wraps an Agent, not {type(agent).__name__}")
@@ -314,6 +211,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         self.agent: Agent[DepsT, OutputT] = agent
         self.name = name
         self.deps = deps
+        self.on_event = on_event
         _AGENTS[name] = self
 
     def __repr__(self) -> str:
@@ -396,8 +294,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
         payload: dict[str, Any] = {
             "runId": run_id,
             "conversationId": conversation_id,
-            "history": history_to_jsonable(history),
-            "prompt": None if parts is None else _parts_json(parts),
+            "history": MESSAGES[0](history),
+            "prompt": None if parts is None else PARTS[0](parts),
             "now": datetime.now(UTC).isoformat(),  # the prompt's time: when it was submitted
         }
         with SetWorkflowID(run_id):
@@ -405,16 +303,22 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 return await DBOS.start_workflow_async(_durable_run, self.name, payload)
             return await DBOS.enqueue_workflow_async(queue, _durable_run, self.name, payload)
 
-    async def waiting(self, run_id: str, *, timeout: float = 0.0) -> tuple[DeferredCall, ...]:
-        """The calls the run ``run_id`` waits for (approval or an external result).
+    async def waiting(self, run_id: str, *, timeout: float = 0.0) -> WaitingCalls:
+        """The calls the run ``run_id`` waits for (approval or an external result), with
+        the number of the pause they belong to (``WaitingCalls.pause``).
 
         Empty when the run is not paused. ``timeout`` is how long to wait for the run to
         pause the first time.
         """
         value = await DBOS.get_event_async(run_id, WAITING_EVENT, timeout)
-        return _deferred(value)
+        if not value:
+            return WaitingCalls()
+        waiting = decode_as(Waiting, value, "waiting")
+        return WaitingCalls(waiting.calls, waiting.pause)
 
-    async def answer(self, run_id: str, answers: Mapping[str, DeferredAnswer]) -> None:
+    async def answer(
+        self, run_id: str, answers: Mapping[str, DeferredAnswer], *, pause: int | None = None
+    ) -> None:
         """Answer waiting calls of the paused run ``run_id``, by call id; it goes on.
 
         ``Approved()`` runs the tool, ``Denied(reason)`` gives the model a failed result,
@@ -422,221 +326,245 @@ class DurableAgent(Generic[DepsT, OutputT]):
         unanswered keep the run paused. The calls are the run's own (recorded by the
         workflow), so a forged call cannot be answered.
 
+        Answers are bound to one pause of the run: ``pause`` (``waiting(...).pause``, as
+        the person answering saw it), or the pause the run is in now. A repeated answer
+        (a double click, an HTTP retry) is refused here once the run has moved on, and by
+        the run itself if it arrives late: it never applies to a later pause, even one
+        whose call has the same id.
+
         Raises:
-            DeferredResultsError: an answer names a call that is not waiting, or answers
-                it with the wrong kind of answer; nothing is sent then.
+            DeferredResultsError: an answer names a call that is not waiting, answers it
+                with the wrong kind of answer, or answers a pause that is over; nothing
+                is sent then.
         """
-        encoded = _answers_json(answers)
-        error = _check(await self.waiting(run_id), answers)
+        sent = AnswersSent(0, answers)
+        try:
+            encode(sent)
+        except TypeError:
+            bad = next((k, a) for k, a in answers.items() if type(a).__name__ not in _ANSWER_TYPES)
+            raise UsageError(
+                f"the answer for call {bad[0]!r} is a {type(bad[1]).__name__}; answer with"
+                " Approved(), Denied(reason) or ExternalResult(parts)"
+            ) from None
+        waiting = await self.waiting(run_id)
+        if pause is not None and pause != waiting.pause:
+            raise DeferredResultsError(
+                f"these answers are for pause {pause} of run {run_id!r}, which is "
+                + (f"now at pause {waiting.pause}" if waiting else "not waiting now")
+                + ": a repeated or stale answer is not applied",
+                tuple(sorted(answers)),
+            )
+        error = check_answers(waiting, answers)
         if error is not None:
             raise DeferredResultsError(str(error), error.call_ids)
-        await DBOS.send_async(run_id, encoded, ANSWERS_TOPIC, serialization_type=_PORTABLE)
+        await DBOS.send_async(
+            run_id,
+            encode(AnswersSent(waiting.pause, dict(answers))),
+            ANSWERS_TOPIC,
+            serialization_type=_PORTABLE,
+        )
 
     # -- the workflow body --------------------------------------------------------------
 
-    async def _workflow(self, run: dict[str, Any]) -> dict[str, Any]:
+    async def _workflow(self, run_input: dict[str, Any]) -> JSON:
         agent = self.agent
-        run_id: str = run["runId"]
-        conversation_id: str = run["conversationId"]
-        history = _messages(run["history"], "history")
-        prompt = None if run["prompt"] is None else _parts(run["prompt"], "prompt")
+        run_id: str = run_input["runId"]
+        conversation_id: str = run_input["conversationId"]
+        history = MESSAGES[1](run_input["history"], "history")
+        prompt = None if run_input["prompt"] is None else PARTS[1](run_input["prompt"], "prompt")
         context: RunContext[Any] = RunContext(self.deps, run_id, conversation_id)
         instructions: str | None = join_instructions(agent.instructions, None)
         if agent.dynamic_instructions is not None:
-            resolved = await DBOS.run_step_async(
-                _step("golem.instructions"), self._instructions_step, context
+            resolved = decode_as(
+                InstructionsResolved,
+                await DBOS.run_step_async(
+                    _step("golem.instructions"), self._instructions_step, context
+                ),
+                "instructions",
             )
-            if "failed" in resolved:
-                return self._failed_json(
-                    run_id, conversation_id, "instructions", resolved["failed"]
+            if resolved.failed is not None:
+                return encode(
+                    RunEnded(
+                        self.name,
+                        "failed",
+                        run_id,
+                        conversation_id,
+                        stage=Stage.INSTRUCTIONS.value,
+                        reason=resolved.failed,
+                    )
                 )
-            instructions = resolved["instructions"]
+            instructions = resolved.instructions
         config = agent._run_config(run_id, conversation_id, instructions)
         state = start_run(
             config,
             history,
             prompt,
             processor=agent._processor(),
-            now=datetime.fromisoformat(run["now"]),
+            now=datetime.fromisoformat(run_input["now"]),
         )
-        before = 0  # messages the run added before its latest resume
-        while True:
-            command = next_command(state)
-            outcome: Any
-            if isinstance(command, RequestModel):
-                recorded = await DBOS.run_step_async(
-                    _step("golem.request"), self._request_step, command, state
+        progress = Progress(state, observe_run(agent, state, self.on_event))
+        end = await run(progress, _DBOSEffects(self, context))
+        if isinstance(end, Fail):
+            partial = partial_of(end.state)
+            return encode(
+                RunEnded(
+                    self.name,
+                    "failed",
+                    run_id,
+                    conversation_id,
+                    messages=() if partial is None else partial.messages,
+                    usage=end.state.usage,
+                    requests=end.state.requests,
+                    tool_executions=end.state.tool_executions,
+                    stage=end.stage.value,
+                    reason=end.reason,
                 )
-                if "failed" in recorded:
-                    kind = recorded.get("kind")
-                    outcome = ModelFailed(
-                        recorded["failed"], None if kind is None else ModelErrorKind(kind)
-                    )
-                else:
-                    outcome = ModelResponded(_message(recorded["message"], "model response"))
-            elif isinstance(command, ExecuteTools):
-                reserved = [DBOS.reserve_step() for _ in command.calls]
-                results = await asyncio.gather(
-                    *(
-                        r.run_async(
-                            _step("golem.tool"),
-                            self._tool_step,
-                            call,
-                            state,
-                            context,
-                        )
-                        for r, call in zip(reserved, command.calls, strict=True)
-                    )
-                )
-                outcome = ToolsReturned(tuple(_outcome(r) for r in results))
-            elif isinstance(command, ValidateOutput):
-                outcome = agent._output.check(command.candidate)
-            elif isinstance(command, Finish):
-                return self._done_json(command.state, command.output, before)
-            elif isinstance(command, Pause):
-                before += len(command.state.added)
-                state = await self._wait(command.state)
-                continue
-            else:
-                assert isinstance(command, Fail)
-                return self._failed_json(
-                    run_id, conversation_id, command.stage, command.reason, command.state
-                )
-            state = receive(state, outcome)
-
-    async def _wait(self, paused: RunState) -> RunState:
-        """Publish the waiting calls, then receive answers until they fit; resume."""
-        await DBOS.set_event_async(
-            WAITING_EVENT, _deferred_json(paused.deferred), serialization_type=_PORTABLE
-        )
-        resumed: RunState
-        while True:
-            message = await DBOS.recv_async(ANSWERS_TOPIC, timeout_seconds=_WAIT_SECONDS)
-            if message is None:
-                continue
-            try:
-                answers = _answers(message)
-            except (_Corrupt, KeyError, TypeError, AttributeError) as e:
-                reason = f"answers that cannot be read: {e}"
-            else:
-                match resume_run(paused.config, paused.messages, answers):
-                    case Success(value):
-                        resumed = value
-                        break
-                    case Failure(error):
-                        reason = str(error)
-            await DBOS.set_event_async(_REJECTED_EVENT, reason, serialization_type=_PORTABLE)
-        await DBOS.set_event_async(WAITING_EVENT, [], serialization_type=_PORTABLE)
-        # one run: its limits and counts go on across the pause
-        return attrs.evolve(
-            resumed,
-            usage=paused.usage + resumed.usage,
-            requests=paused.requests + resumed.requests,
-            tool_executions=paused.tool_executions + resumed.tool_executions,
-            retries=paused.retries,
-            output_attempts=paused.output_attempts,
+            )
+        assert isinstance(end, Finish)  # a durable run waits instead of pausing
+        return encode(
+            RunEnded(
+                self.name,
+                "done",
+                run_id,
+                conversation_id,
+                messages=end.state.messages,
+                added=len(end.state.added),
+                usage=end.state.usage,
+                requests=end.state.requests,
+                tool_executions=end.state.tool_executions,
+                output=agent._output.dump(end.output),
+            )
         )
 
     # -- the steps (each output is recorded; none is retried by DBOS) -------------------
 
     async def _instructions_step(self, context: RunContext[Any]) -> JSON:
         try:
-            return {"instructions": await self.agent._resolve_instructions(context)}
+            resolved = InstructionsResolved(await self.agent._resolve_instructions(context))
         except Exception as e:
-            return {"failed": f"resolving the instructions failed: {e}"}
+            resolved = InstructionsResolved(failed=f"resolving the instructions failed: {e}")
+        return encode(resolved)
 
     async def _request_step(self, command: RequestModel, state: RunState) -> JSON:
-        outcome = await self.agent._request_once(command, state)
-        if isinstance(outcome, ModelFailed):
-            failed: JSON = {"failed": outcome.reason}
-            if outcome.kind is not None:
-                failed["kind"] = outcome.kind.value
-            return failed
-        return {"message": history_to_jsonable((outcome.message,))[0]}
+        return encode(await AgentEffects(self.agent, _NO_CONTEXT, None).request(command, state))
 
     async def _tool_step(
         self, call: ToolCallPart, state: RunState, context: RunContext[Any]
     ) -> JSON:
-        return _outcome_json(await self.agent._execute_once(call, state, context))
+        (work,) = AgentEffects(self.agent, context, None).tools((call,), state)
+        return encode(await work)
 
     # -- the workflow's result ------------------------------------------------------------
 
-    def _done_json(self, state: RunState, output: Any, before: int) -> dict[str, Any]:
-        return {
-            "agent": self.name,
-            "status": "done",
-            "runId": state.config.run_id,
-            "conversationId": state.config.conversation_id,
-            "output": self.agent._output.dump(output),
-            "messages": history_to_jsonable(state.messages),
-            "added": before + len(state.added),
-            "usage": _CONVERTER.unstructure(state.usage),
-            "requests": state.requests,
-            "toolExecutions": state.tool_executions,
-        }
-
-    def _failed_json(
-        self,
-        run_id: str,
-        conversation_id: str,
-        stage: str,
-        reason: str,
-        state: RunState | None = None,
-    ) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "agent": self.name,
-            "status": "failed",
-            "runId": run_id,
-            "conversationId": conversation_id,
-            "stage": stage,
-            "reason": reason,
-        }
-        partial = None if state is None else _partial(state)
-        if partial is not None:
-            out["partial"] = {
-                "messages": history_to_jsonable(partial.messages),
-                "usage": _CONVERTER.unstructure(partial.usage),
-                "requests": partial.requests,
-                "toolExecutions": partial.tool_executions,
-            }
-        return out
-
     def _decode_result(self, value: JSON) -> RunResult[OutputT]:
-        if not isinstance(value, dict) or value.get("agent") != self.name:
+        try:
+            ended = decode_as(RunEnded, value, "result")
+        except CorruptRecord:
             owner = value.get("agent") if isinstance(value, dict) else None
             raise UsageError(
                 f"run {value.get('runId') if isinstance(value, dict) else value!r} is not a"
                 f" run of DurableAgent {self.name!r} (it belongs to {owner!r})"
+            ) from None
+        if ended.agent != self.name:
+            raise UsageError(
+                f"run {ended.run_id!r} is not a run of DurableAgent {self.name!r}"
+                f" (it belongs to {ended.agent!r})"
             )
-        run_id, conversation_id = value["runId"], value["conversationId"]
-        if value["status"] == "failed":
+        if ended.status == "failed":
             partial = None
-            p = value.get("partial")
-            if p is not None:
+            if ended.messages:
                 partial = PartialResult(
-                    messages=_messages(p["messages"], "partial.messages"),
-                    usage=_usage(p["usage"]),
-                    requests=p["requests"],
-                    tool_executions=p["toolExecutions"],
-                    run_id=run_id,
-                    conversation_id=conversation_id,
+                    messages=ended.messages,
+                    usage=ended.usage,
+                    requests=ended.requests,
+                    tool_executions=ended.tool_executions,
+                    run_id=ended.run_id,
+                    conversation_id=ended.conversation_id,
                 )
-            raise RunError(Stage(value["stage"]), value["reason"], partial=partial)
-        messages = _messages(value["messages"], "messages")
-        output: Any = value["output"]
+            raise RunError(Stage(str(ended.stage)), str(ended.reason), partial=partial)
+        output: Any = ended.output
         if not self.agent._output.text:
             try:
                 output = validate(output, self.agent._output.type, path="output")
             except ValidationFailed as e:
-                raise _Corrupt(f"the recorded output no longer fits the output type: {e}") from e
-        added = value["added"]
+                raise CorruptRecord(
+                    f"the recorded output no longer fits the output type: {e}"
+                ) from e
+        messages = ended.messages
         return RunResult(
             output=cast(OutputT, output),
             messages=messages,
-            new_messages=messages[len(messages) - added :],
-            usage=_usage(value["usage"]),
-            run_id=run_id,
-            conversation_id=conversation_id,
-            requests=value["requests"],
-            tool_executions=value["toolExecutions"],
+            new_messages=messages[len(messages) - ended.added :],
+            usage=ended.usage,
+            run_id=ended.run_id,
+            conversation_id=ended.conversation_id,
+            requests=ended.requests,
+            tool_executions=ended.tool_executions,
         )
+
+
+_ANSWER_TYPES = ("Approved", "Denied", "ExternalResult")
+_NO_CONTEXT: RunContext[Any] = RunContext(None, "", "")
+
+
+class _DBOSEffects:
+    """A durable run's effects: each model request and each tool call is a DBOS step
+    (recorded before the run moves on, replayed from the record after a crash); a paused
+    run publishes what it waits for and receives answers on a topic, durably."""
+
+    tool_batch: ToolBatch = "run_all"
+    streaming = False
+
+    def __init__(self, durable: DurableAgent[Any, Any], context: RunContext[Any]) -> None:
+        self.durable = durable
+        self.context = context
+        self.cause: BaseException | None = None
+
+    def now(self) -> datetime:  # pragma: no cover - the driver asks only through effects
+        return datetime.now(UTC)
+
+    async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
+        recorded = await DBOS.run_step_async(
+            _step("golem.request"), self.durable._request_step, command, state
+        )
+        outcome = decode(recorded, "model outcome")
+        if not isinstance(outcome, ModelResponded | ModelFailed):
+            raise CorruptRecord(f"model outcome: got a {type(outcome).__name__}")
+        return outcome
+
+    def tools(self, calls: Sequence[ToolCallPart], state: RunState) -> list[Awaitable[ToolOutcome]]:
+        reserved = [DBOS.reserve_step() for _ in calls]  # step ids in call order
+
+        async def one(step: Any, call: ToolCallPart) -> ToolOutcome:
+            recorded = await step.run_async(
+                _step("golem.tool"), self.durable._tool_step, call, state, self.context
+            )
+            outcome: ToolOutcome = decode(recorded, "tool outcome")
+            return outcome
+
+        return [one(r, c) for r, c in zip(reserved, calls, strict=True)]
+
+    def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
+        return self.durable.agent._output.check(candidate)
+
+    async def wait(self, paused: RunState) -> Answered:
+        """Publish the waiting calls (and why earlier answers were refused), then receive
+        answers until some fit this pause; the run goes on in the same workflow."""
+        waiting = Waiting(paused.pauses, paused.deferred)
+        await DBOS.set_event_async(WAITING_EVENT, encode(waiting), serialization_type=_PORTABLE)
+        while True:
+            message = await DBOS.recv_async(ANSWERS_TOPIC, timeout_seconds=_WAIT_SECONDS)
+            if message is None:
+                continue
+            try:
+                sent = decode_as(AnswersSent, message, "answers")
+            except CorruptRecord as e:
+                reason = f"answers that cannot be read: {e}"
+            else:
+                answered = Answered(sent.answers, pause=sent.pause)
+                rejected = receive(paused, answered).rejected
+                if rejected is None:
+                    await DBOS.set_event_async(WAITING_EVENT, None, serialization_type=_PORTABLE)
+                    return answered
+                reason = str(rejected)
+            await DBOS.set_event_async(_REJECTED_EVENT, reason, serialization_type=_PORTABLE)

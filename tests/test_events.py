@@ -17,6 +17,7 @@ import pytest
 from fault_server import Fault, FaultServer, fault_server_fixture  # noqa: F401 (fixture)
 
 from golem_core import (
+    UNFINISHED_RESULT_TEXT,
     Message,
     ModelErrorKind,
     ModelRequest,
@@ -367,7 +368,10 @@ async def test_leaving_iter_stream_early_cancels_the_run_and_keeps_the_partial()
     assert stream.done
     partial = stream.partial
     assert partial is not None and partial.requests == 1
-    assert partial.messages[-1].tool_calls[0].id == "c1"  # resume-ready: ends at the call
+    # resume-ready: the call started, so it is closed as unfinished (it may have had effects)
+    assert partial.messages[-2].tool_calls[0].id == "c1"
+    assert partial.messages[-1].tool_call_id == "c1"
+    assert partial.messages[-1].text == UNFINISHED_RESULT_TEXT
     with pytest.raises(asyncio.CancelledError):
         _ = stream.result
     assert executed == [1]

@@ -122,7 +122,8 @@ def test_an_outcome_that_does_not_answer_the_phase_is_refused() -> None:
 
 def test_the_transition_table_names_every_phase_with_a_command() -> None:
     phases = {row.phase for row in TRANSITIONS}
-    assert phases == {Phase.REQUEST, Phase.TOOLS, Phase.VALIDATE}
+    # a paused run goes on when it receives answers: resuming is a row of the table
+    assert phases == {Phase.REQUEST, Phase.TOOLS, Phase.VALIDATE, Phase.PAUSED}
 
 
 def test_receive_dispatches_on_the_table_and_refuses_steps_outside_it() -> None:

@@ -48,7 +48,7 @@ from golem_core._retry import RetryPolicy, next_delay
 from golem_core._sse import DEFAULT_MAX_LINE_BYTES, ServerSentEvent, SSEDecoder, SSEError
 from golem_core.wire import WireError
 from golem_shell._errors import ModelError, UsageError
-from golem_shell._observe import report_retry
+from golem_shell._hooks import report_retry
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
@@ -141,6 +141,7 @@ def merge_settings(defaults: ModelSettings | None, request: ModelRequest) -> Mod
             if own.parallel_tool_calls is not None
             else defaults.parallel_tool_calls
         ),
+        cache=own.cache if own.cache != ModelSettings().cache else defaults.cache,
     )
     return attrs.evolve(request, settings=merged)
 

@@ -1,0 +1,216 @@
+"""The one run driver: ``drive(progress, effects)``, over a typed effects protocol.
+
+Owns the loop that turns the core's commands into effects and their outcomes back into
+states, for every runtime: ``Agent`` (asyncio), the DBOS integration
+(``golem_shell.durable``) and the Temporal one (``golem_shell.temporal``). Each runtime
+supplies an ``Effects`` value; everything else a run does is here, once:
+
+- ask ``golem_core._loop.next_command`` what to do, perform it through the effects, fold
+  the outcome in with ``receive``; keep the latest state in ``progress`` (a cancel or
+  timeout at any moment leaves a partial built from it);
+- run a tool batch concurrently and land each outcome as it completes (``ToolDone``),
+  so a tool that finished is never lost to a cancel; what a failing tool does to its
+  siblings is the effects' one documented choice (``tool_batch``);
+- wait for answers when the run pauses (``effects.wait``): ``None`` ends the run paused
+  (``Agent``), answers continue it in the same run (durable engines);
+- report the run to its observer: lifecycle events and OpenTelemetry spans come from
+  here, so every runtime has them.
+
+The driver decides nothing: policy is the core's, effects are the runtime's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from datetime import datetime
+from typing import Any, Literal, Protocol, TypeAlias
+
+from golem_core import Message, ToolCallPart
+from golem_core._loop import (
+    Answered,
+    ExecuteTools,
+    Fail,
+    Finish,
+    ModelFailed,
+    ModelResponded,
+    OutputInvalid,
+    OutputValid,
+    Pause,
+    Phase,
+    RequestModel,
+    RunState,
+    ToolCrashed,
+    ToolDone,
+    ToolOutcome,
+    ToolsReturned,
+    ValidateOutput,
+    next_command,
+    receive,
+)
+from golem_shell._observe import RunObserver
+from golem_shell._tools import TOOL_CRASHES
+
+__all__ = ["Effects", "End", "Progress", "ToolBatch", "drive", "run"]
+
+ToolBatch: TypeAlias = Literal["cancel_siblings", "run_all"]
+"""What a tool that crashes or stops the run does to the rest of its batch.
+
+``"cancel_siblings"`` (``Agent``): the siblings still running are cancelled at once;
+each outcome lands as it completes, so those that finished are kept. ``"run_all"``
+(durable engines): every call of the batch runs to its end and the batch's outcomes are
+folded in together, in call order, so a replay folds exactly what the first run folded
+(an engine records each call; cancelling one mid-flight would run it again on replay).
+"""
+
+End: TypeAlias = Finish | Pause | Fail
+"""How a driven run ends: the core's last command."""
+
+
+class Effects(Protocol):
+    """What a runtime supplies to the driver: every effect of a run.
+
+    Implementations: ``golem_shell._agent.AgentEffects`` (asyncio), the DBOS steps in
+    ``golem_shell.durable``, the Temporal activities in ``golem_shell.temporal``.
+    """
+
+    tool_batch: ToolBatch
+    """What a failing tool does to its batch (see ``ToolBatch``)."""
+    streaming: bool
+    """Whether model answers are streamed (reported on each request's events)."""
+    cause: BaseException | None
+    """The exception behind the latest failed request, when the runtime has it (a
+    replayed failure has none): it becomes a failed run's ``RunError.__cause__``."""
+
+    def now(self) -> datetime:
+        """The clock (a durable engine returns its recorded time)."""
+        ...
+
+    async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
+        """Send ``command.request`` to the model; a failure is an outcome, not an exception."""
+        ...
+
+    def tools(
+        self, calls: Sequence[ToolCallPart], state: RunState
+    ) -> Sequence[Awaitable[ToolOutcome]]:
+        """One awaitable per call, in call order, not yet awaited: the driver runs them
+        concurrently (a durable engine reserves its step or activity ids here)."""
+        ...
+
+    def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
+        """Check a candidate output against the agent's output type."""
+        ...
+
+    async def wait(self, paused: RunState) -> Answered | None:
+        """The answers a paused run receives, or ``None`` to end the run paused."""
+        ...
+
+
+class Progress:
+    """The latest state of a run being driven, for a partial at any moment; the exception
+    behind a failure (chained to the ``RunError``); the run's observer, if any."""
+
+    __slots__ = ("cause", "observer", "state")
+
+    def __init__(self, state: RunState, observer: RunObserver | None = None) -> None:
+        self.state = state
+        self.cause: BaseException | None = None
+        self.observer = observer
+
+
+async def drive(progress: Progress, effects: Effects) -> End:
+    """Drive the run in ``progress.state`` to its end through ``effects``.
+
+    Returns the core's last command: ``Finish`` (the output), ``Pause`` (waiting calls,
+    when ``effects.wait`` gives no answers) or ``Fail`` (a stage and a reason; the
+    exception behind it, if any, is ``progress.cause``).
+    """
+    observer = progress.observer
+    state = progress.state
+    while True:
+        command = next_command(state)
+        outcome: Any
+        if isinstance(command, RequestModel):
+            if observer is not None:
+                await observer.request_started(command.request, state, effects.streaming)
+            outcome = await effects.request(command, state)
+            if isinstance(outcome, ModelFailed):
+                progress.cause = effects.cause
+            if observer is not None:
+                await observer.request_ended(outcome, progress.cause)
+        elif isinstance(command, ExecuteTools):
+            state = await _batch(progress, effects, command.calls)
+            continue
+        elif isinstance(command, ValidateOutput):
+            outcome = effects.validate(command.candidate)
+        elif isinstance(command, Pause):
+            answered = await effects.wait(state)
+            if answered is None:
+                return command
+            outcome = answered
+        else:
+            return command
+        state = receive(state, outcome)
+        progress.state = state
+
+
+async def run(
+    progress: Progress,
+    effects: Effects,
+    guard: Callable[[Coroutine[Any, Any, End]], Coroutine[Any, Any, End]] | None = None,
+) -> End:
+    """``drive`` the run, reported to its observer (start, end, failure); ``guard`` wraps
+    the driving inside the observed scope (the ``Agent``'s timeout)."""
+
+    async def body() -> End:  # made only when awaited: nothing to close if never started
+        driven = drive(progress, effects)
+        return await (driven if guard is None else guard(driven))
+
+    observer = progress.observer
+    if observer is None:
+        return await body()
+    return await observer.watch(body(), progress)
+
+
+async def _batch(progress: Progress, effects: Effects, calls: Sequence[ToolCallPart]) -> RunState:
+    """Run one tool batch; return the state once the batch has ended."""
+    observer = progress.observer
+    state = progress.state
+    crashes: dict[str, BaseException] = {}
+    token = TOOL_CRASHES.set(crashes)  # each task copies the context: they share the dict
+    try:
+        works = effects.tools(calls, state)
+        order = {str(c.id): i for i, c in enumerate(calls)}
+        tasks: dict[asyncio.Future[ToolOutcome], ToolCallPart] = {}
+        for call, work in zip(calls, works, strict=True):
+            watched = work if observer is None else observer.tool(call, work)
+            tasks[asyncio.ensure_future(watched)] = call
+    finally:
+        TOOL_CRASHES.reset(token)
+    pending = set(tasks)
+    together = effects.tool_batch == "run_all"
+    outcomes: list[ToolOutcome] = []
+    try:
+        while pending and state.phase is Phase.TOOLS:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in sorted(done, key=lambda t: order[str(tasks[t].id)]):
+                outcome = task.result()
+                if isinstance(outcome, ToolCrashed):
+                    progress.cause = crashes.get(outcome.call_id)  # chained to the RunError
+                if together:
+                    outcomes.append(outcome)
+                elif state.phase is Phase.TOOLS:  # lands now: a cancel keeps it
+                    state = receive(state, ToolDone(outcome))
+                    progress.state = state
+                if observer is not None:
+                    await observer.tool_finished(tasks[task], outcome)
+            if together and not pending:
+                outcomes.sort(key=lambda o: order[o.call_id])
+                state = receive(state, ToolsReturned(tuple(outcomes)))
+                progress.state = state
+    finally:
+        if pending:
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+    return state

@@ -1,0 +1,94 @@
+"""What a run gives back: ``RunResult``, streamed ``DeltaEvent`` values, and the partial
+result of a run that did not finish.
+
+A leaf module of ``golem_shell``: the agent, the driver, the observer and the event
+stream all read these values, and it imports none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Generic
+
+from attrs import field, frozen
+from typing_extensions import TypeVar
+
+from golem_core import Message, ModelDelta, Usage
+from golem_core._deferred import DeferredCall
+from golem_core._loop import RunState, ToolRetry
+from golem_shell._errors import PartialResult, RunError
+
+__all__ = ["DeltaEvent", "DeltaHandler", "OutputT", "RunResult", "partial_from", "partial_of"]
+
+OutputT = TypeVar("OutputT", default=str)
+
+
+@frozen
+class DeltaEvent:
+    """A piece of a streamed model answer, stamped with the run it belongs to."""
+
+    run_id: str
+    conversation_id: str
+    request: int
+    delta: ModelDelta
+
+
+DeltaHandler = Callable[[DeltaEvent], Awaitable[None] | None]
+
+
+@frozen
+class RunResult(Generic[OutputT]):
+    """What a finished (or paused) run produced.
+
+    ``messages`` is the full canonical conversation, ready to pass back as history;
+    ``new_messages`` what this run added. A paused run (a tool needs approval or an
+    external result) has ``deferred`` calls and no output yet: answer them with
+    ``Agent.run_with_deferred_results``.
+    """
+
+    output: OutputT
+    messages: tuple[Message, ...] = field(repr=False)
+    new_messages: tuple[Message, ...] = field(repr=False)
+    usage: Usage
+    run_id: str
+    conversation_id: str
+    requests: int
+    tool_executions: int
+    deferred: tuple[DeferredCall, ...] = ()
+
+    @property
+    def paused(self) -> bool:
+        """Whether the run waits for deferred tool results."""
+        return bool(self.deferred)
+
+
+def partial_from(error: BaseException) -> PartialResult | None:
+    """The partial result of a run that ended with ``error``.
+
+    Works for ``RunError`` and for the ``asyncio.CancelledError`` (or timeout) that
+    ended a run cancelled from outside: golem keeps asyncio's semantics (the
+    cancellation propagates unchanged) and attaches the evidence to the exception.
+    """
+    if isinstance(error, RunError):
+        return error.partial
+    partial = getattr(error, "golem_partial", None)
+    return partial if isinstance(partial, PartialResult) else None
+
+
+def partial_of(state: RunState) -> PartialResult | None:
+    """What a run interrupted in ``state`` leaves (``RunState.partial_messages``: every
+    completed outcome, a tool still running closed as unfinished), or ``None`` when it
+    completed nothing."""
+    if not state.produced_evidence:
+        return None
+    executions = state.tool_executions
+    if state.returned:  # a batch in flight: its completed executions count
+        executions += sum(1 for o in state.returned if not isinstance(o, ToolRetry))
+    return PartialResult(
+        messages=state.partial_messages,
+        usage=state.usage,
+        requests=state.requests,
+        tool_executions=executions,
+        run_id=state.config.run_id,
+        conversation_id=state.config.conversation_id,
+    )
