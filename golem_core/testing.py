@@ -30,7 +30,6 @@ find another counterexample) and write no example database.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta, timezone
@@ -42,7 +41,7 @@ from attrs import field, frozen
 try:
     from hypothesis import HealthCheck, Phase, find, settings
     from hypothesis import strategies as st
-    from hypothesis.errors import NoSuchExample, Unsatisfiable
+    from hypothesis.errors import Flaky, NoSuchExample, Unsatisfiable
 except ImportError as e:  # pragma: no cover - exercised in a subprocess by the tests
     raise ImportError(
         "golem_core.testing needs Hypothesis, an optional dependency of golem: "
@@ -733,31 +732,56 @@ def _laws(
     return checks
 
 
-def _sweep(cases: st.SearchStrategy[Case], checks: dict[Law, Check], config: settings) -> set[Law]:
-    """The laws some generated case violates: one pass that checks every law per case."""
+_FLAKY: Final = (
+    "the processor gave different results on equal inputs while the search replayed them"
+    " (Hypothesis found the search flaky)"
+)
+
+
+def _sweep(
+    cases: st.SearchStrategy[Case], checks: dict[Law, Check], config: settings
+) -> tuple[set[Law], dict[Law, Case]]:
+    """The laws some generated case violates (one pass that checks every law per case),
+    and the last case that violated each. A search Hypothesis finds flaky (a check gave
+    another answer on a replayed case) means the processor is not deterministic."""
     violated: set[Law] = set()
+    seen: dict[Law, Case] = {}
 
     def any_new(case: Case) -> bool:
         for law, check in checks.items():
             if law not in violated and check(case) is not None:
                 violated.add(law)
+                seen[law] = case
         return len(violated) == len(checks)
 
-    with contextlib.suppress(NoSuchExample, Unsatisfiable):
+    try:
         find(cases, any_new, settings=settings(config, phases=[Phase.generate]))
-    return violated
+    except (NoSuchExample, Unsatisfiable):
+        pass
+    except Flaky:
+        violated.add("deterministic")
+    return violated, seen
 
 
 def _shrunk(cases: st.SearchStrategy[Case], check: Check, config: settings) -> Case | None:
-    """The smallest case Hypothesis finds that violates ``check``."""
+    """The smallest case Hypothesis finds that violates ``check`` (when the processor's
+    nondeterminism makes the search flaky: the last case that violated it)."""
+    last: list[Case] = []
+
+    def violates(case: Case) -> bool:
+        if check(case) is None:
+            return False
+        last[:] = [case]
+        return True
+
     try:
         return find(
-            cases,
-            lambda case: check(case) is not None,
-            settings=settings(config, phases=[Phase.generate, Phase.shrink]),
+            cases, violates, settings=settings(config, phases=[Phase.generate, Phase.shrink])
         )
     except (NoSuchExample, Unsatisfiable):
         return None
+    except Flaky:
+        return last[0] if last else None
 
 
 def _violation(
@@ -768,7 +792,7 @@ def _violation(
     budgeted: Callable[[int], HistoryProcessor] | None,
 ) -> LawViolation:
     h, small, large = case
-    explanation = check(case) or ""
+    explanation = check(case) or _FLAKY
     if law != "monotone" or budgeted is None:
         return LawViolation(law, explanation, h, repr(_run(processor, h)))
     outcomes = f"{_run(budgeted(small), h)!r} and then {_run(budgeted(large), h)!r}"
@@ -791,7 +815,10 @@ def check_processor(
     ``budgeted`` adds ``monotone``. One pass checks every law on each generated
     history; then each violated law gets its own search, so every violated law is
     reported, each with the smallest counterexample Hypothesis shrank to. A processor
-    that raises breaks ``total`` only: the other laws skip the inputs it raises on.
+    that raises breaks ``total`` only: the other laws skip the inputs it raises on. A
+    processor whose results differ on equal inputs (it reads ``random``, the clock, a
+    counter) breaks ``deterministic``: that is reported, never raised (every case gets
+    a fresh seed of ``random``, so randomness shows).
 
     Args:
         processor: The processor to check, e.g. your own or ``compose(...)`` of several.
@@ -830,12 +857,17 @@ def check_processor(
         cases = st.tuples(inputs, bounds, bounds).map(
             lambda c: (c[0], min(c[1], c[2]), max(c[1], c[2]))
         )
-    violated = _sweep(cases, checks, config)
+    # a fresh seed of ``random`` per case (Hypothesis gives every case the same one), so
+    # a processor that draws from ``random`` shows its nondeterminism
+    cases = st.tuples(cases, st.random_module()).map(lambda c: c[0])
+    violated, seen = _sweep(cases, checks, config)
     violations: list[LawViolation] = []
     for law, check in checks.items():
         if law not in violated:
             continue
-        case = _shrunk(cases, check, config)
+        case = _shrunk(cases, check, config) or seen.get(law)
+        if case is None and law == "deterministic":
+            case = ((), 0, 0)  # the search was flaky before any case broke the law
         if case is not None:
             violations.append(_violation(law, check, case, processor, budgeted))
     return ProcessorReport(repr(processor), tuple(checks), tuple(violations))
