@@ -31,6 +31,7 @@ import json.encoder
 import linecache
 from collections.abc import Callable
 from datetime import datetime
+from itertools import repeat
 from typing import Any, Final, TypeAlias, get_args
 
 from golem_core._json_fields import MESSAGE, NO_DEFAULT, PART_RECORDS, USAGE, Kind, Record
@@ -38,6 +39,7 @@ from golem_core._json_reference import JSONObject, _extra, _Invalid
 from golem_core._messages import Message, Part, PartKind, Role, UnknownPart, Usage
 
 __all__ = [
+    "INEXACT_NUMBERS",
     "SOURCE",
     "Unhandled",
     "fast_message",
@@ -56,16 +58,61 @@ class Unhandled(Exception):
 # -- helpers the generated code calls ----------------------------------------------------
 
 
-def _leftovers(d: JSONObject, known: frozenset[str], not_null: tuple[str, ...]) -> Any:
+INEXACT_NUMBERS: Final[Any] = object()
+"""A key of the ``names`` dict of one decode (not a string, so never a shared one):
+present when the JSON value came from a parser that reads an integer beyond 64 bits
+as a float (orjson). Unknown fields are written back from their parsed value, so one
+holding a float gives up there, and the stdlib parser decides."""
+
+
+def _holds_float(value: object) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if t is float:
+            return True
+        if t is list:
+            stack += v  # type: ignore[arg-type]
+        elif t is dict:
+            stack += v.values()  # type: ignore[attr-defined]
+    return False
+
+
+def _leftovers(
+    d: JSONObject, known: frozenset[str], not_null: tuple[str, ...], names: dict[Any, str]
+) -> Any:
     """The unknown fields of ``d`` (fast path): ``Unhandled`` where the reference would
-    report an error (``null`` in a field that refuses it, an unknown field it refuses)."""
+    report an error (``null`` in a field that refuses it, an unknown field it refuses),
+    and where an inexact parser may have read a number differently (``INEXACT_NUMBERS``)."""
     for key in not_null:
         if key in d and d[key] is None:
             raise Unhandled
     try:
-        return _extra(d, known)
+        extra = _extra(d, known)
     except (_Invalid, RecursionError):
         raise Unhandled from None
+    if extra and INEXACT_NUMBERS in names and _holds_float([d[k] for k, _ in extra]):
+        raise Unhandled
+    return extra
+
+
+def _twin(cls: type) -> type:
+    """A subclass of ``cls`` that adds nothing but plain attribute setting.
+
+    The fast decoder builds an instance of the twin with ordinary (specialized, cheap)
+    slot stores and then makes it an instance of ``cls`` by ``__class__`` assignment,
+    which Python allows between a class and a subclass with the same layout. The frozen
+    class's own ``__setattr__`` is never bypassed on a value anyone else sees; the
+    result is exactly the constructor's (a property holds it), three times cheaper than
+    calling each slot's ``__set__``.
+    """
+    twin = type(
+        f"_Building{cls.__name__}",
+        (cls,),
+        {"__slots__": (), "__setattr__": object.__setattr__, "__delattr__": object.__delattr__},
+    )
+    return twin
 
 
 def _put_extra(out: JSONObject, extra: tuple[tuple[str, str], ...]) -> JSONObject:
@@ -203,14 +250,16 @@ def _indent(lines: list[str], levels: int = 1) -> list[str]:
 
 def _build(src: _Source, record: Record, values: list[str]) -> list[str]:
     """Lines building ``o``, an instance of the record's class, from ``values`` (one
-    expression per field, then ``extra``), setting its slots directly: the fields have
-    no converters or validators, so this equals the constructor (a property holds it)."""
+    expression per field, then ``extra``), setting its slots directly on a twin
+    (``_twin``): the fields have no converters or validators, so this equals the
+    constructor (a property holds it)."""
     cls = record.cls
     name = src.name(cls.__name__, cls)
-    out = [f"o = _new({name})"]
+    twin = src.name(f"_Building{name}", _twin(cls))
+    out = [f"o = _new({twin})"]
     for a, value in zip([*(f.attr for f in record.fields), "extra"], values, strict=True):
-        setter = src.name(f"_set_{name}_{a}", cls.__dict__[a].__set__)
-        out.append(f"{setter}(o, {value})")
+        out.append(f"o.{a} = {value}")
+    out.append(f"o.__class__ = {name}")
     return out
 
 
@@ -251,7 +300,7 @@ def _fast_body(src: _Source, record: Record, finish: list[str]) -> list[str]:
             out.append(f"if {test}:")
             out += _indent([*_build(src, record, [*values, *rest, "()"]), *finish])
     test = f"n == {seen}" if seen is not None else "seen == n"
-    out.append(f"extra = () if {test} else _leftovers(d, {known}, {not_null})")
+    out.append(f"extra = () if {test} else _leftovers(d, {known}, {not_null}, names)")
     out += [*_build(src, record, [*values, "extra"]), *finish]
     return out
 
@@ -279,7 +328,7 @@ def _write_fast(src: _Source) -> None:
     src.emit(
         [
             "elif type(tag) is str and tag:",
-            "    append(_UnknownPart(tag, _leftovers(d, _TYPE_ONLY, ())))",
+            "    append(_UnknownPart(tag, _leftovers(d, _TYPE_ONLY, (), names)))",
             "else:",
             f"    {_RAISE}",
         ],
@@ -489,9 +538,7 @@ fast_message: Final[Callable[[object, dict[str, str]], Message]] = _NS["_fast_Me
 
 def fast_messages(value: list[object]) -> tuple[Message, ...]:
     """The messages of a JSON array, or ``Unhandled``."""
-    names: dict[str, str] = {}
-    fast = fast_message
-    return tuple([fast(d, names) for d in value])
+    return tuple(map(fast_message, value, repeat({})))
 
 
 unstructure_message: Final[Callable[[Message], JSONObject]] = _NS["_unstructure_Message"]

@@ -9,7 +9,9 @@ compiled from it. These properties hold the compiled paths to the reference:
   builds, or gives up (``Unhandled``, nothing else) where the reference reports an error
   or builds a value; it never accepts what the reference refuses. ``decode_history`` and
   ``decode_message`` give the same ``Success`` value or the same ``DecodeError`` (path
-  and reason) as the reference alone, on the whole-parse and on the scanning path;
+  and reason) as the reference alone, on the whole-parse and on the scanning path,
+  and on both parsers: orjson (the optional accelerator, whole or cut into chunks)
+  and the stdlib alone (the module's ``parser`` fixture runs every property on each);
 - the fast decoder handles every well-formed encoding (it never gives up on one), so
   the reference runs only to explain an error;
 - encode: the text encoder writes exactly the bytes of the dict encoder's object
@@ -57,6 +59,20 @@ from golem_core._json_fields import MESSAGE, PART_RECORDS, USAGE, Field, Kind, R
 from golem_core._json_reference import _Invalid, structure_message
 
 AGREE = settings(deadline=None)
+
+
+@pytest.fixture(autouse=True, scope="module", params=["orjson", "stdlib"])
+def parser(request: pytest.FixtureRequest) -> Any:
+    """Every property runs on both parsers: the optional accelerator (orjson, when
+    importable) and the stdlib path alone (ADR 0074: the same values and errors)."""
+    if request.param == "stdlib":
+        with mock.patch.object(codec, "_ORJSON", None):
+            yield request.param
+    elif codec._ORJSON is None:  # pragma: no cover - the test extra installs it
+        pytest.skip("orjson is not installed")
+    else:
+        yield request.param
+
 
 # -- the reference alone -----------------------------------------------------------------
 
@@ -253,6 +269,12 @@ def assert_decoders_agree(value: Any) -> None:
         )
         with mock.patch.object(codec, "_WHOLE_PARSE_CHARS", 0):  # the scanning path
             assert codec.decode_history(raw) == expected
+        compact = json.dumps(value, ensure_ascii=ensure_ascii, separators=(",", ":"))
+        with mock.patch.object(codec, "_CHUNK", 0):  # orjson: cut before every message
+            assert codec.decode_history(compact) == expected
+            assert codec.decode_history(compact.encode("utf-8", "surrogatepass")) == (
+                reference_decode(compact.encode("utf-8", "surrogatepass"))
+            )
     if type(value) is list and value:
         one = json.dumps(value[0])
         assert codec.decode_message(one) == reference_message(one)
@@ -363,7 +385,7 @@ _ABSENT = object()
     st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 3), st.binary(max_size=3))),
 )
 def test_decode_agrees_with_the_reference_on_damaged_bytes(value: Any, edits: list[Any]) -> None:
-    data = bytearray(json.dumps(value).encode())
+    data = bytearray(json.dumps(value, separators=(",", ":")).encode())  # orjson's cuts
     for at, cut, insert in edits:
         at %= len(data) + 1
         data[at : at + cut] = insert
@@ -371,6 +393,11 @@ def test_decode_agrees_with_the_reference_on_damaged_bytes(value: Any, edits: li
     assert codec.decode_history(bytes(data)) == expected
     with mock.patch.object(codec, "_WHOLE_PARSE_CHARS", 0):
         assert codec.decode_history(bytes(data)) == expected
+    with mock.patch.object(codec, "_CHUNK", 0):
+        assert codec.decode_history(bytes(data)) == expected
+        assert codec.decode_history(bytes(data).decode("utf-8", "replace")) == (
+            reference_decode(bytes(data).decode("utf-8", "replace"))
+        )
 
 
 @AGREE

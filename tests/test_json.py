@@ -209,3 +209,63 @@ def test_single_message_twins() -> None:
     m = GOLDEN["tool_round_trip"][1]
     assert decode_message(encode_message(m)) == Success(m)
     assert isinstance(decode_message(b"[]"), Failure)
+
+
+# -- the optional accelerator (ADR 0074) ----------------------------------------------------
+
+_ACCELERATED_CASES = [
+    # integers beyond 64 bits in unknown fields: orjson would read a float; json an int
+    b'[{"role":"user","parts":[{"type":"text","text":"a","n":123456789012345678901234567890}]}]',
+    b'[{"role":"user","parts":[],"future":[-9223372036854775809,{"x":1.5}]}]',
+    b'[{"role":"assistant","parts":[],"usage":{"inputTokens":18446744073709551616}}]',
+    # what orjson refuses and json reads (or refuses with its own words)
+    b'[{"role":"user","parts":[{"type":"text","text":"\\ud800"}]}]',
+    b'[{"role":"user","parts":[],"x":1e400}]',
+    b'[{"role":"user","parts":[],"x":NaN}]',
+    b"\xef\xbb\xbf[]",
+    b'[{"role":"user","parts":[{"type":"text","text":"\xff"}]}]',
+    # the cut pattern inside a string and inside a nested unknown array
+    b'[{"role":"user","parts":[{"type":"text","text":"},{\\"role\\":"}]},{"role":"tool","parts":[]}]',
+    b'[{"role":"user","parts":[],"x":[{},{"role":"user","parts":[]}]},{"role":"user","parts":[]}]',
+    b'[{"role":"user","parts":[]},{"role":"user","parts":[]} ]',
+    b'[{"role":"user","parts":[]},{"role":"user","parts":[]}',
+    b'[{"role":"user","parts":[]},{"role":"user","parts":[]}],',
+    b'{"role":"user","parts":[]},{"role":"user","parts":[]}',
+    b"[]",
+    b"",
+]
+
+
+@pytest.mark.parametrize("raw", _ACCELERATED_CASES)
+@pytest.mark.parametrize("chunk", [0, 1 << 16])
+def test_the_accelerator_changes_no_value_and_no_error(raw: bytes, chunk: int) -> None:
+    import golem_core._json as codec
+
+    pytest.importorskip("orjson")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(codec, "_ORJSON", None)
+        expected = decode_history(raw)
+        expected_text = decode_history(raw.decode("utf-8", "replace"))
+        expected_one = [decode_message(raw[1:-1]), decode_message(raw)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(codec, "_CHUNK", chunk)
+        assert decode_history(raw) == expected
+        assert decode_history(memoryview(raw)) == expected
+        assert decode_history(raw.decode("utf-8", "replace")) == expected_text
+        assert [decode_message(raw[1:-1]), decode_message(raw)] == expected_one
+        if isinstance(expected, Success):
+            assert encode_history(decode_history(raw).unwrap()) == encode_history(expected.unwrap())
+
+
+def test_a_large_history_decodes_alike_in_chunks() -> None:
+    import golem_core._json as codec
+
+    pytest.importorskip("orjson")
+    history = tuple(
+        Message(Role.USER, (TextPart(f"message {i} " + "x" * (i % 50)),), run_id=f"r{i % 3}")
+        for i in range(3000)
+    )
+    data = encode_history(history)
+    assert len(data) > 2 * codec._CHUNK  # several chunks
+    assert decode_history(data) == Success(history)
+    assert decode_history(data.decode()) == Success(history)
