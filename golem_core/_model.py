@@ -11,7 +11,7 @@ and ``ModelErrorKind``, the named kinds of request failure. Adapters turn a
 from __future__ import annotations
 
 import enum
-from typing import Any, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from attrs import field, frozen
 
@@ -22,6 +22,7 @@ __all__ = [
     "ModelErrorKind",
     "ModelRequest",
     "ModelSettings",
+    "PromptCache",
     "StreamDone",
     "StreamEvent",
     "TextDelta",
@@ -46,12 +47,70 @@ class ToolDefinition:
     )
 
 
+CacheTTL: TypeAlias = Literal["5m", "1h"]
+"""How long Anthropic keeps a cache entry: five minutes (the default, write 1.25x) or one
+hour (write 2x)."""
+
+CacheRetention: TypeAlias = Literal["in_memory", "24h"]
+"""OpenAI's ``prompt_cache_retention``: in memory (minutes, the default) or 24 hours."""
+
+
+def _check_ttl(instance: object, attribute: object, value: Any) -> None:
+    if value not in ("5m", "1h"):
+        raise ValueError(f"PromptCache(ttl): expected '5m' or '1h', got {value!r}")
+
+
+def _check_retention(instance: object, attribute: object, value: Any) -> None:
+    if value not in (None, "in_memory", "24h"):
+        raise ValueError(
+            f"PromptCache(retention): expected None, 'in_memory' or '24h', got {value!r}"
+        )
+
+
+def _check_key(instance: object, attribute: object, value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ValueError(f"PromptCache(key): expected None or a non-empty string, got {value!r}")
+
+
+@frozen
+class PromptCache:
+    """How requests ask providers to cache their prompt prefix (ADR 0079).
+
+    On by default (``ModelSettings.cache``); ``ModelSettings(cache=None)`` turns every
+    marker and key off. What each provider gets:
+
+    - Anthropic: ``cache_control`` breakpoints (at most 4) on the last tool, the system
+      block, the last message before the newest user turn (the stable prefix the
+      previous run ended with) and the newest message; ``ttl="1h"`` asks for the
+      one-hour cache;
+    - OpenAI Chat Completions and Responses: ``prompt_cache_key`` (``key``, else the
+      request's conversation id, else the newest stamped message's) and, when set,
+      ``prompt_cache_retention``; prefix caching itself is automatic;
+    - Gemini: nothing to send; implicit caching serves a repeated prefix by itself.
+
+    Attributes:
+        ttl: ``"5m"`` or ``"1h"`` (Anthropic).
+        key: The OpenAI ``prompt_cache_key``; ``None`` uses the conversation id.
+        retention: OpenAI's ``prompt_cache_retention`` (``"in_memory"`` or ``"24h"``);
+            ``None`` leaves it to the provider.
+    """
+
+    ttl: CacheTTL = field(default="5m", validator=_check_ttl)
+    key: str | None = field(default=None, validator=_check_key)
+    retention: CacheRetention | None = field(default=None, validator=_check_retention)
+
+
+DEFAULT_PROMPT_CACHE: Final = PromptCache()
+"""The cache settings every request has unless told otherwise."""
+
+
 @frozen
 class ModelSettings:
     """Sampling settings sent with every request of a run; ``None`` means the provider's default.
 
     ``max_tokens`` defaults, for providers that require it (Anthropic), to the adapter's
-    own default.
+    own default. ``cache`` says how the prompt prefix is cached (``PromptCache``, on by
+    default); ``cache=None`` sends no cache marker or key at all.
     """
 
     max_tokens: int | None = None
@@ -59,6 +118,7 @@ class ModelSettings:
     top_p: float | None = None
     stop: tuple[str, ...] = ()
     parallel_tool_calls: bool | None = None
+    cache: PromptCache | None = DEFAULT_PROMPT_CACHE
 
 
 @frozen
@@ -71,7 +131,9 @@ class ModelRequest:
     asks the model to call a tool (structured output). ``output_schema``, when set, asks
     for a text answer that is JSON matching ``output_schema.parameters`` (native structured
     output, e.g. OpenAI ``response_format``; ``name`` and ``description`` name it); only
-    models that declare ``supports_native_output`` are sent one.
+    models that declare ``supports_native_output`` are sent one. ``conversation_id``
+    names the conversation (the default OpenAI ``prompt_cache_key``); when unset, the
+    newest message stamped with one names it.
     """
 
     messages: tuple[Message, ...]
@@ -81,6 +143,7 @@ class ModelRequest:
     tool_choice_required: bool = False
     run_id: str | None = None
     output_schema: ToolDefinition | None = field(default=None, kw_only=True)
+    conversation_id: str | None = field(default=None, kw_only=True)
 
 
 # -- streaming ------------------------------------------------------------------------

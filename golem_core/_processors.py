@@ -296,12 +296,111 @@ def _check_limit(function: str, name: str, value: object) -> int:
     return value
 
 
-# -- the processors -------------------------------------------------------------------
+# -- the cut ----------------------------------------------------------------------------
+
+
+def _open_tail(history: Sequence[Message]) -> int | None:
+    """The index of the newest assistant turn when a call of it waits for its result.
+
+    Only tool (and system) messages may follow it, and some call of it with an id has no
+    result among them: a call that is pending (waiting for approval, a deferred result or
+    its execution). A cut never removes it.
+    """
+    index = len(history) - 1
+    results: set[str | None] = set()
+    while index >= 0 and history[index].role in (Role.TOOL, Role.SYSTEM):
+        results.add(history[index].tool_call_id)
+        index -= 1
+    if index < 0 or history[index].role != Role.ASSISTANT:
+        return None
+    return index if _call_ids(history[index]) - results else None
+
+
+def _protect_open_tail(history: Sequence[Message], start: int) -> int | None:
+    """``start``, or an earlier opening index that keeps a pending call; ``None`` if none."""
+    pending = _open_tail(history)
+    if pending is None or start <= pending:
+        return start
+    for index in range(pending - 1, -1, -1):
+        message = history[index]
+        if message.role == Role.USER:
+            return index
+        if message.role == Role.ASSISTANT and _answered_in_block(
+            history, index, _call_ids(message)
+        ):
+            return index
+    return None
+
+
+def _step_point(counts: Sequence[int], total: int, limit: int, low_water: int) -> int:
+    """The first index whose prefix counts at least the next multiple of the step.
+
+    The step is ``limit - low_water``; the cut removes ``k`` whole steps from the start,
+    the fewest that bring the rest within ``limit``. Prefix counts never change as the
+    history grows, so the point moves only when ``total`` passes ``limit + k * step``.
+    """
+    step = limit - low_water
+    target = -(-(total - limit) // step) * step
+    reached = 0
+    for index, count in enumerate(counts):
+        if reached >= target:
+            return index
+        reached += count
+    return len(counts)
+
+
+def _check_low_water(function: str, limit_name: str, limit: int, value: object) -> int:
+    if value is None:
+        return limit - limit // 2
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(
+            f"{function}(low_water): low_water must be None or an int from 1 to {limit_name}, "
+            f"got {value!r}"
+        )
+    if not 1 <= value <= limit:
+        raise ValueError(
+            f"{function}(low_water): low_water must be from 1 to {limit_name} ({limit}), "
+            f"got {value}; low_water={limit_name} is the sliding window"
+        )
+    return value
+
+
+def _low_water_repr(limit: int, low_water: int) -> str:
+    return "" if low_water == limit - limit // 2 else f", low_water={low_water}"
+
+
+_PENDING: Final = (
+    "the newest assistant turn has a call waiting for its result, and no message before "
+    "it can open a request; a processor never drops a pending call"
+)
+
+
+def _cut(
+    history: Sequence[Message],
+    counts: Sequence[int],
+    total: int,
+    *,
+    fit_cut: int,
+    limit: int,
+    low_water: int,
+) -> int | None:
+    """Where the kept suffix starts (``0``: unchanged), or ``None`` when nothing opens.
+
+    ``counts`` holds every message's count (system messages 0) when ``low_water`` is
+    below ``limit``; ``fit_cut`` is the sliding window's cut (the longest fitting
+    suffix), used when ``low_water == limit``.
+    """
+    point = fit_cut if low_water == limit else _step_point(counts, total, limit, low_water)
+    start = _opening_index(history, point)
+    if start >= len(history):
+        return None
+    return _protect_open_tail(history, start)
 
 
 @frozen(repr=False)
 class _TrimHistory:
     max_messages: int
+    low_water: int = field(kw_only=True)
 
     def __call__(self, history: Sequence[Message]) -> Result[tuple[Message, ...], HistoryError]:
         limit = self.max_messages
@@ -315,48 +414,70 @@ class _TrimHistory:
             cut -= 1
         if cut == 0:
             return Success(_as_tuple(history))
-        start = _opening_index(history, cut)
-        if start < len(history):
-            return Success(_suffix(history, start))
+        counts: list[int] = []
+        if self.low_water < limit:
+            counts = [0 if m.role == Role.SYSTEM else 1 for m in history]
+        total = sum(counts)
+        start = _cut(history, counts, total, fit_cut=cut, limit=limit, low_water=self.low_water)
+        if start is not None:
+            return Success(_as_tuple(history) if start == 0 else _suffix(history, start))
         kept = len(history) - cut
         newest = "newest message" if kept == 1 else f"newest {kept} messages"
+        if _open_tail(history) is not None and _opening_index(history, cut) < len(history):
+            reason = _PENDING
+        else:
+            reason = f"the {newest} {_describe(history, cut)}; {_OPENING_RULE}"
         return Failure(
             HistoryError(
-                f"{self!r} left no message that can open a request: the {newest} "
-                f"{_describe(history, cut)}; {_OPENING_RULE}. Raise max_messages so "
-                "that the cut keeps the turn that opened them."
+                f"{self!r} left no message that can open a request: {reason}. Raise "
+                "max_messages so that the cut keeps the turn that opened them."
             )
         )
 
     def __repr__(self) -> str:
-        return f"trim_history({self.max_messages})"
+        return (
+            f"trim_history({self.max_messages}{_low_water_repr(self.max_messages, self.low_water)})"
+        )
 
 
-def trim_history(max_messages: int) -> HistoryProcessor:
-    """A processor that keeps the newest ``max_messages`` messages, on a request boundary.
+def trim_history(max_messages: int, *, low_water: int | None = None) -> HistoryProcessor:
+    """A processor that bounds a history to ``max_messages`` messages, cutting in steps.
 
-    Keeps the newest ``max_messages`` messages that are not system messages (system
-    messages are free: a run replaces them with its instructions), then, when that cut
-    something, advances past every message that cannot open a request: tool results
-    whose call was cut, assistant tool-call turns whose results were cut, system
-    messages. A history of at most ``max_messages`` non-system messages comes back
-    unchanged.
+    A history of at most ``max_messages`` non-system messages comes back unchanged
+    (system messages are free: a run replaces them with its instructions). Past that,
+    the cut removes whole steps of ``max_messages - low_water`` messages from the
+    start, the fewest that bring it within ``max_messages``, so it keeps between
+    ``low_water`` and ``max_messages`` messages; then it advances past every message
+    that cannot open a request (tool results whose call was cut, assistant tool-call
+    turns whose results were cut, system messages). The step points are counted from
+    the start of the history, so as a conversation grows each request repeats the
+    previous one's history and adds to it, and a prompt cache serves it, until the
+    next step (ADR 0078). ``low_water=max_messages`` is the sliding window: keep the
+    newest ``max_messages``, cutting on every request once full.
+
+    A pending call (the newest assistant turn's call with no result after it) is never
+    cut: the cut moves back to the message that opened its turn.
 
     Args:
-        max_messages: How many non-system messages to keep, at least 1.
+        max_messages: How many non-system messages to keep at most, at least 1.
+        low_water: Where a cut brings the history down to, from 1 to
+            ``max_messages``; ``None``: ``max_messages - max_messages // 2`` (half).
 
     Returns:
-        The processor. It returns a suffix of its input of at most ``max_messages``
-        non-system messages, starting at a message that can open a request, or
-        ``Failure(HistoryError)`` when the cut leaves no such message (the newest
-        messages are all tool results, say). It is total, deterministic and idempotent;
-        ``trim_history(b)`` after ``trim_history(a)`` is ``trim_history(min(a, b))``.
-        Processors with equal ``max_messages`` are equal.
+        The processor. It returns the input unchanged, or a suffix of it of at most
+        ``max_messages`` non-system messages starting at a message that can open a
+        request, or ``Failure(HistoryError)`` when the cut leaves no such message. It
+        is total, deterministic, stateless and idempotent. Processors with equal
+        arguments are equal.
 
     Raises:
-        ValueError: ``max_messages`` is not an ``int`` (a ``bool`` is not), or is below 1.
+        ValueError: ``max_messages`` is not an ``int`` (a ``bool`` is not), or is below 1;
+            ``low_water`` is out of range.
     """
-    return _TrimHistory(_check_limit("trim_history", "max_messages", max_messages))
+    limit = _check_limit("trim_history", "max_messages", max_messages)
+    return _TrimHistory(
+        limit, low_water=_check_low_water("trim_history", "max_messages", limit, low_water)
+    )
 
 
 def _checked_count(counter: TokenCounter, message: Message, index: int) -> int:
@@ -382,9 +503,11 @@ def _checked_count(counter: TokenCounter, message: Message, index: int) -> int:
 class _BudgetHistory:
     counter: TokenCounter
     max_tokens: int = field(kw_only=True)
+    low_water: int = field(kw_only=True)
 
     def __call__(self, history: Sequence[Message]) -> Result[tuple[Message, ...], HistoryError]:
         budget = self.max_tokens
+        counts = [0] * len(history)
         total = 0
         kept_counted = 0
         overflow = 0
@@ -393,6 +516,7 @@ class _BudgetHistory:
             message = history[cut - 1]
             if message.role != Role.SYSTEM:
                 count = _checked_count(self.counter, message, cut - 1)
+                counts[cut - 1] = count
                 if total + count > budget:
                     overflow = count
                     break
@@ -401,9 +525,16 @@ class _BudgetHistory:
             cut -= 1
         if cut == 0:
             return Success(_as_tuple(history))
-        start = _opening_index(history, cut)
-        if start < len(history):
-            return Success(_suffix(history, start))
+        whole = total
+        if self.low_water < budget:
+            whole += overflow
+            for index in range(cut - 2, -1, -1):
+                if history[index].role != Role.SYSTEM:
+                    counts[index] = _checked_count(self.counter, history[index], index)
+                    whole += counts[index]
+        start = _cut(history, counts, whole, fit_cut=cut, limit=budget, low_water=self.low_water)
+        if start is not None:
+            return Success(_as_tuple(history) if start == 0 else _suffix(history, start))
         if kept_counted == 0:
             newest = "newest message" if cut == len(history) else "newest non-system message"
             return Failure(
@@ -414,53 +545,73 @@ class _BudgetHistory:
             )
         kept = len(history) - cut
         newest = "newest message" if kept == 1 else f"{kept} newest messages"
+        if _open_tail(history) is not None and _opening_index(history, cut) < len(history):
+            reason = _PENDING
+        else:
+            reason = (
+                f"the {newest} that fit ({total} tokens) {_describe(history, cut)}; {_OPENING_RULE}"
+            )
         return Failure(
             HistoryError(
-                f"{self!r} left no message that can open a request: the {newest} that fit "
-                f"({total} tokens) {_describe(history, cut)}; {_OPENING_RULE}. Raise "
+                f"{self!r} left no message that can open a request: {reason}. Raise "
                 "max_tokens so that the cut keeps the turn that opened them."
             )
         )
 
     def __repr__(self) -> str:
-        return f"budget_history({_name_of(self.counter)}, {self.max_tokens})"
+        low = _low_water_repr(self.max_tokens, self.low_water)
+        return f"budget_history({_name_of(self.counter)}, {self.max_tokens}{low})"
 
 
-def budget_history(counter: TokenCounter, max_tokens: int) -> HistoryProcessor:
-    """A processor that keeps the newest messages that fit ``max_tokens``, on a request boundary.
+def budget_history(
+    counter: TokenCounter, max_tokens: int, *, low_water: int | None = None
+) -> HistoryProcessor:
+    """A processor that bounds a history to ``max_tokens`` tokens, cutting in steps.
 
-    Keeps the longest suffix whose non-system messages count at most ``max_tokens``
-    by ``counter`` (system messages are free and never counted: a run replaces them
-    with its instructions), then applies ``trim_history``'s boundary rule. A history
-    whose non-system messages fit comes back unchanged.
+    A history whose non-system messages count at most ``max_tokens`` by ``counter``
+    comes back unchanged (system messages are free and never counted: a run replaces
+    them with its instructions). Past that, the cut removes whole steps of
+    ``max_tokens - low_water`` tokens, counted from the start of the history, the
+    fewest that bring it within ``max_tokens``, then applies ``trim_history``'s
+    boundary rule; a pending call is never cut. Between two steps every request's
+    history is the previous one's plus new messages, so a prompt cache serves it
+    (ADR 0078). ``low_water=max_tokens`` is the sliding window: keep the longest
+    fitting suffix, cutting on every request once full.
 
     Args:
         counter: Tokens per message, such as ``approximate_tokens`` or
             ``golem_shell.tiktoken_counter()``; called at most once per message, from
-            the newest back, and never beyond the first message that does not fit.
+            the newest back: in the sliding window never beyond the first message that
+            does not fit, in steps on every message once the history does not fit.
         max_tokens: The budget, at least 1.
+        low_water: Where a cut brings the history down to, from 1 to ``max_tokens``;
+            ``None``: ``max_tokens - max_tokens // 2`` (half).
 
     Returns:
-        The processor. It returns a suffix of its input whose non-system messages count
-        at most ``max_tokens``, starting at a message that can open a request, or
-        ``Failure(HistoryError)`` when nothing that can open a request fits. It is total
-        (for a counter that is), deterministic (for a deterministic counter) and
-        idempotent; with one counter, ``budget_history(c, b)`` after
-        ``budget_history(c, a)`` is ``budget_history(c, min(a, b))``, and
-        ``budget_history(lambda m: 1, n)`` is ``trim_history(n)``.
+        The processor. It returns the input unchanged, or a suffix of it whose
+        non-system messages count at most ``max_tokens`` (a kept pending call aside),
+        starting at a message that can open a request, or ``Failure(HistoryError)``
+        when nothing that can open a request fits. It is total (for a counter that
+        is), deterministic (for a deterministic counter), stateless and idempotent;
+        ``budget_history(lambda m: 1, n, low_water=w)`` is ``trim_history(n,
+        low_water=w)``.
 
     Raises:
         TypeError: ``counter`` is not callable (and, when the processor runs, the
             counter returned something other than an ``int``).
-        ValueError: ``max_tokens`` is not an ``int`` (a ``bool`` is not), or is below 1
-            (and, when the processor runs, the counter returned a negative count).
+        ValueError: ``max_tokens`` is not an ``int`` (a ``bool`` is not), or is below 1,
+            or ``low_water`` is out of range (and, when the processor runs, the counter
+            returned a negative count).
     """
     if not callable(counter):
         raise TypeError(
             f"budget_history(counter, max_tokens): counter must be callable, got {counter!r}"
         )
+    limit = _check_limit("budget_history", "max_tokens", max_tokens)
     return _BudgetHistory(
-        counter, max_tokens=_check_limit("budget_history", "max_tokens", max_tokens)
+        counter,
+        max_tokens=limit,
+        low_water=_check_low_water("budget_history", "max_tokens", limit, low_water),
     )
 
 

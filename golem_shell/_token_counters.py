@@ -34,6 +34,7 @@ from golem_core import (
     Message,
     ModelErrorKind,
     ModelRequest,
+    ModelSettings,
     Role,
     TokenCounter,
     budget_history,
@@ -218,6 +219,10 @@ class ProviderTokenCounter:
         return count
 
 
+_NO_CACHE: Final = ModelSettings(cache=None)
+"""Counting requests carry no cache markers: a marker is not content and costs nothing."""
+
+
 def anthropic_token_counter(
     model: str,
     *,
@@ -258,7 +263,7 @@ def anthropic_token_counter(
 
     def encode(messages: tuple[Message, ...]) -> Result[dict[str, Any], WireError]:
         encoded = anthropic_wire.encode_request(
-            ModelRequest(messages=messages), model=model, stream=False
+            ModelRequest(messages=messages, settings=_NO_CACHE), model=model, stream=False
         )
         return encoded.map(
             lambda body: {k: v for k, v in body.items() if k in ("model", "messages")}
@@ -346,14 +351,23 @@ def _name(function: object) -> str:
 
 
 class _AsyncBudget:
-    def __init__(self, counter: Counter, max_tokens: int, concurrency: int) -> None:
+    def __init__(
+        self, counter: Counter, max_tokens: int, concurrency: int, low_water: int | None
+    ) -> None:
         self.counter = counter
         self.max_tokens = max_tokens
         self.concurrency = concurrency
-        budget_history(lambda m: 0, max_tokens)  # checks max_tokens as the core does
+        # checks max_tokens and low_water as the core does
+        core = budget_history(lambda m: 0, max_tokens, low_water=low_water)
+        self.low_water: int = getattr(core, "low_water")  # noqa: B009 (not on the alias)
 
     def __repr__(self) -> str:
-        return f"async_budget_history({_name(self.counter)}, {self.max_tokens})"
+        low = (
+            ""
+            if self.low_water == self.max_tokens - self.max_tokens // 2
+            else (f", low_water={self.low_water}")
+        )
+        return f"async_budget_history({_name(self.counter)}, {self.max_tokens}{low})"
 
     async def _count(self, message: Message) -> object:
         value: object = self.counter(message)
@@ -367,12 +381,13 @@ class _AsyncBudget:
         counts: dict[int, object] = {}
         newest_first = [m for m in reversed(history) if m.role is not Role.SYSTEM]
         total = 0
+        over = False
         for start in range(0, len(newest_first), self.concurrency):
             window = newest_first[start : start + self.concurrency]
             values = await asyncio.gather(*(self._count(m) for m in window))
+            counts.update(zip(map(id, window), values, strict=True))
             over = False
-            for message, value in zip(window, values, strict=True):
-                counts[id(message)] = value
+            for value in values:
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     over = True  # the core's processor names the bad count
                     break
@@ -382,23 +397,31 @@ class _AsyncBudget:
                     break
             if over:
                 break
+        if over and self.low_water < self.max_tokens:  # a stepped cut counts from the start
+            rest = [m for m in newest_first if id(m) not in counts]
+            for start in range(0, len(rest), self.concurrency):
+                window = rest[start : start + self.concurrency]
+                values = await asyncio.gather(*(self._count(m) for m in window))
+                counts.update(zip(map(id, window), values, strict=True))
 
         def precomputed(message: Message) -> int:
             return cast(int, counts[id(message)])  # checked by the core's processor
 
         precomputed.__qualname__ = precomputed.__name__ = _name(self.counter)
-        return budget_history(precomputed, self.max_tokens)(history)
+        return budget_history(precomputed, self.max_tokens, low_water=self.low_water)(history)
 
 
 def async_budget_history(
-    counter: Counter, max_tokens: int, *, concurrency: int = 8
+    counter: Counter, max_tokens: int, *, concurrency: int = 8, low_water: int | None = None
 ) -> AsyncHistoryProcessor:
     """``budget_history`` for a counter that must be awaited (or any counter).
 
     Counts the non-system messages from the newest back, ``concurrency`` at a time,
     until the budget is exceeded, then runs the core's ``budget_history`` on those
-    counts: the same cut, the same boundary rule, the same errors. A counter is asked
-    about at most ``concurrency - 1`` messages beyond the first that does not fit.
+    counts: the same cut, the same boundary rule, the same errors. In the sliding window
+    (``low_water=max_tokens``) a counter is asked about at most ``concurrency - 1``
+    messages beyond the first that does not fit; a stepped cut (the default) counts
+    every message once the history does not fit.
 
     Args:
         counter: An ``AsyncTokenCounter`` (``anthropic_token_counter(...)``,
@@ -406,6 +429,7 @@ def async_budget_history(
             (``tiktoken_counter()``, ``approximate_tokens``).
         max_tokens: The budget, at least 1.
         concurrency: How many counts may be in flight at once, at least 1.
+        low_water: Where a cut brings the history down to (``budget_history``'s).
 
     Returns:
         An async processor (run it with ``run_history_processor`` or as an agent's
@@ -421,4 +445,4 @@ def async_budget_history(
         raise ValueError(
             f"async_budget_history(concurrency): must be an int of at least 1, got {concurrency!r}"
         )
-    return _AsyncBudget(counter, max_tokens, concurrency)
+    return _AsyncBudget(counter, max_tokens, concurrency, low_water)

@@ -74,16 +74,55 @@ def counted(history: Sequence[Message]) -> list[Message]:
     return [m for m in history if m.role != Role.SYSTEM]
 
 
+def pending_turn(history: Sequence[Message]) -> int | None:
+    """The newest assistant turn, when only tool or system messages follow it and one of
+    its calls has no result among them (a call waiting for its result or approval)."""
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        if message.role == Role.ASSISTANT:
+            results = {m.tool_call_id for m in history[index + 1 :]}
+            ids = {p.id for p in message.parts if type(p) is ToolCallPart and p.id is not None}
+            return index if ids - results else None
+        if message.role not in (Role.TOOL, Role.SYSTEM):
+            return None
+    return None
+
+
 def reference(history: tuple[Message, ...], fits: object) -> tuple[str, tuple[Message, ...] | None]:
-    """("unchanged" | "cut" | "failed", output) from the longest fitting suffix."""
+    """("unchanged" | "cut" | "failed", output) from the longest fitting suffix (the
+    sliding window), moved back to keep a pending call."""
     assert callable(fits)
     cut = next(c for c in range(len(history) + 1) if fits(history[c:]))
     if cut == 0:
         return "unchanged", history
     for start in range(cut, len(history)):
         if can_open(history, start):
-            return "cut", history[start:]
+            pending = pending_turn(history)
+            if pending is not None and start > pending:
+                # back to the latest message before it that opens a request in its block
+                start = next(
+                    (i for i in range(pending - 1, -1, -1) if opens_in_block(history, i)), -1
+                )
+                if start < 0:
+                    return "failed", None
+            return ("unchanged", history) if start == 0 else ("cut", history[start:])
     return "failed", None
+
+
+def opens_in_block(history: Sequence[Message], index: int) -> bool:
+    """A user message, or an assistant message whose calls the tool messages directly
+    after it answer."""
+    message = history[index]
+    if message.role == Role.USER:
+        return True
+    if message.role != Role.ASSISTANT:
+        return False
+    ids = {p.id for p in message.parts if type(p) is ToolCallPart and p.id is not None}
+    following = index + 1
+    while ids and following < len(history) and history[following].role == Role.TOOL:
+        ids.discard(history[following].tool_call_id)
+        following += 1
+    return not ids
 
 
 def trim_fits(limit: int) -> object:
@@ -118,7 +157,7 @@ def check_against_reference(history: tuple[Message, ...], outcome: Outcome, fits
 
 @given(any_histories, max_messages)
 def test_trim_matches_the_reference(history: tuple[Message, ...], limit: int) -> None:
-    outcome = trim_history(limit)(history)
+    outcome = trim_history(limit, low_water=limit)(history)
     check_against_reference(history, outcome, trim_fits(limit))
     if isinstance(outcome, Success):
         assert len(counted(outcome.unwrap())) <= limit
@@ -128,7 +167,7 @@ def test_trim_matches_the_reference(history: tuple[Message, ...], limit: int) ->
 def test_budget_matches_the_reference(
     history: tuple[Message, ...], counter: TokenCounter, limit: int
 ) -> None:
-    outcome = budget_history(counter, limit)(history)
+    outcome = budget_history(counter, limit, low_water=limit)(history)
     check_against_reference(history, outcome, budget_fits(counter, limit))
     if isinstance(outcome, Success):
         assert sum(counter(m) for m in counted(outcome.unwrap())) <= limit
@@ -144,7 +183,7 @@ def test_budget_counts_only_the_fitting_suffix_and_the_first_misfit_once(
         seen.append(message)
         return counter(message)
 
-    budget_history(recording, limit)(history)
+    budget_history(recording, limit, low_water=limit)(history)
     newest_first = counted(history)[::-1]
     fitting = 0
     total = 0
@@ -221,8 +260,8 @@ def test_compose_is_bind(
 
 @given(any_histories, max_messages, max_messages)
 def test_trims_compose_as_the_smaller(history: tuple[Message, ...], a: int, b: int) -> None:
-    chained = compose(trim_history(a), trim_history(b))(history)
-    direct = trim_history(min(a, b))(history)
+    chained = compose(trim_history(a, low_water=a), trim_history(b, low_water=b))(history)
+    direct = trim_history(min(a, b), low_water=min(a, b))(history)
     assert isinstance(chained, Success) == isinstance(direct, Success)
     if isinstance(direct, Success):
         assert chained == direct
@@ -232,8 +271,10 @@ def test_trims_compose_as_the_smaller(history: tuple[Message, ...], a: int, b: i
 def test_budgets_compose_as_the_smaller(
     history: tuple[Message, ...], counter: TokenCounter, a: int, b: int
 ) -> None:
-    chained = compose(budget_history(counter, a), budget_history(counter, b))(history)
-    direct = budget_history(counter, min(a, b))(history)
+    chained = compose(
+        budget_history(counter, a, low_water=a), budget_history(counter, b, low_water=b)
+    )(history)
+    direct = budget_history(counter, min(a, b), low_water=min(a, b))(history)
     assert isinstance(chained, Success) == isinstance(direct, Success)
     if isinstance(direct, Success):
         assert chained == direct
@@ -245,6 +286,12 @@ def test_a_budget_of_one_token_per_message_is_a_trim(
 ) -> None:
     by_budget = budget_history(one_token, limit)(history)
     by_count = trim_history(limit)(history)
+    assert by_budget == budget_history(one_token, limit)(history)
+    assert isinstance(by_budget, Success) == isinstance(by_count, Success)
+    if isinstance(by_count, Success):
+        assert by_budget == by_count
+    by_budget = budget_history(one_token, limit, low_water=limit)(history)
+    by_count = trim_history(limit, low_water=limit)(history)
     assert isinstance(by_budget, Success) == isinstance(by_count, Success)
     if isinstance(by_count, Success):
         assert by_budget == by_count

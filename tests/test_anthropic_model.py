@@ -38,6 +38,7 @@ from golem_core import (
     repair_history,
 )
 from golem_core.wire import anthropic as wire
+from golem_core.wire._cache import strip_cache_markers
 from golem_shell import ModelError, UsageError
 from golem_shell.models import AnthropicModel, Model
 
@@ -88,9 +89,10 @@ async def test_request_sends_the_exact_body_and_headers(provider_server: Provide
     assert sent.headers["anthropic-version"] == "2023-06-01"
     assert "authorization" not in sent.headers
     assert sent.body == (
-        b'{"model":"claude-sonnet-4-5","max_tokens":4096,"system":"Be brief.",'
+        b'{"model":"claude-sonnet-4-5","max_tokens":4096,"system":[{"type":"text",'
+        b'"text":"Be brief.","cache_control":{"type":"ephemeral"}}],'
         b'"messages":[{"role":"user","content":[{"type":"text",'
-        b'"text":"What is the capital of France?"}]}]}'
+        b'"text":"What is the capital of France?","cache_control":{"type":"ephemeral"}}]}]}'
     )
 
 
@@ -109,7 +111,7 @@ async def test_crashed_history_body(provider_server: ProviderServer) -> None:
     provider_server.enqueue(json_reply(fixture_json("anthropic/message_text.json")))
     async with model(provider_server) as m:
         await m.request(ModelRequest(repair_history(history), tools=(WEATHER,)))
-    assert provider_server.requests[0].json() == {
+    assert strip_cache_markers(provider_server.requests[0].json()) == {
         "model": "claude-sonnet-4-5",
         "max_tokens": 4096,
         "messages": [
@@ -184,7 +186,7 @@ async def test_history_with_system_messages_truncated_call_failed_result_and_thi
                 tools=(ToolDefinition("write_file"), ToolDefinition("divide")),
             )
         )
-    sent = provider_server.requests[0].json()
+    sent = strip_cache_markers(provider_server.requests[0].json())
     assert sent["system"] == "Be brief."
     assert sent["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "Write notes and divide 1 by 0."}]},

@@ -164,7 +164,9 @@ def test_drop_thinking_drops_redacted_thinking_too() -> None:
 
 def test_the_context_processors_compose() -> None:
     processor = compose(
-        clear_tool_results(keep_last=0), drop_thinking(keep_last_turns=1), trim_history(6)
+        clear_tool_results(keep_last=0),
+        drop_thinking(keep_last_turns=1),
+        trim_history(6, low_water=6),
     )
     out = processor(conversation()).unwrap()
     assert out[0] == Message.user("second")

@@ -81,7 +81,7 @@ def error(result: Result[tuple[Message, ...], HistoryError]) -> str:
     ],
 )
 def test_trim_cuts_on_a_request_boundary(max_messages: int, expected: tuple[Message, ...]) -> None:
-    assert ok(trim_history(max_messages)(WEATHER)) == expected
+    assert ok(trim_history(max_messages, low_water=max_messages)(WEATHER)) == expected
 
 
 def test_trim_returns_short_histories_unchanged() -> None:
@@ -95,7 +95,7 @@ def test_trim_returns_short_histories_unchanged() -> None:
 
 
 def test_trim_keeps_messages_identical_and_in_order() -> None:
-    kept = ok(trim_history(5)(WEATHER))
+    kept = ok(trim_history(5, low_water=5)(WEATHER))
     assert all(a is b for a, b in zip(kept, WEATHER[2:], strict=True))
 
 
@@ -118,13 +118,13 @@ def test_trim_pairs_results_as_repair_does() -> None:
     # a result after its call but outside its block still answers it: the turn opens
     # (repair moves the result; it synthesizes nothing)
     separated = (ASK, CALLS, THANKS, PARIS, ROME, ANSWER)
-    assert ok(trim_history(5)(separated)) == separated[1:]
+    assert ok(trim_history(5, low_water=5)(separated)) == separated[1:]
     # a result answers the nearest earlier turn holding its id: with the id reused, the
     # older turn has no result and cannot open; the newer one can
     again = Message.assistant(tool_calls=[ToolCallPart("c1", "get_weather", "{}")])
     reused = (ASK, Message.assistant(tool_calls=[ToolCallPart("c1", "get_weather", "{}")]))
     history = (*reused, again, PARIS, ANSWER)
-    assert ok(trim_history(4)(history)) == (again, PARIS, ANSWER)
+    assert ok(trim_history(4, low_water=4)(history)) == (again, PARIS, ANSWER)
 
 
 def test_trim_lets_calls_without_an_id_open() -> None:
@@ -204,7 +204,7 @@ def cost(message: Message) -> int:
     ],
 )
 def test_budget_cuts_on_a_request_boundary(max_tokens: int, expected: tuple[Message, ...]) -> None:
-    assert ok(budget_history(cost, max_tokens)(WEATHER)) == expected
+    assert ok(budget_history(cost, max_tokens, low_water=max_tokens)(WEATHER)) == expected
 
 
 def test_budget_returns_a_fitting_history_unchanged() -> None:
@@ -219,10 +219,10 @@ def test_budget_counts_each_message_once_and_stops_at_the_first_misfit() -> None
         seen.append(message)
         return cost(message)
 
-    assert ok(budget_history(recording, 40)(WEATHER)) == (ANSWER, THANKS)
+    assert ok(budget_history(recording, 40, low_water=40)(WEATHER)) == (ANSWER, THANKS)
     assert seen == [THANKS, ANSWER, ROME, PARIS]  # PARIS did not fit; nothing older is counted
     seen.clear()
-    assert budget_history(recording, 1000)(WEATHER).unwrap() is WEATHER
+    assert budget_history(recording, 1000, low_water=1000)(WEATHER).unwrap() is WEATHER
     assert seen == list(reversed(WEATHER[1:]))  # every non-system message, once
 
 
@@ -245,10 +245,10 @@ def test_budget_fails_when_only_tool_results_fit() -> None:
 def test_budget_with_approximate_tokens_at_a_tool_boundary() -> None:
     counts = [approximate_tokens(m) for m in WEATHER[1:]]
     assert counts == [13, 28, 9, 9, 11, 8]
-    processor = budget_history(approximate_tokens, 40)
+    processor = budget_history(approximate_tokens, 40, low_water=40)
     assert ok(processor(WEATHER)) == (ANSWER, THANKS)  # ROME and PARIS fit, CALLS does not
-    assert ok(budget_history(approximate_tokens, 65)(WEATHER)) == WEATHER[2:]
-    assert repr(processor) == "budget_history(approximate_tokens, 40)"
+    assert ok(budget_history(approximate_tokens, 65, low_water=65)(WEATHER)) == WEATHER[2:]
+    assert repr(processor) == "budget_history(approximate_tokens, 40, low_water=40)"
 
 
 @pytest.mark.parametrize("bad", [0, -5, True, 2.0, "10", None])
@@ -387,13 +387,13 @@ class Wrapped(Sequence[Message]):
 @pytest.mark.parametrize("make", [tuple, list, Wrapped])
 def test_processors_accept_any_sequence(make: type[Sequence[Message]]) -> None:
     history = make(WEATHER)  # type: ignore[call-arg]
-    assert ok(trim_history(3)(history)) == (ANSWER, THANKS)
-    assert ok(budget_history(cost, 90)(history)) == WEATHER[2:]
-    assert ok(trim_history(10)(history)) == WEATHER
+    assert ok(trim_history(3, low_water=3)(history)) == (ANSWER, THANKS)
+    assert ok(budget_history(cost, 90, low_water=90)(history)) == WEATHER[2:]
+    assert ok(trim_history(10, low_water=10)(history)) == WEATHER
 
 
 def test_a_long_history_is_cut_to_its_newest_turns() -> None:
     turn = (ASK, CALLS, PARIS, ROME, ANSWER)
     history = turn * 20_000
-    assert ok(trim_history(7)(history)) == (ANSWER, *turn)  # ROME's call was cut
-    assert ok(budget_history(cost, 95)(history)) == turn
+    assert ok(trim_history(7, low_water=7)(history)) == (ANSWER, *turn)  # ROME's call was cut
+    assert ok(budget_history(cost, 95, low_water=95)(history)) == turn

@@ -25,6 +25,7 @@ from golem_core import (
 )
 from golem_core.wire import anthropic as anthropic_wire
 from golem_core.wire import openai as openai_wire
+from golem_core.wire._cache import strip_cache_markers
 from golem_core.wire._common import REPEATED_CALL_TEXT
 from golem_shell import Agent, ScriptedModel, UsageError, tool
 from golem_shell.models import AnthropicModel, OpenAIModel
@@ -36,7 +37,7 @@ TOOL = ToolDefinition("lookup", "Look up.", {"type": "object", "properties": {}}
 
 def body(model: OpenAIModel | AnthropicModel, *messages: Message, **kw: Any) -> dict[str, Any]:
     request = ModelRequest(messages=messages, tools=(TOOL,), **kw)
-    parsed: dict[str, Any] = json.loads(model._body(request, stream=False))
+    parsed: dict[str, Any] = strip_cache_markers(json.loads(model._body(request, stream=False)))
     return parsed
 
 

@@ -289,9 +289,13 @@ async def test_the_async_budget_counts_only_what_it_needs() -> None:
         return 10
 
     long = tuple(Message.user(str(i)) for i in range(50))
-    processor = async_budget_history(count, 25, concurrency=4)
+    processor = async_budget_history(count, 25, concurrency=4, low_water=25)  # sliding
     assert await processor(long) == Success(long[-2:])
     assert asked == [str(i) for i in range(49, 45, -1)]  # one window of four
+    asked.clear()
+    stepped = async_budget_history(count, 25, concurrency=4)  # counts all once it cuts
+    assert await stepped(long) == Success(long[-2:])
+    assert sorted(asked, key=int) == [str(i) for i in range(50)]
 
 
 async def test_the_async_budget_takes_a_sync_counter_and_explains_failures() -> None:

@@ -34,6 +34,7 @@ from golem_core.wire import (
     WireError,
     anthropic,
 )
+from golem_core.wire._cache import strip_cache_markers
 
 WEATHER = ToolDefinition(
     "get_weather",
@@ -47,7 +48,7 @@ REDACTED = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj
 def body(request: ModelRequest, *, stream: bool = False, **kw: Any) -> dict[str, Any]:
     match anthropic.encode_request(request, model="claude-sonnet-4-5", stream=stream, **kw):
         case Success(value):
-            result: dict[str, Any] = value
+            result: dict[str, Any] = strip_cache_markers(value)  # tests/test_cache_wire.py
             return result
         case Failure(error):
             raise AssertionError(error)

@@ -68,6 +68,7 @@ from golem_core._model import (
 )
 from golem_core._sse import ServerSentEvent
 from golem_core._stream import StreamAccumulator
+from golem_core.wire._cache import add_anthropic_breakpoints
 from golem_core.wire._common import (
     Malformed,
     WireError,
@@ -353,6 +354,7 @@ def encode_request(
         body["stop_sequences"] = list(settings.stop)
     if stream:
         body["stream"] = True
+    add_anthropic_breakpoints(body, request)
     return Success(body)
 
 

@@ -69,6 +69,7 @@ from golem_core._model import (
 )
 from golem_core._sse import ServerSentEvent
 from golem_core._stream import StreamAccumulator
+from golem_core.wire._cache import add_openai_cache_key
 from golem_core.wire._common import (
     Malformed,
     WireError,
@@ -327,6 +328,7 @@ def encode_request(
     if settings.max_tokens is not None:
         body[max_tokens_field] = settings.max_tokens
     if settings.temperature is not None:
+    add_openai_cache_key(body, request)
         body["temperature"] = settings.temperature
     if settings.top_p is not None:
         body["top_p"] = settings.top_p

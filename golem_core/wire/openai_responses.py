@@ -88,6 +88,7 @@ from golem_core._model import (
 )
 from golem_core._sse import ServerSentEvent
 from golem_core._stream import StreamAccumulator
+from golem_core.wire._cache import add_openai_cache_key
 from golem_core.wire._common import (
     Malformed,
     WireError,
@@ -438,6 +439,7 @@ def encode_request(
         body["include"] = [INCLUDE_ENCRYPTED]
     if stream:
         body["stream"] = True
+    add_openai_cache_key(body, request)
     return Success(body)
 
 
