@@ -1,21 +1,31 @@
 """Signed provenance: which messages of a history a server wrote, and whether they are intact.
 
 Owns signing and verifying messages with a server-held key (HMAC-SHA256, standard
-library only). A signed message carries ``"provenance": "v1.<base64url MAC>"`` as an
+library only). A signed message carries ``"provenance": "v2.<base64url MAC>"`` as an
 additive JSON field, kept in ``Message.extra`` (so every golem version stores it and
 writes it back unchanged); every tool call of a signed assistant message carries its
 own ``"provenance"`` field the same way, in the part's ``extra``.
 
-What a MAC covers (ADR 0054):
+What a ``v2`` MAC covers (ADR 0054, ADR 0068):
 
-- a domain tag (``golem-provenance/1``) and what is signed (a message or a call);
+- a domain tag (``golem-provenance/2``) and what is signed (a message or a call);
 - the run id and conversation id, length-prefixed (for a call: its message's);
+- the message's place: a chain digest over the messages before it (user and assistant
+  messages as sanitizing leaves them: system and tool messages, URL parts
+  ``is_safe_url`` rejects, signatures and messages left holding nothing do not count),
+  and for a ``tool`` message the call it answers (the latest call with its id before
+  it). A fork sharing the prefix verifies; a message moved into another history or to
+  another place does not;
 - the canonical JSON bytes of the message (or call) without its own ``provenance``
   field: the object ``encode_message`` writes, serialized with sorted keys, no
   whitespace, ASCII escapes, no NaN. The canonical form depends on the JSON value only,
   so it survives decode/encode round trips, key reordering by another JSON library, and
   versions that know fields this one keeps as unknown. A message's canonical form
   includes its calls' ``provenance`` fields.
+
+``v1`` signatures (golem before ADR 0068, and ``sign_message`` without ``before``) cover
+the same minus the place: they still verify (``ProvenanceReport.unbound`` lists them),
+but ``signed_calls`` and ``sanitize_history(key=...)`` trust only ``v2``.
 
 Keys come newest first (rotation): signing uses the first, verification accepts any.
 Every function here is total and deterministic; a key must be ``bytes`` of at least
@@ -33,11 +43,12 @@ from collections.abc import Sequence
 from typing import Final
 
 import attrs
-from attrs import frozen
+from attrs import field, frozen
 
-from golem_core._history import INTERRUPTED_RESULT_TEXT
+from golem_core._history import _holds_nothing
 from golem_core._json import unstructure_message, unstructure_part
-from golem_core._messages import Extra, Message, Part, Role, ToolCallPart
+from golem_core._messages import Extra, Message, Part, Role, ToolCallPart, URLPart
+from golem_core._urls import is_safe_url
 
 __all__ = [
     "MIN_KEY_BYTES",
@@ -60,10 +71,14 @@ PROVENANCE_FIELD: Final = "provenance"
 MIN_KEY_BYTES: Final = 16
 """The shortest key accepted; use 32 random bytes (``secrets.token_bytes(32)``)."""
 
-_VERSION: Final = "v1."
-_TAG: Final = b"golem-provenance/1\x00"
+_V1: Final = "v1."
+_V2: Final = "v2."
+_TAG_V1: Final = b"golem-provenance/1\x00"
+_TAG_V2: Final = b"golem-provenance/2\x00"
 _MESSAGE: Final = b"message\x00"
 _CALL: Final = b"call\x00"
+_CHAIN_START: Final = hashlib.sha256(b"golem-provenance/2 chain").digest()
+_UNWRITABLE: Final = hashlib.sha256(b"golem-provenance/2 unwritable").digest()
 
 SigningKeys = bytes | Sequence[bytes]
 """One key, or several newest first: the first signs, any verifies."""
@@ -96,7 +111,8 @@ class MessageProvenance(enum.StrEnum):
     """What ``verify_history`` found for one message."""
 
     SIGNED = "signed"
-    """Signed by one of the keys and intact: every byte as the server wrote it."""
+    """Signed by one of the keys and intact: every byte as the server wrote it (and, for
+    a ``v2`` signature, in the place the server wrote it)."""
     UNSIGNED = "unsigned"
     """No signature at all (a client's message, or history from before signing)."""
     TAMPERED = "tampered"
@@ -111,10 +127,15 @@ class ProvenanceReport:
         verdicts: one ``MessageProvenance`` per message.
         key_indices: for each signed message the index (into the keys) of the key
             that verified it, else ``None``; an index above 0 means an older key.
+        unbound: indices of signed messages whose signature is ``v1`` (made before
+            ADR 0068, or by ``sign_message`` without ``before``): intact, but not bound
+            to their place, so ``signed_calls`` and a keyed ``sanitize_history`` do not
+            trust them.
     """
 
     verdicts: tuple[MessageProvenance, ...]
     key_indices: tuple[int | None, ...]
+    unbound: tuple[int, ...] = field(default=(), kw_only=True)
 
     @property
     def signed(self) -> tuple[int, ...]:
@@ -133,7 +154,7 @@ class ProvenanceReport:
 
     @property
     def intact(self) -> bool:
-        """Whether every message is signed and intact."""
+        """Whether every message is signed and intact (``unbound`` ones included)."""
         return all(v is MessageProvenance.SIGNED for v in self.verdicts)
 
     def _where(self, verdict: MessageProvenance) -> tuple[int, ...]:
@@ -201,6 +222,83 @@ def _canonical_call(call: ToolCallPart) -> bytes | None:
     return _dumps(value)
 
 
+def _digest(canonical: bytes | None) -> bytes:
+    return _UNWRITABLE if canonical is None else hashlib.sha256(canonical).digest()
+
+
+# -- places: where a message stands in its history (v2) ---------------------------------
+
+
+def _chain_link(message: Message) -> bytes | None:
+    """What ``message`` adds to the chain of the messages after it, or ``None``.
+
+    Only user and assistant messages count, as a keyed ``sanitize_history`` leaves them:
+    URL parts ``is_safe_url`` rejects and every ``provenance`` field are left out, and a
+    message then holding nothing counts for nothing (sanitizing would remove it). System
+    messages (instructions replace them; sanitizing drops them) and ``tool`` messages
+    (repair synthesizes, moves and drops them; a result is bound to its call instead)
+    never count. So sanitizing and repairing a history never moves a signed message.
+    """
+    role = message.role
+    if role is Role.SYSTEM or role is Role.TOOL:
+        return None
+    parts: list[Part] = []
+    changed = False
+    for p in message.parts:
+        if type(p) is URLPart and not is_safe_url(p.url):
+            changed = True
+            continue
+        if type(p) is ToolCallPart:
+            stripped = _without_field(p.extra)
+            if stripped is not p.extra:
+                p = attrs.evolve(p, extra=stripped)
+                changed = True
+        parts.append(p)
+    if _holds_nothing(parts):
+        return None
+    view = attrs.evolve(message, parts=tuple(parts)) if changed else message
+    return _digest(canonical_bytes(view))
+
+
+class _Walk:
+    """The place of each message while a history is read in order (private, mutable).
+
+    ``chain`` digests every counting message read so far (``_chain_link``); ``calls``
+    maps a call id to the digest of the latest call carrying it (without its signature).
+    """
+
+    __slots__ = ("calls", "chain")
+
+    def __init__(self) -> None:
+        self.chain = _CHAIN_START
+        self.calls: dict[str, bytes] = {}
+
+    def place(self, message: Message) -> bytes:
+        """The place ``message`` takes when it follows what was read: the chain, and for a
+        ``tool`` message the call it answers (``\\x00`` when none does)."""
+        if message.role is Role.TOOL and message.tool_call_id is not None:
+            answered = self.calls.get(message.tool_call_id)
+            if answered is not None:
+                return self.chain + b"\x01" + answered
+        return self.chain + b"\x00"
+
+    def read(self, message: Message) -> None:
+        link = _chain_link(message)
+        if link is not None:
+            self.chain = hashlib.sha256(self.chain + link).digest()
+        if message.role is Role.ASSISTANT:
+            for p in message.parts:
+                if type(p) is ToolCallPart and p.id is not None:
+                    self.calls[p.id] = _digest(_canonical_call(p))
+
+
+def _place_after(before: Sequence[Message], message: Message) -> bytes:
+    walk = _Walk()
+    for m in before:
+        walk.read(m)
+    return walk.place(message)
+
+
 def _context(run_id: str | None, conversation_id: str | None) -> bytes:
     out = b""
     for value in (run_id, conversation_id):
@@ -212,9 +310,16 @@ def _context(run_id: str | None, conversation_id: str | None) -> bytes:
     return out
 
 
-def _mac(key: bytes, kind: bytes, context: bytes, canonical: bytes) -> str:
-    digest = hmac.new(key, _TAG + kind + context + canonical, hashlib.sha256).digest()
-    return _VERSION + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+def _mac(key: bytes, kind: bytes, context: bytes, place: bytes | None, canonical: bytes) -> str:
+    """A ``v2`` MAC when ``place`` is given, else a ``v1`` MAC (which has no place)."""
+    if place is None:
+        data = _TAG_V1 + kind + context + canonical
+        version = _V1
+    else:
+        data = _TAG_V2 + kind + context + place + canonical
+        version = _V2
+    digest = hmac.new(key, data, hashlib.sha256).digest()
+    return version + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
 def _with_field(extra: Extra, signature: str) -> Extra:
@@ -224,19 +329,7 @@ def _with_field(extra: Extra, signature: str) -> Extra:
 # -- signing ----------------------------------------------------------------------------
 
 
-def sign_message(message: Message, keys: SigningKeys) -> Message:
-    """``message`` signed with the newest key: its calls first, then the message itself.
-
-    The MACs bind the message's run and conversation ids (a call: its message's).
-    Only the tool calls of an assistant message are calls (a ``ToolCallPart`` in another
-    role is content, signed as part of its message). A message that cannot be written
-    as JSON (see ``canonical_bytes``) is returned unsigned. Total, deterministic and
-    idempotent: signing a signed message again gives the same message.
-
-    Raises:
-        ValueError: the keys are not usable (see ``signing_keys``).
-    """
-    key = signing_keys(keys)[0]
+def _sign(message: Message, key: bytes, place: bytes | None) -> Message:
     context = _context(message.run_id, message.conversation_id)
     if message.role is Role.ASSISTANT and any(type(p) is ToolCallPart for p in message.parts):
         parts: list[Part] = []
@@ -245,7 +338,7 @@ def sign_message(message: Message, keys: SigningKeys) -> Message:
                 canonical = _canonical_call(p)
                 if canonical is not None:
                     p = attrs.evolve(
-                        p, extra=_with_field(p.extra, _mac(key, _CALL, context, canonical))
+                        p, extra=_with_field(p.extra, _mac(key, _CALL, context, place, canonical))
                     )
             parts.append(p)
         message = attrs.evolve(message, parts=tuple(parts))
@@ -253,81 +346,159 @@ def sign_message(message: Message, keys: SigningKeys) -> Message:
     if canonical is None:
         return message
     return attrs.evolve(
-        message, extra=_with_field(message.extra, _mac(key, _MESSAGE, context, canonical))
+        message, extra=_with_field(message.extra, _mac(key, _MESSAGE, context, place, canonical))
     )
+
+
+def sign_message(
+    message: Message, keys: SigningKeys, *, before: Sequence[Message] | None = None
+) -> Message:
+    """``message`` signed with the newest key: its calls first, then the message itself.
+
+    The MACs bind the message's run and conversation ids (a call: its message's) and,
+    given ``before``, its place (``v2``): the messages before it in its history, and for
+    a ``tool`` message the call it answers, so it verifies only where it stands and in
+    any fork that shares that prefix. Without ``before`` the signature is ``v1``: bound
+    to the ids only, trusted by neither ``signed_calls`` nor a keyed ``sanitize_history``
+    (fine for a message that is the client's word anyway, such as a prompt).
+    Only the tool calls of an assistant message are calls (a ``ToolCallPart`` in another
+    role is content, signed as part of its message). A message that cannot be written
+    as JSON (see ``canonical_bytes``) is returned unsigned. Total, deterministic and
+    idempotent: signing a signed message again in the same place gives the same message.
+
+    Args:
+        message: the message to sign (stamp its ids first: they are bound).
+        keys: the server's keys, newest first; the first signs.
+        before: the messages before it in its history (system messages may be
+            included or not: they never count).
+
+    Raises:
+        ValueError: the keys are not usable (see ``signing_keys``).
+    """
+    key = signing_keys(keys)[0]
+    return _sign(message, key, None if before is None else _place_after(before, message))
 
 
 # -- verifying --------------------------------------------------------------------------
 
 
 def _verified_by(
-    signature: str, keys: tuple[bytes, ...], kind: bytes, context: bytes, canonical: bytes
+    signature: str,
+    keys: tuple[bytes, ...],
+    kind: bytes,
+    context: bytes,
+    place: bytes | None,
+    canonical: bytes,
 ) -> int | None:
     found: int | None = None
     for i, key in enumerate(keys):  # every key is tried: the time does not say which
-        if hmac.compare_digest(signature, _mac(key, kind, context, canonical)) and found is None:
+        if (
+            hmac.compare_digest(signature, _mac(key, kind, context, place, canonical))
+            and found is None
+        ):
             found = i
     return found
 
 
+def _place_for(signature: str, place: bytes) -> bytes | None:
+    """The place a signature is checked against: ``v1`` has none."""
+    return None if signature.startswith(_V1) else place
+
+
 def _check_message(
-    message: Message, keys: tuple[bytes, ...]
-) -> tuple[MessageProvenance, int | None]:
+    message: Message, keys: tuple[bytes, ...], place: bytes
+) -> tuple[MessageProvenance, int | None, bool]:
+    """The verdict, the index of the key that verified, and whether the signature is
+    bound to ``place`` (``v2``)."""
     signature = _field_of(message.extra)
     if signature is None:
         marked = any(
             type(p) is ToolCallPart and _field_of(p.extra) is not None for p in message.parts
         )
-        return (MessageProvenance.TAMPERED if marked else MessageProvenance.UNSIGNED), None
+        return (MessageProvenance.TAMPERED if marked else MessageProvenance.UNSIGNED), None, False
     canonical = canonical_bytes(message)
     if canonical is None or not signature.isascii():
-        return MessageProvenance.TAMPERED, None
+        return MessageProvenance.TAMPERED, None, False
     context = _context(message.run_id, message.conversation_id)
-    index = _verified_by(signature, keys, _MESSAGE, context, canonical)
+    at = _place_for(signature, place)
+    index = _verified_by(signature, keys, _MESSAGE, context, at, canonical)
     if index is None:
-        return MessageProvenance.TAMPERED, None
-    return MessageProvenance.SIGNED, index
+        return MessageProvenance.TAMPERED, None, False
+    return MessageProvenance.SIGNED, index, at is not None
 
 
-def verify_message(message: Message, keys: SigningKeys) -> MessageProvenance:
+def verify_message(
+    message: Message, keys: SigningKeys, *, before: Sequence[Message] = ()
+) -> MessageProvenance:
     """Whether ``message`` is signed by one of ``keys`` and intact, unsigned, or tampered.
 
-    A message counts as unsigned only when neither it nor any of its calls carries a
-    signature: a call signature without a message signature means one was stripped.
-    Total and deterministic.
+    A ``v2`` signature verifies only in the place it was made: ``before`` is the history
+    before the message (by default none: the message opens its history). A message
+    counts as unsigned only when neither it nor any of its calls carries a signature: a
+    call signature without a message signature means one was stripped. Total and
+    deterministic.
 
     Raises:
         ValueError: the keys are not usable (see ``signing_keys``).
     """
-    return _check_message(message, signing_keys(keys))[0]
+    return _check_message(message, signing_keys(keys), _place_after(before, message))[0]
 
 
-def verify_call(message: Message, call: ToolCallPart, keys: SigningKeys) -> bool:
+def verify_call(
+    message: Message, call: ToolCallPart, keys: SigningKeys, *, before: Sequence[Message] = ()
+) -> bool:
     """Whether ``call``, as it sits in ``message``, carries a valid signature.
 
     The call's signature is checked against the run and conversation ids of
-    ``message`` (the assistant message that holds it), so a signed call moved into
-    another run's message does not verify. Total and deterministic.
+    ``message`` (the assistant message that holds it) and, for ``v2``, against the place
+    of ``message`` after ``before``: a signed call moved into another run's message, or
+    into another history, does not verify. Total and deterministic.
 
     Raises:
         ValueError: the keys are not usable (see ``signing_keys``).
     """
-    return _call_verifies(message, call, signing_keys(keys))
+    return _call_verifies(message, call, signing_keys(keys), _place_after(before, message))
 
 
-def _call_verifies(message: Message, call: ToolCallPart, keys: tuple[bytes, ...]) -> bool:
+def _call_verifies(
+    message: Message,
+    call: ToolCallPart,
+    keys: tuple[bytes, ...],
+    place: bytes,
+    *,
+    bound: bool = False,
+) -> bool:
     signature = _field_of(call.extra)
     if not signature or not signature.isascii() or message.role is not Role.ASSISTANT:
+        return False
+    if bound and not signature.startswith(_V2):
         return False
     canonical = _canonical_call(call)
     if canonical is None:
         return False
     context = _context(message.run_id, message.conversation_id)
-    return _verified_by(signature, keys, _CALL, context, canonical) is not None
+    at = _place_for(signature, place)
+    return _verified_by(signature, keys, _CALL, context, at, canonical) is not None
+
+
+def _checked(
+    history: Sequence[Message], keys: tuple[bytes, ...]
+) -> list[tuple[MessageProvenance, int | None, bool, bytes]]:
+    """Every message's verdict, key index, boundness and place, in one pass."""
+    walk = _Walk()
+    out: list[tuple[MessageProvenance, int | None, bool, bytes]] = []
+    for m in history:
+        place = walk.place(m)
+        out.append((*_check_message(m, keys, place), place))
+        walk.read(m)
+    return out
 
 
 def verify_history(history: Sequence[Message], keys: SigningKeys) -> ProvenanceReport:
     """Verify every message of ``history``: signed and intact, unsigned, or tampered.
+
+    Each ``v2`` signature is checked in its place: the messages before it in this
+    history, and for a result the call it answers (ADR 0068).
 
     Args:
         history: any history (e.g. decoded from a client's JSON).
@@ -339,26 +510,21 @@ def verify_history(history: Sequence[Message], keys: SigningKeys) -> ProvenanceR
     Raises:
         ValueError: the keys are not usable (see ``signing_keys``).
     """
-    usable = signing_keys(keys)
-    checked = [_check_message(m, usable) for m in history]
+    checked = _checked(history, signing_keys(keys))
     return ProvenanceReport(
-        verdicts=tuple(v for v, _ in checked), key_indices=tuple(k for _, k in checked)
+        verdicts=tuple(c[0] for c in checked),
+        key_indices=tuple(c[1] for c in checked),
+        unbound=tuple(
+            i for i, c in enumerate(checked) if c[0] is MessageProvenance.SIGNED and not c[2]
+        ),
     )
 
 
-def signed_calls(history: Sequence[Message], keys: SigningKeys) -> frozenset[str]:
-    """The ids of the calls a server can vouch for from the history alone.
-
-    A call qualifies when its own signature verifies, the assistant message holding it
-    is signed and intact, and its id is carried by no other call of the history (a
-    second copy of a signed call is a replay). This is what lets a stateless server
-    resume a paused run without storing the ids it issued; see ADR 0054 for what it
-    cannot prove (that this is the newest copy of the history). Total and deterministic.
-
-    Raises:
-        ValueError: the keys are not usable (see ``signing_keys``).
-    """
-    usable = signing_keys(keys)
+def _vouched(
+    history: Sequence[Message],
+    keys: tuple[bytes, ...],
+    checked: list[tuple[MessageProvenance, int | None, bool, bytes]],
+) -> frozenset[str]:
     counts: dict[str, int] = {}
     for m in history:
         if m.role is Role.ASSISTANT:
@@ -366,39 +532,32 @@ def signed_calls(history: Sequence[Message], keys: SigningKeys) -> frozenset[str
                 if c.id is not None:
                     counts[c.id] = counts.get(c.id, 0) + 1
     out: set[str] = set()
-    for m in history:
-        if m.role is not Role.ASSISTANT or not m.tool_calls:
+    for m, (verdict, _, bound, place) in zip(history, checked, strict=True):
+        if m.role is not Role.ASSISTANT or verdict is not MessageProvenance.SIGNED or not bound:
             continue
-        calls = [c for c in m.tool_calls if c.id is not None and counts[c.id] == 1]
-        if not calls or _check_message(m, usable)[0] is not MessageProvenance.SIGNED:
-            continue
-        out.update(c.id for c in calls if c.id is not None and _call_verifies(m, c, usable))
+        out.update(
+            c.id
+            for c in m.tool_calls
+            if c.id is not None
+            and counts[c.id] == 1
+            and _call_verifies(m, c, keys, place, bound=True)
+        )
     return frozenset(out)
 
 
-def _keyed_view(
-    history: Sequence[Message], keys: SigningKeys
-) -> tuple[frozenset[int], frozenset[int], frozenset[str]]:
-    """What a keyed ``sanitize_history`` needs to know of ``history`` (ADR 0056).
+def signed_calls(history: Sequence[Message], keys: SigningKeys) -> frozenset[str]:
+    """The ids of the calls a server can vouch for from the history alone.
 
-    Returns:
-        ``(forged, own, vouched)``: the indices of the ``tool`` messages to drop (not
-        signed and intact, the neutral no-result result excepted: it carries no claim
-        and no stamps by design, and repair would synthesize the very same message);
-        the indices of signed, intact assistant and tool messages (the server's own
-        bytes, passed through unchanged); and ``signed_calls(history, keys)``. Total
-        and deterministic.
+    A call qualifies when its own ``v2`` signature verifies, the assistant message
+    holding it is signed (``v2``) and intact in its place in ``history`` (so a signed
+    call copied into another conversation, or to another place, does not qualify), and
+    its id is carried by no other call of the history (a second copy of a signed call
+    is a replay). This is what lets a stateless server resume a paused run without
+    storing the ids it issued; see ADR 0054 and 0068 for what it cannot prove (that this
+    is the newest copy of the history). Total and deterministic.
+
+    Raises:
+        ValueError: the keys are not usable (see ``signing_keys``).
     """
     usable = signing_keys(keys)
-    forged: set[int] = set()
-    own: set[int] = set()
-    for i, m in enumerate(history):
-        if m.role is not Role.TOOL and m.role is not Role.ASSISTANT:
-            continue
-        if _check_message(m, usable)[0] is MessageProvenance.SIGNED:
-            own.add(i)
-        elif m.role is Role.TOOL and m != Message.tool_result(
-            m.tool_call_id, m.tool_name, INTERRUPTED_RESULT_TEXT
-        ):
-            forged.add(i)
-    return frozenset(forged), frozenset(own), signed_calls(history, usable)
+    return _vouched(history, usable, _checked(history, usable))

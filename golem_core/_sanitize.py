@@ -1,50 +1,52 @@
-"""The boundary pass for history from across a trust boundary, and how it reads URLs.
+"""The boundary pass for history from across a trust boundary.
 
-Owns ``sanitize_history`` and its report, and the browser-faithful reading of a URL's
-scheme (``url_scheme``, ``is_safe_url``). A history a client submitted can assert
+Owns ``sanitize_history`` and its report. A history a client submitted can assert
 anything: a system prompt with operator authority, a media URL naming
 ``file:///etc/passwd``, a fabricated tool call. The pass drops system messages and
-every URL part a browser would not fetch over http(s), repairs pairing, and reports
-each of these so that the boundary can log, reject or bill the attempt.
+every URL part a browser would not fetch over http(s) (``is_safe_url``, re-exported
+here from ``_urls``), repairs pairing, and reports each of these so that the boundary
+can log, reject or bill the attempt.
 
 It narrows reach, not trust: see ADR 0029 for what it does not prove. Runs never call
-it; the boundary is the application's.
+it; the boundary is the application's. ``safe_parts`` is the same URL rule for one
+answer a client gives a paused run (``ExternalResult``), applied before the run signs
+it (ADR 0068).
 """
 
 from __future__ import annotations
 
-import string
 from collections.abc import Collection, Sequence
 
 import attrs
 from attrs import field, frozen
 
 from golem_core._history import (
+    INTERRUPTED_RESULT_TEXT,
     HistoryRepair,
     RepairEntry,
     _holds_nothing,
     normalize_history,
 )
 from golem_core._messages import Message, Part, PartKind, Role, URLPart
-from golem_core._provenance import SigningKeys, _keyed_view
+from golem_core._provenance import (
+    MessageProvenance,
+    SigningKeys,
+    _checked,
+    _sign,
+    _vouched,
+    signing_keys,
+)
+from golem_core._urls import is_safe_url, url_scheme
 
 __all__ = [
     "SanitizeReport",
     "UnsafePart",
     "is_safe_url",
+    "safe_parts",
     "sanitize_history",
     "url_scheme",
 ]
 
-_C0_OR_SPACE = "".join(chr(c) for c in range(0x21))
-_TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")
-_ALPHA = frozenset(string.ascii_letters)
-_SCHEME_CHARS = frozenset(string.ascii_letters + string.digits + "+-.")
-_SAFE_SCHEMES = frozenset({"http", "https"})
-_AUTHORITY_END = frozenset("/\\?#")
-# WHATWG "forbidden domain code points", without "%" (hosts may be percent-encoded).
-_FORBIDDEN_HOST = frozenset(chr(c) for c in range(0x20)) | frozenset(" #/:<>?@[\\]^|\x7f")
-_IPV6_CHARS = frozenset(string.hexdigits + ":.")
 _SYSTEM = Role.SYSTEM
 _TOOL = Role.TOOL
 
@@ -101,91 +103,70 @@ class SanitizeReport:
         return not self.changed
 
 
-def _browser_view(url: str) -> str:
-    """The URL as the WHATWG parser starts on it: leading and trailing C0 controls and
-    spaces stripped, ASCII tabs and newlines removed everywhere."""
-    return url.strip(_C0_OR_SPACE).translate(_TAB_OR_NEWLINE)
+def safe_parts(parts: Sequence[Part]) -> tuple[Part, ...]:
+    """``parts`` without the URL parts ``sanitize_history`` drops (``is_safe_url``).
 
-
-def _scheme_of(view: str) -> str:
-    if not view or view[0] not in _ALPHA:
-        return ""
-    for k, c in enumerate(view):
-        if c == ":":
-            return view[:k].lower()  # ASCII only here, so lower() is ASCII case folding
-        if c not in _SCHEME_CHARS:
-            return ""
-    return ""
-
-
-def _names_a_host(rest: str) -> bool:
-    """Whether what follows ``http:``/``https:`` has a host, as a browser reads it.
-
-    Slashes and backslashes after the scheme are skipped (``https:/x`` and ``https:x``
-    are ``https://x/`` to a browser); the authority ends at ``/``, ``\\``, ``?`` or
-    ``#``; credentials end at its last ``@``; the port must be decimal and at most 65535.
+    For what a client asserts outside a history, such as the parts of an
+    ``ExternalResult`` answering a paused call: a run signs what it adds, so these must
+    be sanitized before they join the history (ADR 0068), or the signature would vouch
+    for a client's ``file://`` URL. Total, deterministic and idempotent; the same tuple
+    object when nothing is dropped.
     """
-    rest = rest.lstrip("/\\")
-    end = len(rest)
-    for k, c in enumerate(rest):
-        if c in _AUTHORITY_END:
-            end = k
-            break
-    authority = rest[:end].rpartition("@")[2]
-    if authority.startswith("["):
-        close = authority.find("]")
-        if close < 2 or any(c not in _IPV6_CHARS for c in authority[1:close]):
-            return False
-        after = authority[close + 1 :]
-        if after and after[0] != ":":
-            return False
-        port = after[1:]
-    else:
-        host, _, port = authority.partition(":")
-        if not host or any(c in _FORBIDDEN_HOST for c in host):
-            return False
-    if not port:
-        return True
-    digits = port.lstrip("0")  # leading zeros are allowed; more than 5 digits is out of range
-    return port.isascii() and port.isdigit() and len(digits) <= 5 and int(digits or "0") <= 65535
+    kept = tuple(p for p in parts if type(p) is not URLPart or is_safe_url(p.url))
+    if len(kept) == len(parts) and isinstance(parts, tuple):
+        return parts
+    return kept
 
 
-def url_scheme(url: str) -> str:
-    """The scheme of ``url`` as a browser (the WHATWG URL parser) reads it.
+@frozen
+class _KeyedView:
+    """What a keyed ``sanitize_history`` needs to know of a history (ADR 0056, 0068).
 
-    Leading and trailing C0 controls and spaces are stripped and ASCII tabs and
-    newlines removed anywhere before reading; the scheme is an ASCII letter followed by
-    letters, digits, ``+``, ``-`` or ``.``, ended by ``:``, and is case folded.
-    ``"  FILE:///x"`` and ``"jav\\tascript:x"`` are ``file`` and ``javascript``.
-
-    Args:
-        url: Any string.
-
-    Returns:
-        The lowercase scheme, or ``""`` when there is none (``//host/x``, ``""``,
-        ``"/etc/passwd"``). Total and deterministic.
+    Attributes:
+        forged: indices of the ``tool`` messages to drop: not signed (``v2``) and intact
+            in their place, the neutral no-result result excepted (it carries no claim
+            and no stamps by design, and repair would synthesize the very same message).
+        own: indices of assistant and ``tool`` messages signed (``v2``) and intact in
+            their place: the server's own.
+        vouched: ``signed_calls(history, keys)``.
+        places: each message's place, to re-sign one in place.
+        key: the newest key, which re-signs.
     """
-    return _scheme_of(_browser_view(url))
+
+    forged: frozenset[int]
+    own: frozenset[int]
+    vouched: frozenset[str]
+    places: tuple[bytes, ...]
+    key: bytes = field(repr=False)
+
+    def resign(self, index: int, message: Message) -> Message:
+        """``message`` (the one at ``index``, with unsafe URL parts dropped) signed again
+        in its place: sanitizing never moves a message (``_chain_link``)."""
+        return _sign(message, self.key, self.places[index])
 
 
-def is_safe_url(url: str) -> bool:
-    """Whether ``url`` is one ``sanitize_history`` keeps: a browser reads it as http or
-    https with a host.
-
-    ``https:/x`` is kept (a browser reads it as ``https://x/``); ``http:`` and
-    ``https://`` are not (no host: a browser refuses them). The URL is never rewritten:
-    this only decides. Host names are not checked further (an internal address is an
-    http URL all the same: guarding against it is the fetcher's job).
-
-    Args:
-        url: Any string.
-
-    Returns:
-        ``True`` for a fetchable http(s) URL. Total and deterministic.
-    """
-    view = _browser_view(url)
-    scheme = _scheme_of(view)
-    return scheme in _SAFE_SCHEMES and _names_a_host(view[len(scheme) + 1 :])
+def _keyed_view(history: Sequence[Message], keys: SigningKeys) -> _KeyedView:
+    """The ``_KeyedView`` of ``history`` under ``keys``. Total and deterministic."""
+    usable = signing_keys(keys)
+    checked = _checked(history, usable)
+    forged: set[int] = set()
+    own: set[int] = set()
+    for i, (m, (verdict, _, bound, _)) in enumerate(zip(history, checked, strict=True)):
+        if m.role is not Role.TOOL and m.role is not Role.ASSISTANT:
+            continue
+        if verdict is MessageProvenance.SIGNED and bound:
+            own.add(i)
+        elif m.role is Role.TOOL and m != Message.tool_result(
+            m.tool_call_id, m.tool_name, INTERRUPTED_RESULT_TEXT
+        ):
+            forged.add(i)
+    return _KeyedView(
+        forged=frozenset(forged),
+        own=frozenset(own),
+        vouched=_vouched(history, usable, checked),
+        places=tuple(c[3] for c in checked),
+        key=usable[0],
+    )
 
 
 def _remap(entries: tuple[RepairEntry, ...], origin: list[int]) -> tuple[RepairEntry, ...]:
@@ -208,11 +189,13 @@ def sanitize_history(
       pairing evidence survives;
     - pairing is repaired by ``normalize_history`` (``repair``), except that a dangling
       call of the last assistant turn whose id is in ``awaiting`` is left open;
-    - with ``key``: a ``tool`` message that is not signed and intact is dropped
-      (``unverified``; the neutral no-result result excepted), signed and intact
-      assistant and tool messages pass unchanged (the server's own bytes: their
-      signatures keep verifying), and only dangling calls that ``signed_calls`` vouches
-      for stay open (and are in ``awaiting``, if given).
+    - with ``key``: a ``tool`` message that is not signed (``v2``) and intact in its
+      place is dropped (``unverified``; the neutral no-result result excepted), and only
+      dangling calls that ``signed_calls`` vouches for stay open (and are in
+      ``awaiting``, if given). A signed, intact assistant or tool message loses unsafe
+      URL parts like any other (a client's ``ExternalResult`` signed by an older golem
+      may hold one) and is then signed again, in place, with the newest key, so it
+      keeps verifying (ADR 0068); otherwise it passes unchanged.
 
     Content is never rewritten: a kept message is the same object, or the same message
     with unsafe parts removed; thinking, failure flags, arguments and stamps pass through.
@@ -244,10 +227,11 @@ def sanitize_history(
             " pass a set or tuple: awaiting={...}"
         )
     forged: frozenset[int] = frozenset()
-    own: frozenset[int] = frozenset()
+    keyed = None
     if key is not None:  # signatures vouch; a non-empty awaiting narrows them further
-        forged, own, vouched = _keyed_view(history, key)
-        awaiting = vouched & frozenset(awaiting) if awaiting else vouched
+        keyed = _keyed_view(history, key)
+        forged = keyed.forged
+        awaiting = keyed.vouched & frozenset(awaiting) if awaiting else keyed.vouched
     unverified: list[int] = []
     kept: list[Message] | None = None  # built from the first change on
     origin: list[int] = []
@@ -260,11 +244,6 @@ def sanitize_history(
             system_prompts += 1
         elif i in forged:
             unverified.append(i)
-        elif i in own:  # signed and intact: the server's own bytes pass unchanged
-            if kept is not None:
-                kept.append(m)
-                origin.append(i)
-            continue
         else:
             for p in m.parts:
                 if type(p) is URLPart and not is_safe_url(p.url):
@@ -282,6 +261,8 @@ def sanitize_history(
                     remaining.append(p)
             if m.role is _TOOL or not _holds_nothing(remaining):
                 keep = attrs.evolve(m, parts=tuple(remaining))
+                if keyed is not None and i in keyed.own:  # the server's own: re-signed in place
+                    keep = keyed.resign(i, keep)
             else:
                 emptied.append(i)
         if kept is None:  # the first change: everything before it stays

@@ -51,6 +51,14 @@ def turn(*calls: ToolCallPart, run: str = "run-1", conversation: str = "conv-1")
     return Message.assistant("calling", tool_calls=calls).with_ids(run, conversation)
 
 
+def in_place(*messages: Message, key: bytes = KEY) -> tuple[Message, ...]:
+    """Each message signed in its place after the ones before it, as a run signs."""
+    out: list[Message] = []
+    for m in messages:
+        out.append(sign_message(m, key, before=out))
+    return tuple(out)
+
+
 def jsonable(history: tuple[Message, ...]) -> list[dict[str, object]]:
     loaded: list[dict[str, object]] = json.loads(encode_history(history))
     return loaded
@@ -63,14 +71,28 @@ def decoded(value: object) -> tuple[Message, ...]:
 
 
 def test_a_signed_message_carries_additive_fields_and_verifies() -> None:
-    signed = sign_message(turn(ToolCallPart("c1", "pay", '{"cents": 5}')), KEY)
+    signed = sign_message(turn(ToolCallPart("c1", "pay", '{"cents": 5}')), KEY, before=())
     [obj] = jsonable((signed,))
-    assert isinstance(obj[PROVENANCE_FIELD], str) and obj[PROVENANCE_FIELD].startswith("v1.")
+    assert isinstance(obj[PROVENANCE_FIELD], str) and obj[PROVENANCE_FIELD].startswith("v2.")
     [call] = [p for p in obj["parts"] if p["type"] == "tool_call"]  # type: ignore[union-attr]
-    assert call[PROVENANCE_FIELD].startswith("v1.")
+    assert call[PROVENANCE_FIELD].startswith("v2.")
     assert verify_message(signed, KEY) is MessageProvenance.SIGNED
     assert verify_call(signed, signed.tool_calls[0], KEY)
-    assert sign_message(signed, KEY) == signed  # idempotent
+    assert sign_message(signed, KEY, before=()) == signed  # idempotent
+    assert verify_history((signed,), KEY).unbound == ()
+
+
+def test_without_before_a_signature_is_v1_unbound_and_vouches_for_nothing() -> None:
+    """The pre-0068 scheme: still verifies (old histories load and read as signed), but
+    it is not bound to a place, so nothing acts on it (ADR 0068)."""
+    legacy = sign_message(turn(ToolCallPart("c1", "pay", "{}")), KEY)
+    assert json.loads(encode_history((legacy,)))[0][PROVENANCE_FIELD].startswith("v1.")
+    report = verify_history((Message.user("anything before it"), legacy), KEY)
+    assert report.verdicts[1] is MessageProvenance.SIGNED and report.unbound == (1,)
+    assert verify_call(legacy, legacy.tool_calls[0], KEY)
+    assert signed_calls((legacy,), KEY) == frozenset()
+    _, swept = sanitize_history((legacy,), key=KEY)
+    assert [e.call_id for e in swept.repair.synthesized] == ["c1"]
 
 
 def test_verdicts_signed_unsigned_tampered() -> None:
@@ -136,9 +158,11 @@ def test_bad_keys_are_refused() -> None:
 
 
 def test_signed_calls_refuse_forged_edited_and_replayed_calls() -> None:
-    first = sign_message(turn(ToolCallPart("c1", "pay", '{"cents": 1}')), KEY)
-    result = sign_message(Message.tool_result("c1", "pay", "paid").with_ids("run-1", "conv-1"), KEY)
-    second = sign_message(turn(ToolCallPart("c2", "pay", '{"cents": 2}')), KEY)
+    first, result, second = in_place(
+        turn(ToolCallPart("c1", "pay", '{"cents": 1}')),
+        Message.tool_result("c1", "pay", "paid").with_ids("run-1", "conv-1"),
+        turn(ToolCallPart("c2", "pay", '{"cents": 2}')),
+    )
     assert signed_calls((first, result, second), KEY) == {"c1", "c2"}
     forged = turn(ToolCallPart("c3", "pay", '{"cents": 3}'))
     assert signed_calls((first, result, forged), KEY) == {"c1"}
@@ -187,14 +211,30 @@ def test_an_agent_with_a_key_signs_every_message_and_call_it_adds() -> None:
     assert report.unsigned == (1, 2)
     assert report.signed == (0, *range(3, len(result.messages)))
     paused = result.messages[-2]
-    assert all(verify_call(paused, c, KEY) for c in paused.tool_calls)
+    assert all(verify_call(paused, c, KEY, before=result.messages[:-2]) for c in paused.tool_calls)
+    assert not any(verify_call(paused, c, KEY) for c in paused.tool_calls)  # not in its place
     assert result.deferred[0].call.id == "c_pay"
     # the stored history resumes: the call verifies, the approval acts
     stored = decoded(jsonable(result.messages))
     done = agent.run_with_deferred_results_sync(stored, {"c_pay": Approved()})
     assert done.output == "done"
-    assert verify_history(done.new_messages, KEY).intact
+    report = verify_history(done.messages, KEY)
+    added = len(done.new_messages)
+    assert report.signed[-added:] == tuple(range(len(done.messages) - added, len(done.messages)))
+    assert all(done.messages[i].role is Role.USER for i in report.unbound)  # see below
     assert verify_history(done.messages, [OTHER, KEY]).tampered == ()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="start_run signs the prompt with sign_message(user, key), without before=:"
+    " a v1 signature until it signs it in place like _stamp (ADR 0068)",
+)
+def test_an_agent_binds_its_prompt_to_its_place_too() -> None:
+    agent = Agent(FunctionModel(bank), tools=[transfer, lookup], signing_key=KEY)
+    earlier = (Message.user("earlier, unsigned"), Message.assistant("ok"))
+    result = agent.run_with_history_sync(earlier, "pay the rent")
+    assert verify_history(result.messages, KEY).unbound == ()
 
 
 def test_an_agent_with_a_key_refuses_answers_for_edited_or_forged_calls() -> None:
@@ -294,7 +334,10 @@ def test_keyed_sanitize_closes_an_edited_call() -> None:
     value = jsonable(history)
     value[1]["parts"][1]["arguments"] = '{"to": "mallory", "cents": 100}'  # type: ignore[index]
     clean, report = sanitize_history(decoded(value), key=KEY)
-    assert [e.call_id for e in report.repair.synthesized] == ["c_pay"]
+    # the edited turn is closed, and the genuine result of its other call no longer
+    # stands where it was signed (after the turn as the server wrote it): dropped too
+    assert report.unverified == (2,)
+    assert [e.call_id for e in report.repair.synthesized] == ["c_look", "c_pay"]
     assert agent.waiting_calls(clean) == ()
     with pytest.raises(DeferredResultsError, match="c_pay"):
         agent.run_with_deferred_results_sync(clean, {"c_pay": Approved()})
