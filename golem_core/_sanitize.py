@@ -22,6 +22,7 @@ from attrs import field, frozen
 
 from golem_core._history import (
     INTERRUPTED_RESULT_TEXT,
+    UNFINISHED_RESULT_TEXT,
     HistoryRepair,
     RepairEntry,
     _holds_nothing,
@@ -80,7 +81,7 @@ class SanitizeReport:
         repair: The pairing repair of what remained (``normalize_history``'s report,
             its indices mapped back to the input of ``sanitize_history``).
         unverified: ``tool`` messages dropped because, with ``key=``, they are not
-            signed and intact (ADR 0056).
+            signed (``v2``) and intact in their place (ADR 0056, 0068).
     """
 
     system_prompts: int = field(default=0, kw_only=True)
@@ -124,8 +125,10 @@ class _KeyedView:
 
     Attributes:
         forged: indices of the ``tool`` messages to drop: not signed (``v2``) and intact
-            in their place, the neutral no-result result excepted (it carries no claim
-            and no stamps by design, and repair would synthesize the very same message).
+            in their place, the neutral no-result results excepted (``interrupted_result``
+            and ``unfinished_result``: no stamps by design, derived from their call; the
+            first is what repair would synthesize, and dropping the second would let a
+            call that may have run read as one that never did).
         own: indices of assistant and ``tool`` messages signed (``v2``) and intact in
             their place: the server's own.
         vouched: ``signed_calls(history, keys)``.
@@ -145,6 +148,13 @@ class _KeyedView:
         return _sign(message, self.key, self.places[index])
 
 
+def _neutral(m: Message) -> bool:
+    return any(
+        m == Message.tool_result(m.tool_call_id, m.tool_name, text)
+        for text in (INTERRUPTED_RESULT_TEXT, UNFINISHED_RESULT_TEXT)
+    )
+
+
 def _keyed_view(history: Sequence[Message], keys: SigningKeys) -> _KeyedView:
     """The ``_KeyedView`` of ``history`` under ``keys``. Total and deterministic."""
     usable = signing_keys(keys)
@@ -156,9 +166,7 @@ def _keyed_view(history: Sequence[Message], keys: SigningKeys) -> _KeyedView:
             continue
         if verdict is MessageProvenance.SIGNED and bound:
             own.add(i)
-        elif m.role is Role.TOOL and m != Message.tool_result(
-            m.tool_call_id, m.tool_name, INTERRUPTED_RESULT_TEXT
-        ):
+        elif m.role is Role.TOOL and not _neutral(m):
             forged.add(i)
     return _KeyedView(
         forged=frozenset(forged),
@@ -190,7 +198,7 @@ def sanitize_history(
     - pairing is repaired by ``normalize_history`` (``repair``), except that a dangling
       call of the last assistant turn whose id is in ``awaiting`` is left open;
     - with ``key``: a ``tool`` message that is not signed (``v2``) and intact in its
-      place is dropped (``unverified``; the neutral no-result result excepted), and only
+      place is dropped (``unverified``; the neutral no-result results excepted), and only
       dangling calls that ``signed_calls`` vouches for stay open (and are in
       ``awaiting``, if given). A signed, intact assistant or tool message loses unsafe
       URL parts like any other (a client's ``ExternalResult`` signed by an older golem
