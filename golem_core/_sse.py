@@ -133,6 +133,20 @@ class SSEDecoder:
             self._skip_lf = False
             if chunk[0] == 0x0A:
                 pos = 1
+        if b"\r" not in chunk:  # LF endings only (the usual stream): split, no regex
+            lines = chunk[pos:].split(b"\n")
+            tail = lines.pop()
+            if lines and self._partial:
+                self._partial += lines[0]
+                lines[0] = bytes(self._partial)
+                self._partial.clear()
+            for line in lines:
+                self._check_length(len(line))
+                self._process_line(line, events)
+            if tail:
+                self._check_length(len(self._partial) + len(tail))
+                self._partial += tail
+            return events
         for match in _LINE_END.finditer(chunk, pos):
             start, end = match.span()
             if self._partial:

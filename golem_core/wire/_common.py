@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn, cast
+from typing import Any, Final, NoReturn, cast
 
 import attrs
 from attrs import field, frozen
@@ -327,13 +327,17 @@ def opt_count(d: dict[str, Any], key: str) -> int | None:
 def parse_json(text: str, what: str) -> object:
     """Standard JSON (no NaN or Infinity), else ``Malformed`` naming ``what``."""
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return _STANDARD_JSON.decode(text)
     except (ValueError, RecursionError) as exc:
         raise Malformed(what, f"not valid JSON ({exc})") from None
 
 
 def _refuse_constant(name: str) -> object:
     raise ValueError(f"{name} is not standard JSON")
+
+
+_STANDARD_JSON: Final = json.JSONDecoder(parse_constant=_refuse_constant)
+"""One decoder for every stream event (``json.loads`` with a keyword builds one per call)."""
 
 
 class WireIds:
