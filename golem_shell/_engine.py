@@ -1,0 +1,276 @@
+"""What every durable engine does the same way around the driver: input, first state, end.
+
+Owns the engine-neutral parts of a durable run (DBOS in ``golem_shell.durable``, Temporal
+in ``golem_shell.temporal``, a third engine next): checking the agent an engine wraps,
+the JSON input a run is started with, resolving dynamic instructions as a recorded
+value, the run's first state (built inside the workflow body, deterministically), the
+recorded end of a run (``RunEnded``) made from the driver's last command, and the
+``RunResult`` (or ``RunError``) read back from it. An engine adds only how it records
+effects and how a paused run receives its answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeAlias, TypeVar, cast
+
+from golem_core import Approved, DeferredAnswer, Denied, ExternalResult, join_instructions
+from golem_core._deferred import DeferredCall, check_answers
+from golem_core._loop import Fail, Finish, RunState, start_run
+from golem_core._messages import Message
+from golem_shell._agent import Agent, Prompt, _prompt_parts, _run_ids
+from golem_shell._checks import check_history
+from golem_shell._errors import (
+    DeferredResultsError,
+    PartialResult,
+    RunError,
+    Stage,
+    UsageError,
+)
+from golem_shell._records import (
+    MESSAGES,
+    PARTS,
+    AnswersSent,
+    CorruptRecord,
+    InstructionsResolved,
+    RunEnded,
+    decode_as,
+    encode,
+)
+from golem_shell._results import RunResult, partial_of
+from golem_shell._schema import ValidationFailed, validate
+from golem_shell._tools import RunContext
+
+__all__ = [
+    "answers_to_send",
+    "check_wrapped",
+    "ended",
+    "first_state",
+    "instructions_failed",
+    "resolve_instructions",
+    "result_of",
+    "run_input",
+    "static_instructions",
+    "WaitingCalls",
+]
+
+JSON: TypeAlias = Any
+OutputT = TypeVar("OutputT")
+
+
+class WaitingCalls(tuple[DeferredCall, ...]):
+    """The calls a paused run waits for (a tuple), and ``pause``: which pause of the run
+    they belong to (0 when the run does not wait). Pass it to ``answer(..., pause=)`` so
+    the answers apply to this pause and never to a later one."""
+
+    pause: int
+
+    def __new__(cls, calls: Sequence[DeferredCall] = (), pause: int = 0) -> WaitingCalls:
+        made = super().__new__(cls, calls)
+        made.pause = pause
+        return made
+
+
+def check_wrapped(
+    wrapper: str, agent: object, name: str | None, registry: Mapping[str, Any]
+) -> str:
+    """The registration name of ``agent`` wrapped by an engine's ``wrapper`` class.
+
+    Raises:
+        UsageError: ``agent`` is not an ``Agent``, the name is empty or taken by another
+            agent in ``registry``, or the agent has toolsets.
+    """
+    if not isinstance(agent, Agent):
+        raise UsageError(f"{wrapper} wraps an Agent, not {type(agent).__name__}")
+    name = name if name is not None else agent.name
+    if not isinstance(name, str) or not name:
+        raise UsageError(
+            f"a {wrapper} needs a non-empty name (name=, or Agent(name=)), got {name!r}"
+        )
+    if getattr(agent, "toolsets", ()):
+        raise UsageError(
+            f"durable runs do not support toolsets yet ({agent!r}): a toolset's tools"
+            " are listed per run, which a restarted worker cannot replay"
+        )
+    taken = registry.get(name)
+    if taken is not None and taken.agent is not agent:
+        raise UsageError(f"a {wrapper} named {name!r} is already registered")
+    return name
+
+
+def answers_to_send(
+    run_id: str,
+    answers: Mapping[str, DeferredAnswer],
+    waiting: WaitingCalls,
+    pause: int | None,
+) -> AnswersSent:
+    """The answers to send to the paused run ``run_id``, bound to ``pause`` (default: the
+    pause it is in now, ``waiting.pause``), checked against what it waits for.
+
+    Raises:
+        UsageError: an answer is not ``Approved``, ``Denied`` or ``ExternalResult``.
+        DeferredResultsError: the pause is over (a repeated or stale answer), or the
+            answers do not fit the waiting calls (unknown call, wrong kind of answer).
+    """
+    for call_id, answer in answers.items():
+        if not isinstance(answer, Approved | Denied | ExternalResult):
+            raise UsageError(
+                f"the answer for call {call_id!r} is a {type(answer).__name__}; answer with"
+                " Approved(), Denied(reason) or ExternalResult(parts)"
+            )
+    if pause is not None and pause != waiting.pause:
+        raise DeferredResultsError(
+            f"these answers are for pause {pause} of run {run_id!r}, which is "
+            + (f"now at pause {waiting.pause}" if waiting else "not waiting now")
+            + ": a repeated or stale answer is not applied",
+            tuple(sorted(answers)),
+        )
+    error = check_answers(waiting, answers)
+    if error is not None:
+        raise DeferredResultsError(str(error), error.call_ids)
+    return AnswersSent(waiting.pause, dict(answers))
+
+
+def run_input(
+    prompt: Prompt, history: Sequence[Message], run_id: str | None, conversation_id: str | None
+) -> JSON:
+    """The JSON a durable run starts from: ids (checked as ``Agent`` checks them), the
+    history, the prompt and the time it was submitted (the prompt message's time)."""
+    history = check_history(history)
+    parts = _prompt_parts(prompt)
+    run_id, conversation_id = _run_ids(history, run_id, conversation_id)
+    return {
+        "runId": run_id,
+        "conversationId": conversation_id,
+        "history": MESSAGES[0](history),
+        "prompt": None if parts is None else PARTS[0](parts),
+        "now": datetime.now(UTC).isoformat(),
+    }
+
+
+async def resolve_instructions(agent: Agent[Any, Any], context: RunContext[Any]) -> JSON:
+    """The recorded value of resolving the agent's dynamic instructions (an effect)."""
+    try:
+        resolved = InstructionsResolved(await agent._resolve_instructions(context))
+    except Exception as e:
+        resolved = InstructionsResolved(failed=f"resolving the instructions failed: {e}")
+    return encode(resolved)
+
+
+def instructions_failed(name: str, run_input: JSON, reason: str) -> RunEnded:
+    """The end of a run whose instructions could not be resolved (nothing done yet)."""
+    return RunEnded(
+        name,
+        "failed",
+        run_input["runId"],
+        run_input["conversationId"],
+        stage=Stage.INSTRUCTIONS.value,
+        reason=reason,
+    )
+
+
+def first_state(agent: Agent[Any, Any], run_input: JSON, instructions: str | None) -> RunState:
+    """The run's first state, from its input and resolved instructions (deterministic:
+    the prompt's time is the recorded submission time)."""
+    history = MESSAGES[1](run_input["history"], "history")
+    prompt = None if run_input["prompt"] is None else PARTS[1](run_input["prompt"], "prompt")
+    config = agent._run_config(run_input["runId"], run_input["conversationId"], instructions)
+    return start_run(
+        config,
+        history,
+        prompt,
+        processor=agent._processor(),
+        now=datetime.fromisoformat(run_input["now"]),
+    )
+
+
+def static_instructions(agent: Agent[Any, Any]) -> str | None:
+    """The instructions of an agent without dynamic ones (no effect needed)."""
+    return join_instructions(agent.instructions, None)
+
+
+def ended(name: str, agent: Agent[Any, Any], end: Finish | Fail) -> RunEnded:
+    """The recorded end of a run from the driver's last command."""
+    state = end.state
+    config = state.config
+    if isinstance(end, Fail):
+        partial = partial_of(state)
+        return RunEnded(
+            name,
+            "failed",
+            config.run_id,
+            config.conversation_id,
+            messages=() if partial is None else partial.messages,
+            usage=state.usage,
+            requests=state.requests,
+            tool_executions=state.tool_executions,
+            stage=end.stage.value,
+            reason=end.reason,
+        )
+    return RunEnded(
+        name,
+        "done",
+        config.run_id,
+        config.conversation_id,
+        messages=state.messages,
+        added=len(state.added),
+        usage=state.usage,
+        requests=state.requests,
+        tool_executions=state.tool_executions,
+        output=agent._output.dump(end.output),
+    )
+
+
+def result_of(
+    wrapper: str, name: str, agent: Agent[Any, OutputT], value: JSON
+) -> RunResult[OutputT]:
+    """The ``RunResult`` a recorded end stands for.
+
+    Raises:
+        RunError: the run failed (``partial`` holds the evidence it recorded).
+        UsageError: the run is not a run of ``name`` (another agent's, or not golem's).
+        CorruptRecord: the recorded output no longer fits the agent's output type.
+    """
+    try:
+        record = decode_as(RunEnded, value, "result")
+    except CorruptRecord:
+        owner = value.get("agent") if isinstance(value, dict) else None
+        raise UsageError(
+            f"run {value.get('runId') if isinstance(value, dict) else value!r} is not a"
+            f" run of {wrapper} {name!r} (it belongs to {owner!r})"
+        ) from None
+    if record.agent != name:
+        raise UsageError(
+            f"run {record.run_id!r} is not a run of {wrapper} {name!r}"
+            f" (it belongs to {record.agent!r})"
+        )
+    if record.status == "failed":
+        partial = None
+        if record.messages:
+            partial = PartialResult(
+                messages=record.messages,
+                usage=record.usage,
+                requests=record.requests,
+                tool_executions=record.tool_executions,
+                run_id=record.run_id,
+                conversation_id=record.conversation_id,
+            )
+        raise RunError(Stage(str(record.stage)), str(record.reason), partial=partial)
+    output: Any = record.output
+    if not agent._output.text:
+        try:
+            output = validate(output, agent._output.type, path="output")
+        except ValidationFailed as e:
+            raise CorruptRecord(f"the recorded output no longer fits the output type: {e}") from e
+    messages = record.messages
+    return RunResult(
+        output=cast(OutputT, output),
+        messages=messages,
+        new_messages=messages[len(messages) - record.added :],
+        usage=record.usage,
+        run_id=record.run_id,
+        conversation_id=record.conversation_id,
+        requests=record.requests,
+        tool_executions=record.tool_executions,
+    )

@@ -1,0 +1,595 @@
+"""Durable runs on Temporal: an ``Agent`` run as a workflow whose activities are its effects.
+
+Owns the mapping of golem's run driver (``golem_shell._driver``) onto Temporal (ADR 0083).
+The workflow ``golem.run`` is the driver: the core decides, the workflow replays every
+decision deterministically from its history. Each effect is an activity whose result is
+recorded in that history before the run moves on:
+
+- ``golem.instructions``: the dynamic instructions (only for an agent that has them);
+- ``golem.request``: one model request (the adapter's own retries happen inside it);
+- ``golem.tool``: one tool call (the calls of one batch are concurrent activities,
+  scheduled in call order).
+
+Retries stay golem's: every activity has ``RetryPolicy(maximum_attempts=1)``, and an
+activity turns every failure of its effect into an outcome (``ModelFailed``,
+``ToolCrashed``), so Temporal never repeats an effect because it failed. An activity
+heartbeats while it runs; when its worker dies (even by SIGKILL) the heartbeat times out
+and the workflow schedules the effect again (at least once, as DBOS runs an unrecorded
+step again), up to ``_LOST_LIMIT`` times. Recorded effects are never performed again: a
+restarted worker replays the workflow from its history.
+
+Validation of the output, the history processor and every transition run in the
+workflow body. Activity inputs and results, the workflow's input and its result are
+plain JSON from ``golem_shell._records`` (messages in golem's message contract). The
+workflow id is the run id.
+
+A paused run does not end: its waiting calls are readable with the query
+``golem.waiting`` and it receives answers through the update ``golem.answer``, whose
+validator refuses answers that do not fit the pause they name (the core's check, so a
+stale or repeated answer is refused before anything is recorded); then it goes on in the
+same workflow.
+
+The workflow runs outside Temporal's sandbox (``sandboxed=False``): its body is golem's
+own driver, and ``golem_shell`` does effects at import (thread-locals, HTTP clients), so
+it cannot be re-imported in the sandbox. The purity of what decides, ``golem_core``, is
+proven separately: ``tests/test_temporal_sandbox.py`` imports it in the sandbox as it is
+and runs the loop there.
+
+``temporalio`` is an optional dependency: importing this module without it raises
+``UsageError`` naming the extra. Create every ``TemporalAgent`` (by name) in every worker
+process before its worker starts, so a run finds its agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Generic, TypeAlias, TypeVar
+
+from golem_core import DeferredAnswer, Message, ModelRequest, ToolCallPart, Usage, make_converter
+from golem_core._loop import (
+    Answered,
+    Fail,
+    Finish,
+    ModelFailed,
+    ModelResponded,
+    OutputInvalid,
+    OutputValid,
+    RequestModel,
+    RunConfig,
+    RunState,
+    ToolCrashed,
+    ToolOutcome,
+    receive,
+)
+from golem_shell._agent import Agent, AgentEffects, Prompt
+from golem_shell._driver import Progress, ToolBatch, run
+from golem_shell._engine import (
+    WaitingCalls,
+    answers_to_send,
+    check_wrapped,
+    ended,
+    first_state,
+    instructions_failed,
+    resolve_instructions,
+    result_of,
+    run_input,
+    static_instructions,
+)
+from golem_shell._errors import DeferredResultsError, RunError, Stage, UsageError
+from golem_shell._observe import EventHandler, observe_run
+from golem_shell._records import (
+    CALL,
+    MESSAGES,
+    USAGE,
+    AnswersSent,
+    CorruptRecord,
+    InstructionsResolved,
+    Waiting,
+    decode,
+    decode_as,
+    encode,
+)
+from golem_shell._results import RunResult
+from golem_shell._tools import RunContext
+
+try:
+    from temporalio import activity, workflow
+    from temporalio.client import (
+        Client,
+        WorkflowFailureError,
+        WorkflowHandle,
+        WorkflowUpdateFailedError,
+    )
+    from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
+    from temporalio.exceptions import (
+        ActivityError,
+        ApplicationError,
+        TimeoutType,
+        WorkflowAlreadyStartedError,
+    )
+    from temporalio.exceptions import TimeoutError as TemporalTimeout
+    from temporalio.service import RPCError, RPCStatusCode
+    from temporalio.worker import Worker
+except ImportError as _missing:  # pragma: no cover - the extra is installed in CI
+    raise UsageError(
+        "golem_shell.temporal needs Temporal's SDK: install golem with the temporal extra"
+        " (pip install 'golem-agents[temporal]')"
+    ) from _missing
+
+__all__ = [
+    "ACTIVITIES",
+    "ANSWER_UPDATE",
+    "TASK_QUEUE",
+    "WAITING_QUERY",
+    "WORKFLOW_NAME",
+    "GolemRun",
+    "TemporalAgent",
+    "WaitingCalls",
+]
+
+DepsT = TypeVar("DepsT")
+OutputT = TypeVar("OutputT")
+JSON: TypeAlias = Any
+"""A plain JSON value (what ``json.loads`` returns)."""
+
+WORKFLOW_NAME = "golem.run"
+"""The Temporal workflow type every run is an execution of (its id is the run id)."""
+WAITING_QUERY = "golem.waiting"
+"""The query that reads a paused run's waiting calls (``null`` when it does not wait)."""
+ANSWER_UPDATE = "golem.answer"
+"""The update that answers a paused run's waiting calls (refused when they do not fit)."""
+TASK_QUEUE = "golem"
+"""The default task queue of runs and workers."""
+_LOST_LIMIT = 5  # how many times an effect whose worker died is scheduled again
+_POLL_SECONDS = 0.05  # how often ``waiting(timeout=)`` asks a run that has not paused yet
+_CONVERTER = make_converter()
+_RETRIES = RetryPolicy(maximum_attempts=1)  # golem's adapters retry; Temporal never does
+
+_AGENTS: dict[str, TemporalAgent[Any, Any]] = {}
+
+
+def _registered(name: str) -> TemporalAgent[Any, Any]:
+    durable = _AGENTS.get(name)
+    if durable is None:  # a workflow task failure: Temporal retries it (a worker may know it)
+        raise UsageError(
+            f"no TemporalAgent named {name!r} is registered in this worker; create it"
+            f" before the worker starts (registered: {', '.join(sorted(_AGENTS)) or 'none'})"
+        )
+    return durable
+
+
+# -- the workflow ------------------------------------------------------------------------
+
+
+@workflow.defn(name=WORKFLOW_NAME, sandboxed=False)
+class GolemRun:
+    """One run of the agent registered under the name the run was started with."""
+
+    def __init__(self) -> None:
+        self.paused: RunState | None = None
+        self.sent: list[AnswersSent] = []
+
+    @workflow.run
+    async def run(self, agent: str, run: JSON) -> JSON:
+        return await _registered(agent)._workflow(run, self)
+
+    @workflow.query(name=WAITING_QUERY)
+    def waiting(self) -> JSON:
+        paused = self.paused
+        return None if paused is None else encode(Waiting(paused.pauses, paused.deferred))
+
+    @workflow.update(name=ANSWER_UPDATE)
+    async def answer(self, sent: JSON) -> None:
+        self.sent.append(decode_as(AnswersSent, sent, "answers"))
+
+    @answer.validator
+    def check_answer(self, sent: JSON) -> None:
+        """Refuse answers that do not fit the pause they name (nothing is recorded)."""
+        paused = self.paused
+        if paused is None:
+            raise ApplicationError("the run is not waiting for answers", type="NotWaiting")
+        try:
+            answers = decode_as(AnswersSent, sent, "answers")
+        except CorruptRecord as e:
+            raise ApplicationError(f"answers that cannot be read: {e}", type="Corrupt") from e
+        rejected = receive(paused, Answered(answers.answers, pause=answers.pause)).rejected
+        if rejected is not None:
+            raise ApplicationError(str(rejected), list(rejected.call_ids), type="Rejected")
+
+
+# -- the activities (each result is recorded; none is retried by Temporal) -----------------
+
+
+async def _beating(work: Awaitable[JSON]) -> JSON:
+    """Await ``work``, heartbeating meanwhile, so a dead worker is noticed in time."""
+    timeout = activity.info().heartbeat_timeout
+    task = asyncio.ensure_future(work)
+    if not timeout:
+        return await task
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=timeout.total_seconds() / 3)
+            if done:
+                return task.result()
+            activity.heartbeat()
+    finally:
+        if not task.done():
+            task.cancel()
+
+
+def _context(durable: TemporalAgent[Any, Any], payload: JSON) -> RunContext[Any]:
+    return RunContext(durable.deps, payload["runId"], payload["conversationId"])
+
+
+def _seen(payload: JSON, messages: Sequence[Message] = ()) -> RunState:
+    """A state holding what an effect reads of the run (its ids, messages, counts)."""
+    config = RunConfig(run_id=payload["runId"], conversation_id=payload["conversationId"])
+    usage = USAGE[1](payload["usage"], "usage") if "usage" in payload else Usage()
+    return RunState(config, tuple(messages), usage=usage, requests=payload.get("requests", 0))
+
+
+@activity.defn(name="golem.instructions")
+async def instructions_activity(payload: JSON) -> JSON:
+    """Resolve the dynamic instructions of the run's agent."""
+    durable = _registered(payload["agent"])
+    return await _beating(resolve_instructions(durable.agent, _context(durable, payload)))
+
+
+@activity.defn(name="golem.request")
+async def request_activity(payload: JSON) -> JSON:
+    """Send one model request; a failure comes back as a recorded ``ModelFailed``."""
+    durable = _registered(payload["agent"])
+    request = _CONVERTER.structure(payload["request"], ModelRequest)
+    effects = AgentEffects(durable.agent, _context(durable, payload), None)
+
+    async def once() -> JSON:
+        return encode(await effects.request(RequestModel(request), _seen(payload)))
+
+    return await _beating(once())
+
+
+@activity.defn(name="golem.tool")
+async def tool_activity(payload: JSON) -> JSON:
+    """Execute one tool call; its outcome (a crash included) comes back recorded."""
+    durable = _registered(payload["agent"])
+    call = CALL[1](payload["call"], "call")
+    state = _seen(payload, MESSAGES[1](payload["messages"], "messages"))
+    (work,) = AgentEffects(durable.agent, _context(durable, payload), None).tools((call,), state)
+
+    async def once() -> JSON:
+        return encode(await work)
+
+    return await _beating(once())
+
+
+ACTIVITIES = (instructions_activity, request_activity, tool_activity)
+"""The activities a worker of golem runs registers (with ``GolemRun``)."""
+
+
+# -- the agent ---------------------------------------------------------------------------
+
+
+class TemporalAgent(Generic[DepsT, OutputT]):
+    """An ``Agent`` whose runs are Temporal workflows: they survive a crashed worker.
+
+    Create one per agent, under a name unique in the process, in every process that
+    starts or executes runs; a worker (``worker(client)``) executes the runs of every
+    ``TemporalAgent`` of its process, finding each run's agent (model, tools, output
+    type) by name. Start runs with ``start`` (or ``run``, which also waits) and read the
+    result by run id with ``result``, from any process connected to the server. The run
+    id is the workflow id: starting a run id again does not start a second run.
+
+    The run is driven by the same driver as ``Agent.run`` (``golem_shell._driver``),
+    with effects that are activities. As with DBOS: the tools of one batch all run to
+    their end (``tool_batch="run_all"``); ``timeout`` and streaming do not apply (use
+    Temporal's workflow timeouts); a paused run waits for ``answer``; the history
+    processor and output validation run in the workflow and must be deterministic.
+
+    Args:
+        agent: the agent to run (toolsets are not supported yet).
+        name: its registration name, the same in every worker (default: ``agent.name``).
+        task_queue: the task queue its runs are started on (default ``"golem"``).
+        deps: what ``RunContext.deps`` holds for tools and instructions in this process.
+        on_event: receives the lifecycle events of the runs this worker executes; a
+            replayed run reports its replayed steps again (at least once). It runs inside
+            the workflow: it must not await I/O.
+        activity_timeout: the longest one effect (a model request with the adapter's
+            retries, a tool call) may take; past it, the effect fails.
+        heartbeat_timeout: how soon a worker that died with an effect in flight is
+            noticed (the effect is then scheduled again).
+
+    Raises:
+        UsageError: ``agent`` is not an ``Agent``, the name is empty or taken by another
+            agent, or the agent has toolsets.
+    """
+
+    def __init__(
+        self,
+        agent: Agent[DepsT, OutputT],
+        *,
+        name: str | None = None,
+        task_queue: str = TASK_QUEUE,
+        deps: DepsT | None = None,
+        on_event: EventHandler | None = None,
+        activity_timeout: timedelta = timedelta(minutes=10),
+        heartbeat_timeout: timedelta = timedelta(seconds=10),
+    ) -> None:
+        self.name = check_wrapped("TemporalAgent", agent, name, _AGENTS)
+        self.agent: Agent[DepsT, OutputT] = agent
+        self.task_queue = task_queue
+        self.deps = deps
+        self.on_event = on_event
+        self.activity_timeout = activity_timeout
+        self.heartbeat_timeout = heartbeat_timeout
+        _AGENTS[self.name] = self
+
+    def __repr__(self) -> str:
+        return f"TemporalAgent({self.name!r}, {self.agent!r})"
+
+    def worker(self, client: Client, **options: Any) -> Worker:
+        """A Temporal ``Worker`` on this agent's task queue, for every ``TemporalAgent``
+        of this process (``options`` go to ``Worker``: concurrency limits, ...)."""
+        return Worker(
+            client,
+            task_queue=self.task_queue,
+            workflows=[GolemRun],
+            activities=list(ACTIVITIES),
+            **options,
+        )
+
+    # -- starting and reading runs ----------------------------------------------------
+
+    async def start(
+        self,
+        client: Client,
+        prompt: Prompt,
+        *,
+        history: Sequence[Message] = (),
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> str:
+        """Start a durable run and return its run id (also its workflow id).
+
+        Args:
+            client: a client of the Temporal server.
+            prompt: the user's prompt (``None`` continues ``history`` as it is).
+            history: the conversation so far (a previous ``result.messages``).
+            run_id: the run's id; a fresh UUIDv7 when omitted. A run id already started
+                is not started again: its existing run goes on.
+            conversation_id: as for ``Agent.run_with_history``.
+        """
+        handle = await self._start(client, prompt, history, run_id, conversation_id)
+        return handle.id
+
+    async def run(
+        self,
+        client: Client,
+        prompt: Prompt,
+        *,
+        history: Sequence[Message] = (),
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> RunResult[OutputT]:
+        """``start`` the run, then wait for its result (see ``result``)."""
+        handle = await self._start(client, prompt, history, run_id, conversation_id)
+        return await self._result_of(handle)
+
+    async def result(self, client: Client, run_id: str) -> RunResult[OutputT]:
+        """The result of the run ``run_id``, waiting for it to finish (wherever it runs).
+
+        Raises:
+            RunError: the run failed (``partial`` holds the evidence it recorded), or it
+                was cancelled or terminated through Temporal (stage ``canceled``).
+            UsageError: there is no run with this id, or it belongs to another agent.
+        """
+        return await self._result_of(client.get_workflow_handle(run_id))
+
+    async def _result_of(self, handle: WorkflowHandle[Any, Any]) -> RunResult[OutputT]:
+        try:
+            value = await handle.result()
+        except RPCError as e:
+            if e.status is RPCStatusCode.NOT_FOUND:
+                raise UsageError(f"there is no durable run with id {handle.id!r}") from None
+            raise
+        except WorkflowFailureError as e:
+            raise RunError(
+                Stage.CANCELED,
+                f"the durable run {handle.id!r} ended through Temporal: {e.cause}",
+                cause=e,
+            ) from e
+        return result_of("TemporalAgent", self.name, self.agent, value)
+
+    async def _start(
+        self,
+        client: Client,
+        prompt: Prompt,
+        history: Sequence[Message],
+        run_id: str | None,
+        conversation_id: str | None,
+    ) -> WorkflowHandle[Any, Any]:
+        payload = run_input(prompt, history, run_id, conversation_id)
+        try:
+            return await client.start_workflow(
+                WORKFLOW_NAME,
+                args=[self.name, payload],
+                id=payload["runId"],
+                task_queue=self.task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            )
+        except WorkflowAlreadyStartedError:
+            return client.get_workflow_handle(payload["runId"])
+
+    async def waiting(self, client: Client, run_id: str, *, timeout: float = 0.0) -> WaitingCalls:
+        """The calls the run ``run_id`` waits for, with the number of their pause
+        (``WaitingCalls.pause``); empty when it does not wait. ``timeout`` is how long to
+        wait for the run to pause."""
+        handle = client.get_workflow_handle(run_id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            value = await handle.query(WAITING_QUERY)
+            if value or loop.time() >= deadline:
+                break
+            await asyncio.sleep(_POLL_SECONDS)
+        if not value:
+            return WaitingCalls()
+        waiting = decode_as(Waiting, value, "waiting")
+        return WaitingCalls(waiting.calls, waiting.pause)
+
+    async def answer(
+        self,
+        client: Client,
+        run_id: str,
+        answers: Mapping[str, DeferredAnswer],
+        *,
+        pause: int | None = None,
+    ) -> None:
+        """Answer waiting calls of the paused run ``run_id``, by call id; it goes on.
+
+        As ``DurableAgent.answer``: the answers are bound to ``pause`` (or the pause the
+        run is in now); the run's update validator refuses answers for another pause, for
+        calls that do not wait, or of the wrong kind, before anything is recorded.
+
+        Raises:
+            DeferredResultsError: the answers do not fit (nothing is applied).
+            UsageError: an answer is not ``Approved``, ``Denied`` or ``ExternalResult``.
+        """
+        sent = answers_to_send(run_id, answers, await self.waiting(client, run_id), pause)
+        handle = client.get_workflow_handle(run_id)
+        try:
+            await handle.execute_update(ANSWER_UPDATE, encode(sent))
+        except WorkflowUpdateFailedError as e:
+            cause = e.cause
+            ids: tuple[str, ...] = tuple(sorted(answers))
+            if isinstance(cause, ApplicationError) and cause.details:
+                ids = tuple(str(i) for i in cause.details[0])
+            message = cause.message if isinstance(cause, ApplicationError) else str(e)
+            raise DeferredResultsError(
+                f"run {run_id!r} refused the answers for pause {sent.pause}: {message}", ids
+            ) from e
+
+    # -- the workflow body (deterministic: it replays) ----------------------------------
+
+    async def _workflow(self, run_input: JSON, run_: GolemRun) -> JSON:
+        agent = self.agent
+        instructions = static_instructions(agent)
+        if agent.dynamic_instructions is not None:
+            resolved = decode_as(
+                InstructionsResolved,
+                await self._effect("golem.instructions", self._payload(run_input)),
+                "instructions",
+            )
+            if resolved.failed is not None:
+                return encode(instructions_failed(self.name, run_input, resolved.failed))
+            instructions = resolved.instructions
+        state = first_state(agent, run_input, instructions)
+        progress = Progress(state, observe_run(agent, state, self.on_event))
+        end = await run(progress, _TemporalEffects(self, run_))
+        assert isinstance(end, Finish | Fail)  # a durable run waits instead of pausing
+        return encode(ended(self.name, agent, end))
+
+    def _payload(self, run_input: JSON, **more: JSON) -> JSON:
+        return {
+            "agent": self.name,
+            "runId": run_input["runId"],
+            "conversationId": run_input["conversationId"],
+            **more,
+        }
+
+    async def _effect(self, name: str, payload: JSON) -> JSON:
+        """Perform the activity ``name``; again when its worker died (up to a limit).
+
+        Raises:
+            ActivityError: it failed otherwise (timed out, or golem's activity broke).
+        """
+        lost = 0
+        while True:
+            try:
+                return await workflow.execute_activity(
+                    name,
+                    payload,
+                    start_to_close_timeout=self.activity_timeout,
+                    heartbeat_timeout=self.heartbeat_timeout,
+                    retry_policy=_RETRIES,
+                )
+            except ActivityError as e:
+                died = (
+                    isinstance(e.cause, TemporalTimeout) and e.cause.type is TimeoutType.HEARTBEAT
+                )
+                if not died or lost >= _LOST_LIMIT:
+                    raise
+                lost += 1
+
+
+class _TemporalEffects:
+    """A run's effects on Temporal: requests and tool calls are activities (recorded in
+    the workflow's history, replayed from it); the clock is the workflow's; a paused run
+    waits for answers sent through the update ``golem.answer``."""
+
+    tool_batch: ToolBatch = "run_all"
+    streaming = False
+
+    def __init__(self, durable: TemporalAgent[Any, Any], run_: GolemRun) -> None:
+        self.durable = durable
+        self.run = run_
+        self.cause: BaseException | None = None
+
+    def now(self) -> datetime:
+        return workflow.now()
+
+    def _ids(self, state: RunState) -> JSON:
+        config = state.config
+        return {"runId": config.run_id, "conversationId": config.conversation_id}
+
+    async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
+        payload = self.durable._payload(
+            self._ids(state),
+            request=_CONVERTER.unstructure(command.request),
+            requests=state.requests,
+        )
+        try:
+            recorded = await self.durable._effect("golem.request", payload)
+        except ActivityError as e:
+            return ModelFailed(f"the model request activity failed: {e.cause or e}")
+        outcome = decode(recorded, "model outcome")
+        if not isinstance(outcome, ModelResponded | ModelFailed):
+            raise CorruptRecord(f"model outcome: got a {type(outcome).__name__}")
+        return outcome
+
+    def tools(self, calls: Sequence[ToolCallPart], state: RunState) -> list[Awaitable[ToolOutcome]]:
+        shared = self.durable._payload(
+            self._ids(state),
+            messages=MESSAGES[0](state.messages),
+            usage=USAGE[0](state.usage),
+            requests=state.requests,
+        )
+
+        async def one(call: ToolCallPart) -> ToolOutcome:
+            try:
+                recorded = await self.durable._effect(
+                    "golem.tool", {**shared, "call": CALL[0](call)}
+                )
+            except ActivityError as e:
+                return ToolCrashed(str(call.id), f"the tool activity failed: {e.cause or e}")
+            outcome: ToolOutcome = decode(recorded, "tool outcome")
+            return outcome
+
+        return [one(c) for c in calls]
+
+    def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
+        return self.durable.agent._output.check(candidate)
+
+    async def wait(self, paused: RunState) -> Answered:
+        """Publish the waiting calls (the query), then take accepted answers in order
+        until some fit this pause; answers for an earlier pause are dropped."""
+        run_ = self.run
+        run_.paused = paused
+        while True:
+            await workflow.wait_condition(lambda: bool(run_.sent))
+            sent = run_.sent.pop(0)
+            answered = Answered(sent.answers, pause=sent.pause)
+            if receive(paused, answered).rejected is None:
+                run_.paused = None
+                return answered
