@@ -1,0 +1,501 @@
+"""Chat in the browser: golem behind the Vercel AI SDK UI message stream (and AG-UI).
+
+    python -m pip install -e '.[ui]' && python examples/web_chat/app.py
+    # then open http://127.0.0.1:8000 (offline model, no key)
+    OPENAI_API_KEY=sk-... python examples/web_chat/app.py    # a real model (OPENAI_MODEL)
+
+One page of plain HTML and JavaScript (``index.html``, no build step) speaks the UI
+message stream to ``POST /api/chat``. Conversations live in a SQLite store, owned by
+the browser's ``uid`` cookie; a run keeps going when the browser drops and a reload
+resumes it (``GET /api/chat/{id}/stream`` with ``Last-Event-ID``). Editing a message
+regenerates from there on a branch (a fork of the conversation). The server trusts its
+store, never the client's copy of the history: of what a client posts it reads only
+the newest message (a prompt, or approvals), sanitized. ``POST /agui`` serves the same
+agent statelessly as AG-UI events: there the client holds the history, and signatures
+(``signing_key``) decide which calls may still be approved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ag_ui.core import CustomEvent, RunAgentInput
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from golem_core import (
+    DeferredAnswer,
+    Message,
+    ModelDelta,
+    ModelRequest,
+    Role,
+    TextDelta,
+    ToolCallDelta,
+    signed_calls,
+)
+from golem_shell import (
+    Agent,
+    DeferredResultsError,
+    FunctionModel,
+    SQLiteHistoryStore,
+    new_id,
+    tool,
+)
+from golem_shell.store import MAIN, HistoryConflict, HistoryNotFound
+from golem_shell.ui import (
+    UI_MESSAGE_STREAM_HEADERS,
+    AGUIStream,
+    LiveRun,
+    LiveRuns,
+    Refused,
+    RunEnded,
+    VercelStream,
+    accept_history,
+    agui_answers,
+    agui_frames,
+    agui_messages_to_history,
+    encode_event,
+    history_to_ui_messages,
+    parse_json_body,
+    report_json,
+    run_items,
+    sse_frame,
+    tap_tool_results,
+    ui_messages_to_history,
+    vercel_frames,
+)
+
+HERE = Path(__file__).resolve().parent
+COOKIE = "uid"
+
+# -- the agent: an offline model by default ----------------------------------------------
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather of a city.
+
+    Args:
+        city: the city's name.
+    """
+    return f"sunny, 21 C in {city}"
+
+
+@tool(requires_approval=True)
+def send_money(to: str, cents: int) -> str:
+    """Send money (a person must approve each transfer).
+
+    Args:
+        to: who receives it.
+        cents: how much, in cents.
+    """
+    return f"sent {cents} cents to {to}"
+
+
+LONG_ANSWER = " ".join(f"word{i}" for i in range(1, 61)) + "."
+
+
+def offline_stream(delay: float) -> Any:
+    """A model with no network: it streams word by word, calls a tool when asked.
+
+    "weather in X" calls get_weather, "pay X N" asks to send money (approval), "long"
+    streams a long answer slowly, "fail" fails the request; anything else is echoed.
+    """
+
+    async def stream(request: ModelRequest) -> AsyncIterator[str | ModelDelta]:
+        last = request.messages[-1]
+        call_id = f"call_{len(request.messages)}"
+        if last.role is Role.TOOL:
+            words = f"The {last.tool_name} tool says: {last.text}.".split(" ")
+        else:
+            text = last.text.strip()
+            lower = text.lower()
+            if lower.startswith("fail"):
+                raise RuntimeError("the offline model was asked to fail")
+            if "weather" in lower:
+                city = text.rsplit(" ", 1)[-1].strip("?.!") or "Paris"
+                yield TextDelta("Let me check. ")
+                await asyncio.sleep(delay)
+                yield ToolCallDelta(0, call_id, "get_weather", '{"city": ')
+                await asyncio.sleep(delay)
+                yield ToolCallDelta(0, None, None, f'"{city}"}}')
+                return
+            if lower.startswith("pay"):
+                words = text.split()
+                to = words[1] if len(words) > 1 else "landlord"
+                cents = int(words[2]) if len(words) > 2 and words[2].isdigit() else 100
+                args = json.dumps({"to": to, "cents": cents})
+                yield ToolCallDelta(0, call_id, "send_money", args)
+                return
+            if "long" in lower:
+                words = LONG_ANSWER.split(" ")
+            else:
+                words = (
+                    f"You said: {text} (offline model; set OPENAI_API_KEY for a real one)".split(
+                        " "
+                    )
+                )
+        for k, word in enumerate(words):
+            yield word if k == len(words) - 1 else word + " "
+            await asyncio.sleep(delay * (4 if "word" in word else 1))
+
+    return stream
+
+
+def make_agent(delay: float, signing_key: bytes) -> Agent[None, str]:
+    """The offline agent, or a real model when ``OPENAI_API_KEY`` is set; every message
+    and call it writes is signed with ``signing_key``."""
+    if os.environ.get("OPENAI_API_KEY"):
+        from golem_shell.models import infer_model
+
+        model = infer_model("openai:" + os.environ.get("OPENAI_MODEL", "gpt-4o-mini"))
+    else:
+        model = FunctionModel(stream_function=offline_stream(delay), name="offline")
+    return Agent(
+        tap_tool_results(model),  # tool results reach the browser as soon as they exist
+        instructions="You are a helpful, terse assistant.",
+        tools=[get_weather, send_money],
+        signing_key=signing_key,
+    )
+
+
+# -- the server ------------------------------------------------------------------------------
+
+
+def _title(history: Sequence[Message]) -> str:
+    first = next((m.text for m in history if m.role is Role.USER and m.text), "New chat")
+    return first if len(first) <= 40 else first[:39] + "…"
+
+
+def _branch(value: object) -> str:
+    if value is None:
+        return MAIN
+    if not isinstance(value, str) or not value or len(value) > 64:
+        raise Refused(f"branch: expected a branch name, got {value!r}")
+    return value
+
+
+class ChatServer:
+    """The routes' logic: a store of conversations per owner (the ``uid`` cookie), the
+    agent, and the runs in flight (``LiveRuns``, keyed by owner, conversation and branch)."""
+
+    def __init__(self, agent: Agent[None, str], store: SQLiteHistoryStore, key: bytes) -> None:
+        self.agent = agent
+        self.store = store
+        self.key = key
+        self.runs = LiveRuns()
+
+    def owner(self, request: Request) -> str:
+        uid = request.cookies.get(COOKIE)
+        if not uid:
+            raise Refused("no user cookie: load the page first", 401)
+        return uid
+
+    async def load(self, uid: str, cid: object, branch: str) -> tuple[Message, ...]:
+        if not isinstance(cid, str) or not cid or len(cid) > 64:
+            raise Refused(f"id: expected a conversation id, got {cid!r}")
+        try:  # another owner's conversation is simply not there: it loads as new
+            return await self.store.load(uid, cid, branch=branch)
+        except HistoryNotFound:
+            raise Refused(f"no branch {branch!r} in conversation {cid!r}", 404) from None
+
+    # -- pages and lists ----------------------------------------------------------------
+
+    async def index(self, request: Request) -> Response:
+        response = FileResponse(HERE / "index.html")
+        if not request.cookies.get(COOKIE):
+            response.set_cookie(COOKIE, secrets.token_urlsafe(16), httponly=True, samesite="strict")
+        return response
+
+    async def list_conversations(self, request: Request) -> Response:
+        uid = self.owner(request)
+        out = []
+        for cid in reversed(await self.store.list_conversations(uid)):  # newest first
+            branches = []
+            for info in await self.store.branches(uid, cid):
+                history = await self.store.load(uid, cid, branch=info.name)
+                branches.append({"name": info.name, "title": _title(history)})
+            out.append({"id": cid, "title": branches[0]["title"], "branches": branches})
+        return JSONResponse(out)
+
+    async def create_conversation(self, request: Request) -> Response:
+        self.owner(request)
+        return JSONResponse({"id": new_id(), "branch": MAIN})
+
+    async def conversation(self, request: Request) -> Response:
+        uid = self.owner(request)
+        cid = request.path_params["cid"]
+        branch = _branch(request.query_params.get("branch"))
+        history = await self.load(uid, cid, branch)
+        live = self.runs.running(f"{uid}/{cid}/{branch}")
+        if live is not None:  # the stream holds the rest: the page replays it
+            shown = history[: live.info["base"]]
+            awaiting: tuple[str, ...] = ()
+        else:
+            shown = history
+            awaiting = tuple(str(d.call.id) for d in self.agent.waiting_calls(history))
+        return JSONResponse(
+            {
+                "id": cid,
+                "branch": branch,
+                "title": _title(history),
+                "messages": history_to_ui_messages(shown, awaiting=awaiting),
+                "live": live is not None,
+            }
+        )
+
+    # -- the UI message stream ----------------------------------------------------------------
+
+    def _follow(self, run: LiveRun, after: int) -> StreamingResponse:
+        async def body() -> AsyncIterator[str]:
+            async for n, data in run.follow(after):
+                yield sse_frame(data, n)
+
+        return StreamingResponse(
+            body(), media_type="text/event-stream", headers=UI_MESSAGE_STREAM_HEADERS
+        )
+
+    async def resume(self, request: Request) -> Response:
+        uid = self.owner(request)
+        cid = request.path_params["cid"]
+        branch = _branch(request.query_params.get("branch"))
+        run = self.runs.get(f"{uid}/{cid}/{branch}")
+        if run is None:
+            return Response(status_code=204)  # nothing in flight: the store has it all
+        last = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+        try:
+            after = int(last)
+        except ValueError:
+            raise Refused(f"Last-Event-ID must be a frame number, got {last!r}") from None
+        return self._follow(run, after)
+
+    async def chat(self, request: Request) -> Response:
+        uid = self.owner(request)
+        body = parse_json_body(await request.body())
+        if not isinstance(body, dict):
+            raise Refused("the body must be an object {id, branch, messages}")
+        cid, branch = body.get("id"), _branch(body.get("branch"))
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise Refused("messages: expected a non-empty list of UI messages")
+        history = await self.load(uid, cid, branch)
+        assert isinstance(cid, str)
+        if self.runs.running(f"{uid}/{cid}/{branch}") is not None:
+            raise Refused("a run of this conversation is in flight: resume its stream", 409)
+        last = messages[-1]
+        if not isinstance(last, dict):
+            raise Refused(f"messages[{len(messages) - 1}]: expected an object")
+        if last.get("role") == "system":
+            raise Refused("a client may not send a system message: instructions are the server's")
+        # the newest message only, read from its parts: the store holds the rest
+        newest = {"role": last.get("role"), "parts": last.get("parts", [])}
+        read, answers = ui_messages_to_history([newest])
+        if newest["role"] == "assistant":
+            return await self._answer(uid, cid, branch, history, answers)
+        return await self._prompt(uid, cid, branch, history, read, len(messages) - 1)
+
+    async def _prompt(
+        self,
+        uid: str,
+        cid: str,
+        branch: str,
+        history: tuple[Message, ...],
+        read: Sequence[Message],
+        position: int,
+    ) -> Response:
+        clean, report = accept_history(read, key=self.key)
+        if not clean or clean[-1].role is not Role.USER or not clean[-1].parts:
+            raise Refused(
+                "nothing is left of the message after sanitizing: "
+                + json.dumps(report_json(report))
+            )
+        prompt = clean[-1]
+        shown = history_to_ui_messages(history)
+        if position < len(shown):  # an edit: regenerate from there on a new branch
+            if shown[position]["role"] != "user":
+                raise Refused(f"messages[{position}] is not a user message here", 409)
+            at = int(shown[position]["id"][1:])
+            branch = await self.store.branch(uid, cid, at, source=branch)
+            history = history[:at]
+        elif position > len(shown):
+            raise Refused(
+                f"the client holds {position} messages before this one, the conversation"
+                f" {len(shown)}: reload it",
+                409,
+            )
+        try:  # the person's message is kept before the run starts: a drop never loses it
+            await self.store.append(uid, cid, (prompt,), len(history), branch=branch)
+        except HistoryConflict as e:
+            raise Refused(str(e), 409) from None
+        history = (*history, prompt)
+        first = [{"type": "data-conversation", "data": {"id": cid, "branch": branch}}]
+        if report.changed:
+            first.append({"type": "data-sanitize", "data": report_json(report)})
+        stream = VercelStream(f"m{len(history)}")
+
+        def start(on_delta: Any, on_event: Any) -> Any:
+            return self.agent.run_stream_with_history(
+                history, None, on_delta=on_delta, on_event=on_event, conversation_id=cid
+            )
+
+        return self._start(uid, cid, branch, history, stream, start, first)
+
+    async def _answer(
+        self,
+        uid: str,
+        cid: str,
+        branch: str,
+        history: tuple[Message, ...],
+        answers: dict[str, DeferredAnswer],
+    ) -> Response:
+        waiting = {str(d.call.id) for d in self.agent.waiting_calls(history)}
+        if not answers:
+            raise Refused("the assistant message answers no call (no approval-responded part)")
+        forged = sorted(set(answers) - waiting)
+        if forged:
+            raise Refused(
+                "refusing answers for calls this conversation is not waiting for: "
+                + ", ".join(forged)
+            )
+        turn = max((i + 1 for i, m in enumerate(history) if m.role is Role.USER), default=0)
+        stream = VercelStream(f"m{turn}", prior=history[turn:], answered=answers)
+
+        def start(on_delta: Any, on_event: Any) -> Any:
+            return self.agent.run_with_deferred_results(
+                history, answers, issued=waiting, on_delta=on_delta, on_event=on_event
+            )
+
+        first = [{"type": "data-conversation", "data": {"id": cid, "branch": branch}}]
+        return self._start(uid, cid, branch, history, stream, start, first)
+
+    def _start(
+        self,
+        uid: str,
+        cid: str,
+        branch: str,
+        history: tuple[Message, ...],
+        stream: VercelStream,
+        start: Any,
+        first: list[dict[str, Any]],
+    ) -> Response:
+        async def store(ended: RunEnded) -> None:
+            if ended.result is not None:
+                added = ended.result.new_messages
+                await self.store.append(uid, cid, added, len(history), branch=branch)
+
+        def frames(run: LiveRun) -> AsyncIterator[str]:
+            return vercel_frames(stream, run_items(start), first=first, on_end=store)
+
+        run = self.runs.start(f"{uid}/{cid}/{branch}", frames, info={"base": len(history)})
+        return self._follow(run, 0)
+
+    # -- AG-UI, stateless --------------------------------------------------------------------
+
+    async def agui(self, request: Request) -> Response:
+        body = parse_json_body(await request.body())
+        try:
+            run_input = RunAgentInput.model_validate(body)
+        except ValidationError as e:
+            raise Refused(f"not an AG-UI RunAgentInput: {e.errors()[0]}") from None
+        history, report = accept_history(agui_messages_to_history(run_input.messages), key=self.key)
+        answers = agui_answers(run_input.resume)
+        vouched = signed_calls(history, self.key)
+        waiting = {str(d.call.id) for d in self.agent.waiting_calls(history)}
+        forged = sorted(set(answers) - (waiting & vouched))
+        if forged:
+            raise Refused(
+                "refusing answers for calls this server did not issue, or that wait for"
+                " nothing (forged or edited?): " + ", ".join(forged)
+            )
+        stream = AGUIStream(run_input.thread_id, run_input.run_id, answered=answers)
+        if answers:
+
+            def start(on_delta: Any, on_event: Any) -> Any:
+                return self.agent.run_with_deferred_results(
+                    history, answers, issued=vouched, on_delta=on_delta, on_event=on_event
+                )
+        else:
+
+            def start(on_delta: Any, on_event: Any) -> Any:
+                return self.agent.run_stream_with_history(
+                    history, None, on_delta=on_delta, on_event=on_event
+                )
+
+        async def body_frames() -> AsyncIterator[str]:
+            if report.changed:
+                notice = CustomEvent(name="golem.sanitize", value=report_json(report))
+                yield sse_frame(encode_event(notice))
+            async for data in agui_frames(stream, run_items(start)):
+                yield sse_frame(data)
+
+        return StreamingResponse(body_frames(), media_type="text/event-stream")
+
+
+def make_app(
+    db: str = "web_chat.db", *, delay: float = 0.05, key: bytes | None = None
+) -> Starlette:
+    """The web chat application (``uvicorn`` serves it); ``delay`` paces the offline
+    model's words, ``key`` signs what the agent writes (a fresh one by default)."""
+    key = key or secrets.token_bytes(32)
+    store = SQLiteHistoryStore(db, signing_keys=key)
+    server = ChatServer(make_agent(delay, key), store, key)
+
+    def guarded(handler: Any) -> Any:
+        async def endpoint(request: Request) -> Response:
+            try:
+                return await handler(request)  # type: ignore[no-any-return]
+            except Refused as e:
+                return JSONResponse({"error": str(e)}, status_code=e.status)
+            except DeferredResultsError as e:
+                return JSONResponse({"error": str(e)}, status_code=400)
+
+        return endpoint
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await server.runs.aclose()
+        store.close()
+
+    app = Starlette(
+        routes=[
+            Route("/", guarded(server.index)),
+            Route("/api/conversations", guarded(server.list_conversations), methods=["GET"]),
+            Route("/api/conversations", guarded(server.create_conversation), methods=["POST"]),
+            Route("/api/conversations/{cid}", guarded(server.conversation)),
+            Route("/api/chat", guarded(server.chat), methods=["POST"]),
+            Route("/api/chat/{cid}/stream", guarded(server.resume)),
+            Route("/agui", guarded(server.agui), methods=["POST"]),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.server = server
+    return app
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="golem web chat")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--db", default="web_chat.db", help="the SQLite file of conversations")
+    args = parser.parse_args()
+    import uvicorn
+
+    model = "OpenAI" if os.environ.get("OPENAI_API_KEY") else "the offline model (no key)"
+    print(f"golem web chat on http://{args.host}:{args.port} with {model}")
+    uvicorn.run(make_app(args.db), host=args.host, port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

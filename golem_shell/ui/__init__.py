@@ -1,0 +1,77 @@
+"""Chat in the browser: golem runs as the Vercel AI SDK UI message stream and as AG-UI.
+
+``pip install 'golem[ui]'``. The adapters translate a run's events into a protocol's
+stream and a client's messages into golem history; the client's history is untrusted
+and passes ``sanitize_history`` (``accept_history``) before a run sees it. ``LiveRuns``
+keeps a run going when the browser drops, and replays it to a reconnecting client
+from its ``Last-Event-ID``. See ``docs/web-chat.md`` and ``examples/web_chat/``.
+"""
+
+from golem_shell.ui._agui import (
+    AGUIStream,
+    agui_answers,
+    agui_frames,
+    agui_messages_to_history,
+    encode_event,
+    history_to_agui_messages,
+)
+from golem_shell.ui._boundary import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_MESSAGES,
+    Refused,
+    accept_history,
+    parse_json_body,
+    report_json,
+    sse_frame,
+)
+from golem_shell.ui._live import LiveRun, LiveRuns
+from golem_shell.ui._run import (
+    RunEnded,
+    RunItem,
+    ToolResults,
+    UIFold,
+    UIStep,
+    run_items,
+    tap_tool_results,
+)
+from golem_shell.ui._vercel import (
+    DONE,
+    UI_MESSAGE_STREAM_HEADERS,
+    Chunk,
+    VercelStream,
+    history_to_ui_messages,
+    ui_messages_to_history,
+    vercel_frames,
+)
+
+__all__ = [
+    "AGUIStream",
+    "Chunk",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_MESSAGES",
+    "DONE",
+    "LiveRun",
+    "LiveRuns",
+    "Refused",
+    "RunEnded",
+    "RunItem",
+    "ToolResults",
+    "UIFold",
+    "UIStep",
+    "UI_MESSAGE_STREAM_HEADERS",
+    "VercelStream",
+    "accept_history",
+    "agui_answers",
+    "agui_frames",
+    "agui_messages_to_history",
+    "encode_event",
+    "history_to_agui_messages",
+    "history_to_ui_messages",
+    "parse_json_body",
+    "report_json",
+    "run_items",
+    "sse_frame",
+    "tap_tool_results",
+    "ui_messages_to_history",
+    "vercel_frames",
+]

@@ -1,0 +1,116 @@
+"""The trust boundary of a UI adapter: what a browser sends is refused or sanitized here.
+
+Owns ``Refused`` (a client request the server will not run, with the HTTP status that
+says why), ``accept_history`` (``sanitize_history`` on the client's history, with the
+signing key when the server signs, and the size limits), ``report_json`` (what the pass
+dropped, as JSON a client or a log can read), the SSE framing both protocols share, and
+``parse_json_body`` (the request body, refused when it is too large or not JSON).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from golem_core import Message, SanitizeReport, SigningKeys, sanitize_history
+from golem_shell._errors import GolemError
+
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_MESSAGES",
+    "Refused",
+    "accept_history",
+    "parse_json_body",
+    "report_json",
+    "sse_frame",
+]
+
+DEFAULT_MAX_BODY_BYTES = 1 << 20
+"""1 MiB: the largest request body a UI endpoint reads by default."""
+
+DEFAULT_MAX_MESSAGES = 1000
+"""The most messages a client history may hold by default."""
+
+
+class Refused(GolemError, ValueError):
+    """A client request the server refuses; nothing was run.
+
+    ``status`` is the HTTP status to answer with (400 bad input, 409 a conflict with
+    the conversation's state, 413 too large); the message says what and where.
+    """
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+def parse_json_body(body: bytes, *, max_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Any:
+    """The JSON value of a request body.
+
+    Raises:
+        Refused: the body is over ``max_bytes`` (413), or not UTF-8 JSON (400).
+    """
+    if len(body) > max_bytes:
+        raise Refused(
+            f"request body of {len(body)} bytes is over the limit of {max_bytes} bytes", 413
+        )
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise Refused(f"request body is not JSON: {e}") from None
+
+
+def accept_history(
+    history: Sequence[Message],
+    *,
+    key: SigningKeys | None = None,
+    awaiting: Collection[str] = (),
+    max_messages: int = DEFAULT_MAX_MESSAGES,
+) -> tuple[tuple[Message, ...], SanitizeReport]:
+    """Sanitize a history a client sent: ``sanitize_history`` with the server's key.
+
+    Raises:
+        Refused: more than ``max_messages`` messages (413).
+    """
+    if len(history) > max_messages:
+        raise Refused(
+            f"history of {len(history)} messages is over the limit of {max_messages}", 413
+        )
+    return sanitize_history(history, awaiting=awaiting, key=key)
+
+
+def report_json(report: SanitizeReport) -> dict[str, Any]:
+    """What ``sanitize_history`` dropped and repaired, as a JSON object (camelCase keys;
+    indices are into the history the client sent)."""
+    repair = report.repair
+
+    def entries(items: Sequence[Any]) -> list[dict[str, Any]]:
+        return [
+            {
+                "messageIndex": e.message_index,
+                "callId": e.call_id,
+                "toolName": e.tool_name,
+                "reason": e.reason,
+            }
+            for e in items
+        ]
+
+    return {
+        "changed": report.changed,
+        "systemPrompts": report.system_prompts,
+        "unsafeParts": [
+            {"messageIndex": p.message_index, "kind": p.kind, "scheme": p.scheme}
+            for p in report.unsafe_parts
+        ],
+        "emptied": list(report.emptied),
+        "unverified": list(report.unverified),
+        "synthesized": entries(repair.synthesized),
+        "dropped": entries(repair.dropped),
+    }
+
+
+def sse_frame(data: str, event_id: int | None = None) -> str:
+    """One server-sent event: an ``id:`` line (for ``Last-Event-ID``) and a data line."""
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}data: {data}\n\n"

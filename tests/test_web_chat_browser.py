@@ -1,0 +1,157 @@
+"""The web chat example in a real browser: headless Chromium over the DevTools protocol.
+
+The browser loads the page from the example served on 127.0.0.1 (offline model), sends
+messages, sees a tool call run, approves a tool, reloads in the middle of a streamed
+answer, and edits a message into a branch; each time the test reads what the page
+shows. A screenshot is kept in ``tests/artifacts/`` (ignored by git).
+``GOLEM_REQUIRE_BROWSER=1`` (set by ``.ci/run``) makes a missing browser a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from browser import Browser, BrowserUnavailable, Page, start_browser
+from web_chat_server import WebChatServer, serve_web_chat
+
+from golem_core import Role
+from golem_shell import SQLiteHistoryStore
+
+pytestmark = pytest.mark.anyio
+
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[WebChatServer]:
+    served = serve_web_chat(tmp_path / "chat.db", delay=0.02)
+    yield served
+    served.close()
+
+
+@pytest.fixture
+async def browser(tmp_path: Path) -> AsyncIterator[Browser]:
+    try:
+        started = await start_browser(tmp_path / "profile")
+    except BrowserUnavailable as e:
+        if os.environ.get("GOLEM_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"headless Chromium is required here: {e}", pytrace=False)
+        pytest.skip(f"no headless Chromium: {e}")
+    yield started
+    await started.close()
+
+
+async def _send(page: Page, text: str) -> None:
+    await page.wait_for("document.querySelector('#status').textContent === 'idle'")
+    await page.evaluate(
+        f"document.querySelector('#input').value = {json.dumps(text)};"
+        "document.querySelector('#composer').requestSubmit(); true"
+    )
+
+
+async def _idle(page: Page) -> None:
+    await page.wait_for(
+        "document.querySelector('#status').textContent === 'idle'"
+        " && !document.querySelector('.tool[data-state=input-streaming]')"
+    )
+
+
+def _texts(role: str) -> str:
+    return (
+        f"[...document.querySelectorAll('.message[data-role={role}] .text')]"
+        ".map(e => e.textContent)"
+    )
+
+
+async def test_chat_tools_approval_reload_and_edit_in_a_browser(
+    server: WebChatServer, browser: Browser, tmp_path: Path
+) -> None:
+    page = await browser.page()
+    await page.goto(server.url + "/")
+
+    # a streamed answer with a tool call shown as it runs
+    await _send(page, "weather in Oslo")
+    await page.wait_for(
+        "document.querySelector('.tool[data-state=output-available] .output')"
+        "?.textContent.includes('sunny, 21 C in Oslo')"
+    )
+    await page.wait_for(
+        f"{_texts('assistant')}.join(' ').includes('tool says: sunny, 21 C in Oslo.')"
+    )
+    await _idle(page)
+    titles = await page.wait_for(
+        "[...document.querySelectorAll('#conversations li')].map(li => li.textContent)"
+    )
+    assert titles == ["weather in Oslo"]
+    assert await page.evaluate("location.hash.length > 1")
+
+    # a tool that needs approval: the button, then the result and the answer
+    await _send(page, "pay landlord 950")
+    await page.wait_for(
+        "!!document.querySelector('.tool[data-state=approval-requested] button.approve')"
+    )
+    assert not await page.evaluate("document.body.textContent.includes('sent 950 cents')")
+    await page.evaluate("document.querySelector('button.approve').click(); true")
+    await page.wait_for(f"{_texts('assistant')}.join(' ').includes('sent 950 cents to landlord.')")
+    await _idle(page)
+    states = await page.evaluate(
+        "[...document.querySelectorAll('.tool')].map(t => t.dataset.state)"
+    )
+    assert states == ["output-available", "output-available"]
+
+    # a reload in the middle of a streamed answer: the message and the stream survive
+    await _send(page, "a long answer please")
+    await page.wait_for(f"{_texts('assistant')}.join(' ').includes('word5 ')")
+    assert not await page.evaluate(f"{_texts('assistant')}.join(' ').includes('word60.')")
+    await page.reload()
+    await page.wait_for(f"{_texts('user')}.includes('a long answer please')")
+    await page.wait_for(f"{_texts('assistant')}.join(' ').includes('word60.')")
+    await _idle(page)
+    users = await page.evaluate(_texts("user"))
+    assert users == ["weather in Oslo", "pay landlord 950", "a long answer please"]
+    answers = await page.evaluate(
+        "[...document.querySelectorAll('.message[data-role=assistant]')].length"
+    )
+    assert answers == 3  # no duplicate turn
+    long_text = (await page.evaluate(_texts("assistant")))[-1]
+    assert long_text.count("word1 ") == 1 and long_text.endswith("word60.")
+
+    await page.screenshot(ARTIFACTS / "web_chat.png")
+
+    # edit the first message: regenerated on a branch, the original kept
+    original = await page.evaluate("location.hash.slice(1)")
+    await page.evaluate(
+        "document.querySelector('.message[data-role=user] button.edit').click(); true"
+    )
+    await page.evaluate(
+        "document.querySelector('textarea.edit-input').value = 'weather in Rome';"
+        "document.querySelector('button.save').click(); true"
+    )
+    await page.wait_for(f"{_texts('assistant')}.join(' ').includes('sunny, 21 C in Rome.')")
+    await _idle(page)
+    assert await page.evaluate("location.hash.slice(1)") == original + "/b1"
+    assert await page.evaluate(_texts("user")) == ["weather in Rome"]
+    listed = await page.wait_for(
+        "document.querySelectorAll('#conversations li').length === 2"
+        " && [...document.querySelectorAll('#conversations li')].map(li => li.textContent)"
+    )
+    assert listed == ["weather in Oslo", "weather in Rome (branch b1)"]
+    await page.screenshot(ARTIFACTS / "web_chat_branch.png")
+
+    # what the store kept: each person's message once, each turn once
+    uid = next(c["value"] for c in (await page.send("Network.getCookies"))["cookies"])
+    server.close()
+    with SQLiteHistoryStore(str(tmp_path / "chat.db")) as store:
+        kept = store.load_sync(uid, original)
+        forked = store.load_sync(uid, original, branch="b1")
+    assert [m.text for m in kept if m.role is Role.USER] == [
+        "weather in Oslo",
+        "pay landlord 950",
+        "a long answer please",
+    ]
+    assert [m.text for m in forked if m.role is Role.USER] == ["weather in Rome"]
+    assert forked[-1].text == "The get_weather tool says: sunny, 21 C in Rome."
