@@ -14,16 +14,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import subprocess
 import sys
+import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
+from durable_app import EFFECTS, make_agent, tool_counts
+from durable_server import DurableModelServer, running_server
 
 from golem_core import Message, Role, ToolCallPart
 from golem_shell import (
@@ -322,3 +326,224 @@ def test_importing_without_temporalio_names_the_extra() -> None:
     ).stdout
     assert out.startswith("UsageError")
     assert "[temporal]" in out
+
+
+# -- killed workers ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def model_server() -> Iterator[DurableModelServer]:
+    with running_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def durable_app(model_server: DurableModelServer, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """This process's side of the fault tests: the agents, registered once (to start runs
+    and read their results; the workers execute them)."""
+    from temporal_worker import agents
+
+    log = tmp_path_factory.mktemp("client") / "unused.log"
+    return agents({"model": model_server.url, "log": str(log), "queue": "unused"})
+
+
+class Worker:
+    """A worker subprocess running ``temporal_worker.py`` with a JSON configuration."""
+
+    def __init__(self, where: Path, identity: str, config: dict[str, Any]) -> None:
+        path = where / f"{identity}.json"
+        path.write_text(json.dumps({**config, "identity": identity, "dir": str(where)}))
+        self.name = identity
+        self.ready = where / f"{identity}.ready"
+        self.stderr = (where / f"{identity}.stderr").open("w+")
+        self.process = subprocess.Popen(
+            [sys.executable, str(WORKER), str(path)],
+            stdout=subprocess.DEVNULL,
+            stderr=self.stderr,
+            cwd=TESTS.parent,
+        )
+
+    def died(self) -> str | None:
+        if self.process.poll() is None:
+            return None
+        self.stderr.seek(0)
+        return f"worker {self.name} exited with {self.process.returncode}:\n{self.stderr.read()}"
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, no exception, no flush."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+
+async def _until(condition: Callable[[], Any], workers: list[Worker], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not await condition():
+        for w in workers:
+            problem = w.died()
+            if problem is not None:
+                pytest.fail(f"while waiting for {what}: {problem}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def _effect(k: int) -> tuple[str, int]:
+    kind, n = EFFECTS[k].split()
+    return kind, int(n)
+
+
+SCENARIOS = tuple(range(len(EFFECTS) + 1))
+"""Scenario k: killed with effect k+1 in flight (effects 1..k recorded); the last
+scenario is killed after its run completed."""
+
+
+async def _completed_activities(client: Client, run_id: str) -> list[str]:
+    """The activities of a run's history that completed (recorded results), in order."""
+    history = await client.get_workflow_handle(run_id).fetch_history()
+    scheduled: dict[int, str] = {}
+    completed: list[str] = []
+    for e in history.events:
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            attributes = e.activity_task_scheduled_event_attributes
+            scheduled[e.event_id] = attributes.activity_type.name
+        if e.HasField("activity_task_completed_event_attributes"):
+            completed.append(
+                scheduled[e.activity_task_completed_event_attributes.scheduled_event_id]
+            )
+    return completed
+
+
+@pytest.mark.anyio
+async def test_killed_worker_resumes_every_run(
+    tmp_path: Path, temporal_server: Any, model_server: DurableModelServer, durable_app: Any
+) -> None:
+    durable, approval = durable_app
+    model_server.reset()
+    log = tmp_path / "tools.log"
+    prefix = f"kill-{uuid.uuid4().hex[:8]}"
+    runs = [(f"{prefix}-{k}", f"{prefix} scenario {k}") for k in SCENARIOS]
+    approval_run = f"{prefix}-approval"
+    tools_blocked: list[tuple[str, int]] = []
+    for k, (run_id, label) in enumerate(runs[:-1]):
+        kind, n = _effect(k)
+        if kind == "request":
+            model_server.block.add((label, n))
+        else:
+            tools_blocked.append((run_id, n))
+    base = {
+        "address": temporal_server.address,
+        "queue": prefix,
+        "model": model_server.url,
+        "log": str(log),
+    }
+    client = await Client.connect(temporal_server.address)
+    durable.task_queue = approval.task_queue = prefix
+    first = Worker(tmp_path, "first", {**base, "block": tools_blocked})
+
+    async def in_flight() -> bool:
+        started = tool_counts(log)
+        for k, (run_id, label) in enumerate(runs[:-1]):
+            kind, n = _effect(k)
+            if kind == "request" and not model_server.arrived(label, n):
+                return False
+            if kind == "tool" and started[(run_id, n)] == 0:
+                return False
+        return bool(await approval.waiting(client, approval_run))
+
+    try:
+        for run_id, label in runs:
+            await durable.start(client, label, run_id=run_id)
+        await approval.start(client, "publish it", run_id=approval_run)
+        await durable.result(client, runs[-1][0])  # the last run completes before the kill
+        await _until(in_flight, [first], "every run to reach its kill point")
+    finally:
+        first.kill()
+    model_server.release()
+    second = Worker(tmp_path, "second", base)
+    try:
+        waiting = await approval.waiting(client, approval_run, timeout=30)  # across the kill
+        await approval.answer(client, approval_run, {str(d.call.id): Approved() for d in waiting})
+        results = {run_id: await durable.result(client, run_id) for run_id, _ in runs}
+        approved = await approval.result(client, approval_run)
+    finally:
+        second.kill()
+
+    # every effect recorded before the kill ran once; the one in flight ran twice
+    started = tool_counts(log)
+    for k, (run_id, label) in enumerate(runs):
+        interrupted = _effect(k) if k < len(EFFECTS) else None
+        for n in (1, 2, 3):
+            expected = 2 if interrupted == ("request", n) else 1
+            assert model_server.counts[(label, n)] == expected, (label, n, model_server.counts)
+        for n in (1, 2):
+            expected = 2 if interrupted == ("tool", n) else 1
+            assert started[(run_id, n)] == expected, (run_id, n, started)
+        result = results[run_id]
+        assert result.output == f"finished {label}: step 2 done"
+        assert (result.requests, result.tool_executions) == (3, 2)
+        assert await _completed_activities(client, run_id) == [
+            "golem.request",
+            "golem.tool",
+            "golem.request",
+            "golem.tool",
+            "golem.request",
+        ]
+
+    # a run paused for approval waited across the kill; approved, it ran its tool once
+    assert approved.output == "published: 'hi' is out"
+    assert log.read_text().splitlines().count(f"{approval_run} publish") == 1
+
+    # the history of each resumed run is the history of an uninterrupted run
+    agent = make_agent(model_server.url, tmp_path / "plain.log")
+    for run_id, label in runs:
+        plain = await agent.run(
+            label, run_id=run_id, conversation_id=results[run_id].conversation_id
+        )
+        assert _plain(results[run_id].messages) == _plain(plain.messages), run_id
+        assert len(results[run_id].new_messages) == len(plain.new_messages)
+
+
+@pytest.mark.anyio
+async def test_two_workers_share_one_task_queue(
+    tmp_path: Path, temporal_server: Any, model_server: DurableModelServer, durable_app: Any
+) -> None:
+    durable, _ = durable_app
+    model_server.reset()
+    model_server.delay = 0.05  # each run takes a while, so one worker cannot take them all
+    log = tmp_path / "tools.log"
+    queue = f"shared-{uuid.uuid4().hex[:8]}"
+    base = {
+        "address": temporal_server.address,
+        "queue": queue,
+        "model": model_server.url,
+        "log": str(log),
+    }
+    durable.task_queue = queue
+    client = await Client.connect(temporal_server.address)
+    workers = [Worker(tmp_path, "w1", base), Worker(tmp_path, "w2", base)]
+    runs = [(f"{queue}-{i}", f"{queue} run {i}") for i in range(12)]
+    try:
+
+        async def ready() -> bool:
+            return all(w.ready.exists() for w in workers)
+
+        await _until(ready, workers, "both workers")
+        for run_id, label in runs:
+            await durable.start(client, label, run_id=run_id)
+        results = {run_id: await durable.result(client, run_id) for run_id, _ in runs}
+        identities: set[str] = set()
+        for run_id, _ in runs:
+            history = await client.get_workflow_handle(run_id).fetch_history()
+            for e in history.events:
+                if e.HasField("activity_task_started_event_attributes"):
+                    identities.add(e.activity_task_started_event_attributes.identity)
+    finally:
+        for w in workers:
+            w.kill()
+    started = tool_counts(log)
+    for run_id, label in runs:
+        assert results[run_id].output == f"finished {label}: step 2 done"
+        assert [model_server.counts[(label, n)] for n in (1, 2, 3)] == [1, 1, 1]
+        assert [started[(run_id, n)] for n in (1, 2)] == [1, 1]
+    assert identities == {"w1", "w2"}  # both workers executed effects of these runs

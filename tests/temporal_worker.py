@@ -1,0 +1,61 @@
+"""A worker process of the Temporal tests: ``python tests/temporal_worker.py CONFIG.json``.
+
+The configuration (JSON) holds ``address`` (the Temporal server), ``queue`` (the task
+queue), ``identity`` (the worker's name in the workflows' histories), ``model`` (the
+loopback model URL), ``log`` (the tools' execution log), ``dir`` (where the worker writes
+``<identity>.ready`` once it polls), ``block`` (``[run id, n]`` pairs whose ``step`` tool
+hangs here) and ``heartbeat`` (seconds: how soon a dead worker's effect is noticed). It
+registers the agents of ``durable_app.py`` (as ``TemporalAgent``) and works until killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from durable_app import AGENT_NAME, APPROVAL_AGENT_NAME, make_agent, make_approval_agent
+from temporalio.client import Client
+
+from golem_shell.temporal import TemporalAgent
+
+
+def agents(config: dict[str, Any]) -> tuple[TemporalAgent[None, str], TemporalAgent[None, str]]:
+    """The test agent and the approval agent, as every process of the tests makes them."""
+    log = Path(config["log"])
+    block = {(run_id, n) for run_id, n in config.get("block", ())}
+    heartbeat = timedelta(seconds=config.get("heartbeat", 1.0))
+    durable = TemporalAgent(
+        make_agent(config["model"], log, block),
+        name=AGENT_NAME,
+        task_queue=config["queue"],
+        heartbeat_timeout=heartbeat,
+    )
+    approval = TemporalAgent(
+        make_approval_agent(log),
+        name=APPROVAL_AGENT_NAME,
+        task_queue=config["queue"],
+        heartbeat_timeout=heartbeat,
+    )
+    return durable, approval
+
+
+async def main(config: dict[str, Any]) -> None:
+    durable, _ = agents(config)
+    client = await Client.connect(config["address"])
+    worker = durable.worker(
+        client,
+        identity=config["identity"],
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
+    )
+    async with worker:
+        marker = Path(config["dir"]) / f"{config['identity']}.ready"
+        marker.write_text("ready")
+        await asyncio.Event().wait()  # work until killed
+
+
+if __name__ == "__main__":
+    asyncio.run(main(json.loads(Path(sys.argv[1]).read_text())))
