@@ -4,11 +4,14 @@
     python examples/stored_conversation.py --conversation c1 "and then?"
     python examples/stored_conversation.py --fork-at 2 --into c2    # c2: c1's first 2 messages
     python examples/stored_conversation.py --list
+    python examples/stored_conversation.py --branch-at 2 "say it again"  # a branch: regenerate
+    python examples/stored_conversation.py --erase 0                 # message 0 becomes a tombstone
     python examples/stored_conversation.py --race "two workers"     # a lost compare-and-set
     python examples/stored_conversation.py --postgres postgresql://user:pw@host/db "hello"
 
 The store is not a session: the application wires it around a run in three lines (load,
-run with the history, append what the run added at the length it loaded). Of two runs
+run with the history, append what the run added at the length it loaded). Every call
+names the owner (``--owner``): another owner's conversation ids are simply not there. Of two runs
 that loaded the same history only one can append; the other gets ``HistoryConflict`` and
 reloads (``--race`` shows it). Uses OpenAI when OPENAI_API_KEY or OPENAI_BASE_URL is set,
 Anthropic when ANTHROPIC_API_KEY is set, and an offline model otherwise.
@@ -43,26 +46,35 @@ def choose_model() -> Model:
     return FunctionModel(offline_reply, name="offline")
 
 
-async def turn(agent: Agent[None, str], store: HistoryStore, cid: str, prompt: str) -> str:
+async def turn(
+    agent: Agent[None, str],
+    store: HistoryStore,
+    owner: str,
+    cid: str,
+    prompt: str,
+    branch: str = "main",
+) -> str:
     """One turn of a stored conversation: the three lines, and nothing else."""
-    history = await store.load(cid)
+    history = await store.load(owner, cid, branch=branch)
     result = await agent.run_with_history(history, prompt, conversation_id=cid)
-    await store.append(cid, result.new_messages, expected_length=len(history))
+    await store.append(owner, cid, result.new_messages, len(history), branch=branch)
     return result.output
 
 
-async def race(agent: Agent[None, str], store: HistoryStore, cid: str, prompt: str) -> None:
+async def race(
+    agent: Agent[None, str], store: HistoryStore, owner: str, cid: str, prompt: str
+) -> None:
     """Two workers load the same history and both run; the second append loses."""
-    history = await store.load(cid)
+    history = await store.load(owner, cid)
     first = await agent.run_with_history(history, prompt + " (worker 1)", conversation_id=cid)
     second = await agent.run_with_history(history, prompt + " (worker 2)", conversation_id=cid)
-    await store.append(cid, first.new_messages, expected_length=len(history))
+    await store.append(owner, cid, first.new_messages, expected_length=len(history))
     print("worker 1 appended")
     try:
-        await store.append(cid, second.new_messages, expected_length=len(history))
+        await store.append(owner, cid, second.new_messages, expected_length=len(history))
     except HistoryConflict as conflict:
         print(f"worker 2: {conflict}")
-        print("worker 2 reloads and runs again:", await turn(agent, store, cid, prompt))
+        print("worker 2 reloads and runs again:", await turn(agent, store, owner, cid, prompt))
 
 
 async def main() -> None:
@@ -70,7 +82,10 @@ async def main() -> None:
     parser.add_argument("prompt", nargs="?")
     parser.add_argument("--db", default="conversations.db", help="the SQLite file")
     parser.add_argument("--postgres", help="a PostgreSQL URL instead of --db")
+    parser.add_argument("--owner", default="me", help="whose conversations (a user, a tenant)")
     parser.add_argument("--conversation", default="demo")
+    parser.add_argument("--branch-at", type=int, help="start a branch here, then run on it")
+    parser.add_argument("--erase", type=int, help="erase the message at this position")
     parser.add_argument("--fork-at", type=int)
     parser.add_argument("--into", help="the new conversation of --fork-at")
     parser.add_argument("--list", action="store_true")
@@ -80,18 +95,28 @@ async def main() -> None:
     store = PostgresHistoryStore(args.postgres) if args.postgres else SQLiteHistoryStore(args.db)
     agent = Agent(choose_model(), instructions="You are a friendly, concise assistant.")
     async with store:
-        cid = args.conversation
+        owner, cid = args.owner, args.conversation
         if args.list:
-            for name in await store.list_conversations():
-                print(f"{name}: {len(await store.load(name))} messages")
+            for name in await store.list_conversations(owner):
+                print(f"{name}: {len(await store.load(owner, name))} messages")
         elif args.fork_at is not None:
-            await store.fork(cid, args.fork_at, args.into)
+            await store.fork(owner, cid, args.fork_at, args.into)
             print(f"forked {cid} at {args.fork_at} into {args.into}")
+        elif args.branch_at is not None:
+            branch = await store.branch(owner, cid, args.branch_at)
+            print("assistant:", await turn(agent, store, owner, cid, args.prompt or "hi", branch))
+            for info in await store.branches(owner, cid):
+                print(
+                    f"branch {info.name}: {info.length} messages (from {info.parent} at {info.at})"
+                )
+        elif args.erase is not None:
+            receipt = await store.erase(owner, cid, args.erase)
+            print(f"erased {receipt.bytes} bytes at {[e.positions for e in receipt.erased]}")
         elif args.race:
-            await race(agent, store, cid, args.prompt or "hi")
+            await race(agent, store, owner, cid, args.prompt or "hi")
         else:
-            print("assistant:", await turn(agent, store, cid, args.prompt or "hi"))
-            print(f"stored: {cid} has {len(await store.load(cid))} messages")
+            print("assistant:", await turn(agent, store, owner, cid, args.prompt or "hi"))
+            print(f"stored: {cid} has {len(await store.load(owner, cid))} messages")
 
 
 if __name__ == "__main__":

@@ -35,9 +35,9 @@ def test_load_after_appends_is_the_concatenation(history: History, data: st.Data
     with memory_store() as store:
         start = 0
         for cut in [*cuts, len(history)]:  # appended in batches, each at the length it saw
-            assert store.append_sync("c", history[start:cut], expected_length=start) == cut
+            assert store.append_sync("u", "c", history[start:cut], expected_length=start) == cut
             start = cut
-        loaded = store.load_sync("c")
+        loaded = store.load_sync("u", "c")
     assert loaded == history
     assert encode_history(loaded) == encode_history(history)  # byte for byte
 
@@ -47,16 +47,16 @@ def test_load_after_appends_is_the_concatenation(history: History, data: st.Data
 def test_a_stale_append_changes_nothing(history: History, stored: int, stale: int) -> None:
     stored = min(stored, len(history))
     with memory_store() as store:
-        store.append_sync("c", history[:stored], expected_length=0)
+        store.append_sync("u", "c", history[:stored], expected_length=0)
         if stale == stored:
             return
         try:
-            store.append_sync("c", history[stored:], expected_length=stale)
+            store.append_sync("u", "c", history[stored:], expected_length=stale)
         except HistoryConflict as e:
             assert (e.expected_length, e.actual_length) == (stale, stored)
         else:
             raise AssertionError("a stale append was accepted")
-        assert store.load_sync("c") == history[:stored]
+        assert store.load_sync("u", "c") == history[:stored]
 
 
 @modest
@@ -64,9 +64,9 @@ def test_a_stale_append_changes_nothing(history: History, stored: int, stale: in
 def test_a_fork_is_a_prefix_and_leaves_the_original(history: History, data: st.DataObject) -> None:
     at = data.draw(st.integers(0, len(history)))
     with memory_store() as store:
-        store.append_sync("a", history, expected_length=0)
-        store.fork_sync("a", at, "b")
-        assert store.load_sync("b") == history[:at]
-        assert store.load_sync("a") == history
+        store.append_sync("u", "a", history, expected_length=0)
+        store.fork_sync("u", "a", at, "b")
+        assert store.load_sync("u", "b") == history[:at]
+        assert store.load_sync("u", "a") == history
         expected = ("a", "b") if at else ("a",)
-        assert store.list_conversations_sync() == (expected if history else expected[1:])
+        assert store.list_conversations_sync("u") == (expected if history else expected[1:])

@@ -1,0 +1,86 @@
+"""Stored conversations: per owner, with branches, erasure, a tamper-evident log, encryption.
+
+``SQLiteHistoryStore`` (stdlib ``sqlite3``: a file, or ``":memory:"``) and
+``PostgresHistoryStore`` (``psycopg`` 3, the ``postgres`` extra) offer the same methods,
+each async with a ``_sync`` twin. A store is not a session: the agent never reads it;
+the application wires it around a run::
+
+    history = await store.load(user, cid)
+    result = await agent.run_with_history(history, prompt, conversation_id=cid)
+    await store.append(user, cid, result.new_messages, expected_length=len(history))
+
+- **Owners.** Every method takes the owner (a user, a tenant) first; it is the first
+  column of every key, so another owner's conversation id is simply not there.
+- **Compare-and-set.** ``append`` names the length it saw; if another writer got there
+  first it raises ``HistoryConflict`` and writes nothing.
+- **Branches.** ``branch(owner, cid, at)`` starts a branch sharing the first ``at``
+  messages (edit, regenerate), stored once; ``branches`` lists them; ``load`` and
+  ``append`` take ``branch=``. ``fork`` starts a new conversation the same way.
+- **Erasure.** ``erase`` turns messages or parts (by position or predicate) into
+  tombstones that keep the history valid, in every branch and fork sharing them;
+  ``delete`` and ``prune`` (older than a date, newest N per owner) remove
+  conversations, overwriting the bytes; each returns a ``Receipt``.
+- **Tamper evidence.** Messages are chained (HMAC with the agent's signing keys) to a
+  signed head bound to the branch's revision; ``verify`` reports deletion, reordering,
+  truncation, splicing and, given the last ``head`` you saw, rollback.
+- **Encryption at rest** (``encryption=EncryptionKeys(...)``, the ``encryption``
+  extra): AES-GCM per message, key ids stored, ``reencrypt`` after a rotation.
+- **The interrupted turn.** ``append_interrupted`` stores the prompt and what a failed
+  run completed (``RunError.partial``).
+
+The guarantees, precisely: ``docs/stores.md``. The modules: ``_sql`` (tables, drivers),
+``_rows`` (reading), ``_ops`` (load/append/branch/fork), ``_erase`` (erase, delete,
+prune), ``_verify``, ``_crypto`` (chain, heads, AES-GCM), ``_tombstone``, ``_values``,
+``_errors``, ``_methods`` (the public methods), ``_sqlite``, ``_postgres``.
+"""
+
+from golem_shell.store._crypto import EncryptionKeys
+from golem_shell.store._erase import Selection
+from golem_shell.store._errors import (
+    CorruptHistoryError,
+    EncryptionKeyError,
+    HistoryConflict,
+    HistoryNotFound,
+    HistoryStoreError,
+)
+from golem_shell.store._methods import HistoryStore
+from golem_shell.store._postgres import PostgresHistoryStore
+from golem_shell.store._sqlite import SQLiteHistoryStore
+from golem_shell.store._tombstone import ERASED_RESULT_TEXT, ERASED_TEXT, PartFilter, erase_message
+from golem_shell.store._values import (
+    MAIN,
+    BranchInfo,
+    BranchVerdict,
+    Erased,
+    Finding,
+    FindingKind,
+    Head,
+    Receipt,
+    VerifyReport,
+)
+
+__all__ = [
+    "ERASED_RESULT_TEXT",
+    "ERASED_TEXT",
+    "MAIN",
+    "BranchInfo",
+    "BranchVerdict",
+    "CorruptHistoryError",
+    "EncryptionKeyError",
+    "EncryptionKeys",
+    "Erased",
+    "Finding",
+    "FindingKind",
+    "Head",
+    "HistoryConflict",
+    "HistoryNotFound",
+    "HistoryStore",
+    "HistoryStoreError",
+    "PartFilter",
+    "PostgresHistoryStore",
+    "Receipt",
+    "SQLiteHistoryStore",
+    "Selection",
+    "VerifyReport",
+    "erase_message",
+]

@@ -1,0 +1,388 @@
+"""The public methods of both stores, each one line over ``_run`` / ``_run_async``.
+
+Every method has an async form for async code and a ``_sync`` twin; every one takes the
+owner first (``scope``: a user, a tenant): a conversation id of another owner is "not
+found", never that owner's data, because the owner is the first column of every key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Protocol, Self, TypeVar
+
+from golem_core import Message
+from golem_shell._errors import UsageError
+from golem_shell.store._erase import Selection, delete_op, erase_op, prune_op, reencrypt_op
+from golem_shell.store._ops import (
+    append_op,
+    branch_op,
+    branches_op,
+    fork_op,
+    head_op,
+    interrupted_messages,
+    list_op,
+    load_op,
+)
+from golem_shell.store._rows import Config
+from golem_shell.store._sql import Dialect, Operation
+from golem_shell.store._tombstone import PartFilter
+from golem_shell.store._values import MAIN, BranchInfo, Head, Receipt, VerifyReport
+from golem_shell.store._verify import verify_op
+
+__all__ = ["HistoryStore", "StoreMethods"]
+
+T = TypeVar("T")
+
+
+def _heads(last_head: Head | Sequence[Head] | None) -> tuple[Head, ...]:
+    if last_head is None:
+        return ()
+    heads = (last_head,) if isinstance(last_head, Head) else tuple(last_head)
+    for h in heads:
+        if not isinstance(h, Head):
+            raise UsageError(f"last_head must be a Head from store.head(), got {type(h).__name__}")
+    return heads
+
+
+def _ms(older_than: datetime | None) -> int | None:
+    if older_than is None:
+        return None
+    if not isinstance(older_than, datetime) or older_than.tzinfo is None:
+        raise UsageError(f"older_than must be a timezone-aware datetime, got {older_than!r}")
+    return int(older_than.timestamp() * 1000)
+
+
+class HistoryStore(Protocol):
+    """Where conversations live, per owner: branches, compare-and-set appends, erasure.
+
+    The core of what both stores offer (each also has ``head``, ``verify``, ``prune``,
+    ``reencrypt`` and ``append_interrupted``); every method has a ``_sync`` twin.
+    """
+
+    async def load(
+        self, owner: str, conversation_id: str, *, branch: str = MAIN
+    ) -> tuple[Message, ...]: ...
+
+    async def append(
+        self,
+        owner: str,
+        conversation_id: str,
+        messages: Sequence[Message],
+        expected_length: int,
+        *,
+        branch: str = MAIN,
+    ) -> int: ...
+
+    async def branch(
+        self, owner: str, conversation_id: str, at: int, *, source: str = MAIN,
+        name: str | None = None,
+    ) -> str: ...  # fmt: skip
+
+    async def branches(self, owner: str, conversation_id: str) -> tuple[BranchInfo, ...]: ...
+
+    async def fork(
+        self, owner: str, conversation_id: str, at: int, new_id: str, *, branch: str = MAIN
+    ) -> None: ...
+
+    async def list_conversations(self, owner: str) -> tuple[str, ...]: ...
+
+    async def erase(
+        self, owner: str, conversation_id: str, select: Selection, *, branch: str = MAIN,
+        parts: PartFilter | None = None,
+    ) -> Receipt: ...  # fmt: skip
+
+    async def delete(self, owner: str, conversation_id: str) -> Receipt: ...
+
+    def load_sync(
+        self, owner: str, conversation_id: str, *, branch: str = MAIN
+    ) -> tuple[Message, ...]: ...
+
+    def append_sync(
+        self,
+        owner: str,
+        conversation_id: str,
+        messages: Sequence[Message],
+        expected_length: int,
+        *,
+        branch: str = MAIN,
+    ) -> int: ...
+
+    def list_conversations_sync(self, owner: str) -> tuple[str, ...]: ...
+
+
+class StoreMethods:
+    """The public methods; a store supplies ``_config``, ``_dialect``, ``_run``, ``_run_async``."""
+
+    _config: Config
+    _dialect: Dialect
+
+    def _run(self, op: Operation[T]) -> T:
+        raise NotImplementedError
+
+    async def _run_async(self, op: Operation[T]) -> T:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:  # fmt: skip
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:  # fmt: skip
+        await self.aclose()
+
+    # -- reading and growing -----------------------------------------------------------
+
+    async def load(
+        self, owner: str, conversation_id: str, *, branch: str = MAIN
+    ) -> tuple[Message, ...]:
+        """The branch's messages, oldest first (``()`` for a conversation not stored).
+
+        Raises:
+            HistoryNotFound: ``branch`` (not ``main``) does not exist for this owner.
+            CorruptHistoryError: a row no longer decodes; names conversation and position.
+            EncryptionKeyError: a row is encrypted under a key id the store lacks.
+        """
+        return await self._run_async(load_op(self._config, owner, conversation_id, branch))
+
+    def load_sync(
+        self, owner: str, conversation_id: str, *, branch: str = MAIN
+    ) -> tuple[Message, ...]:
+        """``load`` for code without an event loop."""
+        return self._run(load_op(self._config, owner, conversation_id, branch))
+
+    async def append(
+        self,
+        owner: str,
+        conversation_id: str,
+        messages: Sequence[Message],
+        expected_length: int,
+        *,
+        branch: str = MAIN,
+    ) -> int:
+        """Append ``messages`` if the branch has exactly ``expected_length`` messages.
+
+        The first append to ``main`` creates the conversation; other branches are made
+        by ``branch``. Returns the new length.
+
+        Raises:
+            HistoryConflict: it is not ``expected_length`` long; nothing was written.
+            HistoryNotFound: ``branch`` (not ``main``) does not exist.
+        """
+        op = append_op(self._config, owner, conversation_id, messages, expected_length, branch)
+        return await self._run_async(op)
+
+    def append_sync(
+        self,
+        owner: str,
+        conversation_id: str,
+        messages: Sequence[Message],
+        expected_length: int,
+        *,
+        branch: str = MAIN,
+    ) -> int:
+        """``append`` for code without an event loop."""
+        op = append_op(self._config, owner, conversation_id, messages, expected_length, branch)
+        return self._run(op)
+
+    async def append_interrupted(
+        self,
+        owner: str,
+        conversation_id: str,
+        prompt: str | Message,
+        error: BaseException,
+        expected_length: int,
+        *,
+        branch: str = MAIN,
+    ) -> int:
+        """Store what a failed or cancelled run leaves: the user's prompt and every
+        completed step (``RunError.partial``), so a reload shows them and the next run
+        (``run_with_history``) repairs the unfinished turn and continues.
+
+        Returns the new length; raises as ``append``.
+        """
+        added = interrupted_messages(prompt, error, expected_length)
+        return await self.append(owner, conversation_id, added, expected_length, branch=branch)
+
+    def append_interrupted_sync(
+        self,
+        owner: str,
+        conversation_id: str,
+        prompt: str | Message,
+        error: BaseException,
+        expected_length: int,
+        *,
+        branch: str = MAIN,
+    ) -> int:
+        """``append_interrupted`` for code without an event loop."""
+        added = interrupted_messages(prompt, error, expected_length)
+        return self.append_sync(owner, conversation_id, added, expected_length, branch=branch)
+
+    async def branch(
+        self, owner: str, conversation_id: str, at: int, *, source: str = MAIN,
+        name: str | None = None,
+    ) -> str:  # fmt: skip
+        """A new branch sharing the first ``at`` messages of ``source`` (stored once):
+        edit or regenerate message ``at``. Returns its name (``name``, or ``b1``, ``b2``...).
+
+        Raises:
+            HistoryNotFound: no such conversation or source branch for this owner.
+            UsageError: ``at`` is past the end, or ``name`` is taken.
+        """
+        return await self._run_async(
+            branch_op(self._config, owner, conversation_id, at, source, name)
+        )
+
+    def branch_sync(
+        self, owner: str, conversation_id: str, at: int, *, source: str = MAIN,
+        name: str | None = None,
+    ) -> str:  # fmt: skip
+        """``branch`` for code without an event loop."""
+        return self._run(branch_op(self._config, owner, conversation_id, at, source, name))
+
+    async def branches(self, owner: str, conversation_id: str) -> tuple[BranchInfo, ...]:
+        """The conversation's branches, oldest first (``()`` when it is not stored)."""
+        return await self._run_async(branches_op(owner, conversation_id))
+
+    def branches_sync(self, owner: str, conversation_id: str) -> tuple[BranchInfo, ...]:
+        """``branches`` for code without an event loop."""
+        return self._run(branches_op(owner, conversation_id))
+
+    async def fork(
+        self, owner: str, conversation_id: str, at: int, new_id: str, *, branch: str = MAIN
+    ) -> None:
+        """Start conversation ``new_id`` with the first ``at`` messages of ``branch``,
+        shared, not copied (messages keep their stamps; run the fork with
+        ``conversation_id=new_id``). ``at=0`` stores nothing.
+
+        Raises:
+            HistoryConflict: ``new_id`` already holds messages.
+            UsageError: ``at`` is past the end.
+        """
+        op = fork_op(self._config, owner, conversation_id, at, new_id, branch)
+        return await self._run_async(op)
+
+    def fork_sync(
+        self, owner: str, conversation_id: str, at: int, new_id: str, *, branch: str = MAIN
+    ) -> None:
+        """``fork`` for code without an event loop."""
+        return self._run(fork_op(self._config, owner, conversation_id, at, new_id, branch))
+
+    async def list_conversations(self, owner: str) -> tuple[str, ...]:
+        """The owner's stored conversation ids, sorted."""
+        return await self._run_async(list_op(owner))
+
+    def list_conversations_sync(self, owner: str) -> tuple[str, ...]:
+        """``list_conversations`` for code without an event loop."""
+        return self._run(list_op(owner))
+
+    async def head(self, owner: str, conversation_id: str, *, branch: str = MAIN) -> Head | None:
+        """The branch's signed head (keep it: ``verify`` given it detects rollback)."""
+        return await self._run_async(head_op(owner, conversation_id, branch))
+
+    def head_sync(self, owner: str, conversation_id: str, *, branch: str = MAIN) -> Head | None:
+        """``head`` for code without an event loop."""
+        return self._run(head_op(owner, conversation_id, branch))
+
+    # -- taking away ---------------------------------------------------------------------
+
+    async def erase(
+        self, owner: str, conversation_id: str, select: Selection, *, branch: str = MAIN,
+        parts: PartFilter | None = None,
+    ) -> Receipt:  # fmt: skip
+        """Erase messages (or, with ``parts``, the parts it selects) where they are stored:
+        every branch and fork sharing them sees a tombstone, pairing stays valid.
+
+        Args:
+            select: positions of ``branch``, or a predicate over every message of every
+                branch of the conversation.
+            parts: which parts of a selected message to erase (default: all).
+
+        Returns:
+            The receipt: every (conversation, branch) affected, positions, bytes, when.
+
+        Raises:
+            HistoryNotFound: no such conversation or branch for this owner.
+            UsageError: a position past the end.
+        """
+        op = erase_op(self._config, owner, conversation_id, select, branch, parts)
+        return await self._run_async(op)
+
+    def erase_sync(
+        self, owner: str, conversation_id: str, select: Selection, *, branch: str = MAIN,
+        parts: PartFilter | None = None,
+    ) -> Receipt:  # fmt: skip
+        """``erase`` for code without an event loop."""
+        return self._run(erase_op(self._config, owner, conversation_id, select, branch, parts))
+
+    async def delete(self, owner: str, conversation_id: str) -> Receipt:
+        """Erase the conversation and every branch of it from the database.
+
+        Forks in other conversations keep their own copy of what they shared with it.
+        A conversation not stored (another owner's id too) gives an empty receipt.
+        """
+        return await self._run_async(delete_op(self._config, owner, conversation_id))
+
+    def delete_sync(self, owner: str, conversation_id: str) -> Receipt:
+        """``delete`` for code without an event loop."""
+        return self._run(delete_op(self._config, owner, conversation_id))
+
+    async def prune(
+        self, *, owner: str | None = None, older_than: datetime | None = None,
+        keep_newest: int | None = None,
+    ) -> Receipt:  # fmt: skip
+        """Delete conversations last written before ``older_than``, and all but the
+        ``keep_newest`` most recently written per owner (one owner, or every owner)."""
+        op = prune_op(self._config, owner, _ms(older_than), keep_newest)
+        return await self._run_async(op)
+
+    def prune_sync(
+        self, *, owner: str | None = None, older_than: datetime | None = None,
+        keep_newest: int | None = None,
+    ) -> Receipt:  # fmt: skip
+        """``prune`` for code without an event loop."""
+        return self._run(prune_op(self._config, owner, _ms(older_than), keep_newest))
+
+    async def verify(
+        self, owner: str, conversation_id: str, *, branch: str | None = None,
+        last_head: Head | Sequence[Head] | None = None,
+    ) -> VerifyReport:  # fmt: skip
+        """Check the chain and signed heads of every branch (or ``branch``); given the
+        last head(s) you saw, also detect a rollback to an older database state."""
+        op = verify_op(self._config, owner, conversation_id, branch, _heads(last_head))
+        return await self._run_async(op)
+
+    def verify_sync(
+        self, owner: str, conversation_id: str, *, branch: str | None = None,
+        last_head: Head | Sequence[Head] | None = None,
+    ) -> VerifyReport:  # fmt: skip
+        """``verify`` for code without an event loop."""
+        return self._run(verify_op(self._config, owner, conversation_id, branch, _heads(last_head)))
+
+    async def reencrypt(self, *, owner: str | None = None) -> int:
+        """Re-encrypt every row not under the current key (after a rotation); the count."""
+        return await self._run_async(reencrypt_op(self._config, owner))
+
+    def reencrypt_sync(self, *, owner: str | None = None) -> int:
+        """``reencrypt`` for code without an event loop."""
+        return self._run(reencrypt_op(self._config, owner))
+
+
+Clock = Callable[[], float]

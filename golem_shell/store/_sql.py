@@ -1,0 +1,219 @@
+"""The SQL side, written once: tables, dialects, and the drivers that run an operation.
+
+An operation is a generator that yields ``Query`` values and receives their rows (after
+httpx's auth flows); ``transact`` / ``transact_async`` run one in a transaction on a sync
+or an async connection: the only code that differs between the two.
+
+Tables (``prefix`` = the store's ``table`` argument; every key starts with ``owner``, so
+a conversation id of another owner is another key, not a row a filter must skip)::
+
+    {prefix}_conversations  (owner, conversation_id) -> created_ms, updated_ms
+    {prefix}_branches       (owner, conversation_id, branch) -> parent, fork point,
+                            length, revision, chain root, last link, signed head
+    {prefix}_messages       (owner, conversation_id, branch, position) -> message text,
+                            seal, link: the rows a branch stores itself (a branch at n
+                            reads its first n messages from its parent: stored once)
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import zlib
+from collections.abc import Awaitable, Callable, Generator
+from contextlib import suppress
+from typing import Any, Generic, TypeVar, cast
+
+from attrs import frozen
+
+from golem_shell._errors import UsageError
+from golem_shell.store._errors import DuplicateKey, HistoryConflict
+
+__all__ = [
+    "Dialect",
+    "Operation",
+    "Query",
+    "Row",
+    "Steps",
+    "dialect",
+    "schema_steps",
+    "transact",
+    "transact_async",
+]
+
+T = TypeVar("T")
+Row = tuple[Any, ...]
+
+_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,48}")
+
+
+@frozen
+class Query:
+    sql: str
+    params: tuple[Any, ...] = ()
+    batch: bool = False  # params is a tuple of parameter tuples: executemany
+
+
+Steps = Generator[Query, list[Row], T]
+
+
+@frozen
+class Dialect:
+    """One database's SQL for one set of tables; ``q`` formats a statement."""
+
+    prefix: str
+    postgres: bool
+
+    @property
+    def begin_read(self) -> str:
+        return "BEGIN"
+
+    @property
+    def begin_write(self) -> str:
+        return "BEGIN" if self.postgres else "BEGIN IMMEDIATE"
+
+    @property
+    def for_update(self) -> str:
+        return " FOR NO KEY UPDATE" if self.postgres else ""
+
+    def q(self, sql: str, *params: Any) -> Query:
+        return Query(_format(self.prefix, self.postgres, sql), params)
+
+    def batch(self, sql: str, rows: tuple[tuple[Any, ...], ...]) -> Query:
+        return Query(_format(self.prefix, self.postgres, sql), rows, batch=True)
+
+    def owner_lock(self, owner: str) -> Query | None:
+        """Serializes an owner's structural writes on PostgreSQL (SQLite: one writer)."""
+        if not self.postgres:
+            return None
+        return Query("SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"{self.prefix}\x00{owner}"),))
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        return tuple(f"{self.prefix}_{t}" for t in ("messages", "branches", "conversations"))
+
+    @property
+    def schema(self) -> tuple[Query, ...]:
+        big = "BIGINT" if self.postgres else "INTEGER"
+        rowid = "" if self.postgres else " WITHOUT ROWID"
+        statements = (
+            "CREATE TABLE IF NOT EXISTS {C} (owner TEXT NOT NULL, conversation_id TEXT NOT NULL, "
+            f"created_ms {big} NOT NULL, updated_ms {big} NOT NULL, "
+            "PRIMARY KEY (owner, conversation_id))" + rowid,
+            "CREATE INDEX IF NOT EXISTS {C}_updated ON {C} (owner, updated_ms)",
+            "CREATE TABLE IF NOT EXISTS {B} (owner TEXT NOT NULL, conversation_id TEXT NOT NULL, "
+            "branch TEXT NOT NULL, parent_conversation TEXT, parent_branch TEXT, "
+            f"fork_at {big} NOT NULL, length {big} NOT NULL, revision {big} NOT NULL, "
+            f"rechained {big} NOT NULL, root TEXT NOT NULL, link TEXT NOT NULL, "
+            f"head TEXT NOT NULL, created_ms {big} NOT NULL, "
+            "PRIMARY KEY (owner, conversation_id, branch), "
+            "FOREIGN KEY (owner, conversation_id) REFERENCES {C} (owner, conversation_id), "
+            "FOREIGN KEY (owner, parent_conversation, parent_branch) "
+            "REFERENCES {B} (owner, conversation_id, branch))" + rowid,
+            "CREATE INDEX IF NOT EXISTS {B}_parent ON {B} "
+            "(owner, parent_conversation, parent_branch)",
+            "CREATE TABLE IF NOT EXISTS {M} (owner TEXT NOT NULL, conversation_id TEXT NOT NULL, "
+            f"branch TEXT NOT NULL, position {big} NOT NULL CHECK (position >= 0), "
+            "message TEXT NOT NULL, seal TEXT NOT NULL, link TEXT NOT NULL, "
+            "PRIMARY KEY (owner, conversation_id, branch, position), "
+            "FOREIGN KEY (owner, conversation_id, branch) "
+            "REFERENCES {B} (owner, conversation_id, branch))" + rowid,
+        )
+        queries = tuple(self.q(s) for s in statements)
+        if self.postgres:  # concurrent CREATE ... IF NOT EXISTS can collide on the catalog
+            return (Query("SELECT pg_advisory_xact_lock(%s)", (_lock_key(self.prefix),)), *queries)
+        return queries
+
+
+def dialect(table: str, *, postgres: bool) -> Dialect:
+    if not isinstance(table, str) or not _TABLE_NAME.fullmatch(table):
+        raise UsageError(f"table name {table!r}: letters, digits and _ only (at most 49)")
+    return Dialect(table, postgres)
+
+
+@functools.lru_cache(maxsize=512)
+def _format(prefix: str, postgres: bool, sql: str) -> str:
+    text = sql.format(C=f"{prefix}_conversations", B=f"{prefix}_branches", M=f"{prefix}_messages")
+    return text.replace("?", "%s") if postgres else text
+
+
+def schema_steps(d: Dialect) -> Steps[None]:
+    for query in d.schema:  # noqa: UP028 (a tuple's iterator takes no send)
+        yield query
+
+
+def _lock_key(text: str) -> int:
+    return zlib.crc32(text.encode())
+
+
+@frozen
+class Operation(Generic[T]):
+    """One transaction: its steps, whether it writes, whose length a lost race is about,
+    and what to run after it commits (outside a transaction: VACUUM, a WAL checkpoint)."""
+
+    steps: Callable[[Dialect], Steps[T]]
+    write: bool = False
+    guards: tuple[Callable[[Dialect], Steps[int]], HistoryConflict] | None = None
+    after: Callable[[Dialect], tuple[Query, ...]] | None = None
+
+
+def transact(op: Operation[T], d: Dialect, execute: Callable[[Query], list[Row]]) -> T:
+    execute(Query(d.begin_write if op.write else d.begin_read))
+    try:
+        steps = op.steps(d)
+        try:
+            query = next(steps)
+            while True:
+                query = steps.send(execute(query))
+        except StopIteration as done:
+            result = cast(T, done.value)
+        execute(Query("COMMIT"))
+    except DuplicateKey:
+        execute(Query("ROLLBACK"))
+        assert op.guards is not None, "only guarded operations race on a key"
+        length_steps, conflict = op.guards
+        actual = transact(Operation(length_steps), d, execute)
+        raise _lost(conflict, actual) from None
+    except BaseException:
+        with suppress(Exception):
+            execute(Query("ROLLBACK"))
+        raise
+    if op.after is not None:
+        for query in op.after(d):
+            execute(query)
+    return result
+
+
+async def transact_async(
+    op: Operation[T], d: Dialect, execute: Callable[[Query], Awaitable[list[Row]]]
+) -> T:
+    await execute(Query(d.begin_write if op.write else d.begin_read))
+    try:
+        steps = op.steps(d)
+        try:
+            query = next(steps)
+            while True:
+                query = steps.send(await execute(query))
+        except StopIteration as done:
+            result = cast(T, done.value)
+        await execute(Query("COMMIT"))
+    except DuplicateKey:
+        await execute(Query("ROLLBACK"))
+        assert op.guards is not None, "only guarded operations race on a key"
+        length_steps, conflict = op.guards
+        actual = await transact_async(Operation(length_steps), d, execute)
+        raise _lost(conflict, actual) from None
+    except BaseException:
+        with suppress(Exception):
+            await execute(Query("ROLLBACK"))
+        raise
+    if op.after is not None:
+        for query in op.after(d):
+            await execute(query)
+    return result
+
+
+def _lost(conflict: HistoryConflict, actual: int) -> HistoryConflict:
+    return HistoryConflict(
+        conflict.conversation_id, conflict.expected_length, actual, conflict.branch
+    )

@@ -1,0 +1,139 @@
+"""``SQLiteHistoryStore``: conversations in an SQLite file (or ``":memory:"``), stdlib only."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from typing import TypeVar
+
+from golem_core._provenance import SigningKeys
+from golem_shell._errors import UsageError
+from golem_shell.store._crypto import Cipher, EncryptionKeys, Sealer
+from golem_shell.store._errors import DuplicateKey, HistoryStoreError
+from golem_shell.store._methods import StoreMethods
+from golem_shell.store._rows import Config
+from golem_shell.store._sql import Operation, Query, Row, dialect, schema_steps, transact
+
+__all__ = ["SQLiteHistoryStore"]
+
+T = TypeVar("T")
+
+
+class SQLiteHistoryStore(StoreMethods):
+    """Conversations in an SQLite database: a file (shared by processes) or ``":memory:"``.
+
+    One connection per store, its operations serialized by a lock; the async methods run
+    them in a worker thread. Several processes (or stores) may share one file: every
+    write takes SQLite's write lock first (``BEGIN IMMEDIATE``) and waits up to
+    ``timeout`` seconds for it. A file is put in WAL mode (readers do not wait for
+    writers; processes opening a new file at once retry the switch within ``timeout``),
+    with ``secure_delete`` on: erased and deleted content is overwritten, and a WAL
+    checkpoint after each erasure takes it out of the log too.
+
+    Args:
+        path: the database file, or ``":memory:"`` (the default: gone when closed).
+        table: the prefix of the store's three tables (created if absent).
+        timeout: seconds to wait for another writer's lock.
+        signing_keys: the agent's signing keys (``golem_core`` provenance keys, newest
+            first) for the hash chain and signed heads; without them the chain detects
+            accidents, not an attacker (``verify`` says ``signed=False``).
+        encryption: ``EncryptionKeys`` to encrypt message content at rest.
+        clock: seconds since the epoch (``time.time``): conversation times, receipts.
+
+    Raises:
+        HistoryStoreError: the database cannot be opened.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = ":memory:",
+        *,
+        table: str = "golem",
+        timeout: float = 30.0,
+        signing_keys: SigningKeys | None = None,
+        encryption: EncryptionKeys | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._path = os.fspath(path)
+        self._dialect = dialect(table, postgres=False)
+        self._config = Config(Sealer(signing_keys), Cipher(encryption), clock)
+        self._lock = threading.Lock()
+        self._closed = False
+        try:
+            self._connection = sqlite3.connect(
+                self._path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as e:
+            raise HistoryStoreError(f"SQLite store {self._path!r}: {e}") from e
+        try:
+            self._execute(Query("PRAGMA foreign_keys = ON"))
+            self._execute(Query("PRAGMA secure_delete = ON"))
+            if self._path != ":memory:":
+                self._wal(timeout)
+            self._run(Operation(schema_steps, write=True))
+        except BaseException:
+            self._connection.close()
+            raise
+
+    def _wal(self, timeout: float) -> None:
+        """Switch the file to WAL: SQLite answers "locked" at once, without waiting for
+        its busy timeout, while another process is switching it: retry until ``timeout``."""
+        deadline = time.monotonic() + timeout
+        pause = 0.001
+        while True:
+            try:
+                if self._connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                    return
+                self._connection.execute("PRAGMA journal_mode = WAL").fetchall()
+            except sqlite3.OperationalError as e:
+                if e.sqlite_errorname not in ("SQLITE_BUSY", "SQLITE_LOCKED"):
+                    raise HistoryStoreError(f"SQLite store {self._path!r}: {e}") from e
+                if time.monotonic() > deadline:
+                    raise HistoryStoreError(f"SQLite store {self._path!r}: {e}") from e
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+
+    def __repr__(self) -> str:
+        return f"SQLiteHistoryStore({self._path!r})"
+
+    def _execute(self, query: Query) -> list[Row]:
+        try:
+            if query.batch:
+                self._connection.executemany(query.sql, query.params)
+                return []
+            return self._connection.execute(query.sql, query.params).fetchall()
+        except sqlite3.IntegrityError as e:
+            if e.sqlite_errorname == "SQLITE_CONSTRAINT_PRIMARYKEY":
+                raise DuplicateKey from e
+            raise HistoryStoreError(f"SQLite store {self._path!r}: {e}") from e
+        except sqlite3.Error as e:
+            raise HistoryStoreError(f"SQLite store {self._path!r}: {e}") from e
+
+    def _run(self, op: Operation[T]) -> T:
+        with self._lock:
+            if self._closed:
+                raise UsageError(f"{self!r} is closed")
+            try:
+                return transact(op, self._dialect, self._execute)
+            finally:
+                if self._connection.in_transaction:  # a failed ROLLBACK: never carry it on
+                    with suppress(sqlite3.Error):
+                        self._connection.rollback()
+
+    async def _run_async(self, op: Operation[T]) -> T:
+        return await asyncio.to_thread(self._run, op)
+
+    def close(self) -> None:
+        """Close the connection (a ``":memory:"`` database is gone); the store is done."""
+        with self._lock:
+            self._closed = True
+            self._connection.close()
+
+    async def aclose(self) -> None:
+        """``close``, for ``async with``."""
+        self.close()

@@ -1,0 +1,155 @@
+"""The values the stores return: branches, erasure receipts, signed heads, verify reports.
+
+All frozen attrs classes with tuple fields, made by the store and read by the caller.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Final
+
+from attrs import frozen
+
+__all__ = [
+    "MAIN",
+    "BranchInfo",
+    "BranchVerdict",
+    "Erased",
+    "Finding",
+    "FindingKind",
+    "Head",
+    "Receipt",
+    "VerifyReport",
+]
+
+MAIN: Final = "main"
+"""The branch a conversation starts with, and the default of every ``branch=``."""
+
+
+@frozen
+class BranchInfo:
+    """One branch of a conversation.
+
+    ``parent`` is where its first ``at`` messages come from: ``(conversation, branch)``
+    (another conversation for a fork), or ``None`` for a branch that shares nothing.
+    ``revision`` counts the writes to it (appends and erasures): the compare-and-set
+    revision its signed head is bound to.
+    """
+
+    name: str
+    parent: tuple[str, str] | None
+    at: int
+    length: int
+    revision: int
+
+
+@frozen
+class Erased:
+    """What an erasure removed from one view: a branch of a conversation of an owner.
+
+    ``positions`` are the messages whose content is gone (for ``delete``: every position
+    the branch held); ``bytes`` the stored bytes removed from the rows this branch holds
+    itself (a message shared with a parent branch counts once, in the branch storing it).
+    """
+
+    owner: str
+    conversation_id: str
+    branch: str
+    positions: tuple[int, ...]
+    bytes: int
+
+
+@frozen
+class Receipt:
+    """What an ``erase``, ``delete`` or ``prune`` erased, and when (the store's clock, UTC)."""
+
+    action: str
+    at: datetime
+    erased: tuple[Erased, ...]
+
+    @property
+    def bytes(self) -> int:
+        """The stored bytes removed, over every entry."""
+        return sum(e.bytes for e in self.erased)
+
+    @property
+    def conversations(self) -> tuple[str, ...]:
+        """The conversations touched, sorted, each once."""
+        return tuple(sorted({e.conversation_id for e in self.erased}))
+
+
+@frozen
+class Head:
+    """A branch's signed head: its length and last chain link, bound to its revision.
+
+    Keep the last head you saw (``store.head(...)`` after an append); ``verify`` given it
+    tells a rollback of the database to an older snapshot from a later write.
+    ``rechained`` is the revision of the last erasure (which rewrites the chain).
+    """
+
+    owner: str
+    conversation_id: str
+    branch: str
+    parent: tuple[str, str] | None
+    at: int
+    length: int
+    revision: int
+    rechained: int
+    link: str
+    signature: str
+
+
+class FindingKind(enum.StrEnum):
+    """What ``verify`` can find wrong with a branch."""
+
+    ALTERED = "altered"  # content changed in place: its seal no longer verifies
+    SPLICED = "spliced"  # a message sealed for another conversation
+    DELETED = "deleted"  # messages before this one are gone (or a position is missing)
+    REORDERED = "reordered"  # this message belongs after another position
+    TRUNCATED = "truncated"  # the branch ends before its signed head says
+    UNSIGNED = "unsigned"  # rows past the signed head: written around the store
+    HEAD = "head"  # the head itself does not verify (forged, or another key)
+    ROLLED_BACK = "rolled_back"  # older than (or not a successor of) the head you gave
+
+
+@frozen
+class Finding:
+    """One thing wrong, at a position of the branch (``-1``: the branch as a whole)."""
+
+    kind: FindingKind
+    position: int
+    detail: str
+
+
+@frozen
+class BranchVerdict:
+    """``verify``'s findings for one branch; ``intact`` when there are none."""
+
+    conversation_id: str
+    branch: str
+    length: int
+    findings: tuple[Finding, ...]
+
+    @property
+    def intact(self) -> bool:
+        """No finding."""
+        return not self.findings
+
+
+@frozen
+class VerifyReport:
+    """``verify``'s verdicts, one per branch; ``signed`` says whether keys were used."""
+
+    branches: tuple[BranchVerdict, ...]
+    signed: bool
+
+    @property
+    def intact(self) -> bool:
+        """Every branch intact."""
+        return all(b.intact for b in self.branches)
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        """Every finding of every branch."""
+        return tuple(f for b in self.branches for f in b.findings)

@@ -1,0 +1,108 @@
+"""Shared by the store tests: one suite, two engines (SQLite files and a real PostgreSQL).
+
+``Backend`` opens stores on one database and table prefix and runs raw SQL on it (to
+play a rival writer or an attacker with database access). The fixtures (``backend``,
+``sqlite_backend``, ``postgres_backend``, ``store``) are imported by each test module.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from golem_core import Message, Role, TextPart
+from golem_shell.store import PostgresHistoryStore, SQLiteHistoryStore
+
+Store = SQLiteHistoryStore | PostgresHistoryStore
+OWNER = "alice"
+KEY = b"store-test-key-0123456789abcdef!"
+
+
+def user(text: str) -> Message:
+    return Message(role=Role.USER, parts=(TextPart(text),))
+
+
+def texts(messages: tuple[Message, ...]) -> list[str]:
+    return [m.text for m in messages]
+
+
+class Backend:
+    """Opens stores on one shared database and table prefix, and runs raw SQL on it."""
+
+    def __init__(self, kind: str, target: str, table: str) -> None:
+        self.kind = kind
+        self.target = target
+        self.table = table
+        self.opened: list[Store] = []
+
+    def open(self, **options: Any) -> Store:
+        store: Store
+        if self.kind == "sqlite":
+            store = SQLiteHistoryStore(self.target, table=self.table, **options)
+        else:
+            store = PostgresHistoryStore(self.target, table=self.table, **options)
+        self.opened.append(store)
+        return store
+
+    def sql(self, statement: str) -> str:
+        """``statement`` with ``{M}``, ``{B}``, ``{C}`` naming this backend's tables."""
+        t = self.table
+        text = statement.format(M=f"{t}_messages", B=f"{t}_branches", C=f"{t}_conversations")
+        return text if self.kind == "sqlite" else text.replace("?", "%s")
+
+    def raw(self, statement: str, *params: object) -> list[tuple[Any, ...]]:
+        if self.kind == "sqlite":
+            with sqlite3.connect(self.target) as conn:
+                return conn.execute(self.sql(statement), params).fetchall()
+        import psycopg
+
+        with psycopg.connect(self.target) as conn:
+            cursor = conn.execute(self.sql(statement), params)
+            return cursor.fetchall() if cursor.description is not None else []
+
+    def close(self) -> None:
+        for store in self.opened:
+            store.close()
+
+
+@pytest.fixture(scope="module")
+def store_database(postgres_url: str) -> str:
+    from postgres_server import create_database
+
+    return create_database(postgres_url, "golem_store_tests")
+
+
+def _backend(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> Iterator[Backend]:
+    table = f"t_{uuid.uuid4().hex[:12]}"
+    if kind == "sqlite":
+        target = str(tmp_path / "history.db")
+    else:
+        target = request.getfixturevalue("store_database")
+    b = Backend(kind, target, table)
+    yield b
+    b.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    yield from _backend(request, request.param, tmp_path)
+
+
+@pytest.fixture
+def sqlite_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    yield from _backend(request, "sqlite", tmp_path)
+
+
+@pytest.fixture
+def postgres_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    yield from _backend(request, "postgres", tmp_path)
+
+
+@pytest.fixture
+def store(backend: Backend) -> Store:
+    return backend.open()
