@@ -15,7 +15,8 @@ if str(ROOT) not in sys.path:  # bench/ is not part of the wheel
 from bench.peers import load_peers  # noqa: E402
 from bench.run import main  # noqa: E402
 
-PEER_MODULES = ("pydantic_ai", "langchain_core", "orjson")
+PEER_MODULES = ("pydantic_ai", "langchain_core", "orjson", "openai", "anthropic", "google")
+"""Peers, and the SDKs whose stream accumulation `bench/streaming.py` compares with."""
 QUICK = ["--quick", "--sizes", "200", "--repeat", "1"]
 
 
