@@ -110,8 +110,9 @@ def answers_to_send(
 
     Raises:
         UsageError: an answer is not ``Approved``, ``Denied`` or ``ExternalResult``.
-        DeferredResultsError: the pause is over (a repeated or stale answer), or the
-            answers do not fit the waiting calls (unknown call, wrong kind of answer).
+        DeferredResultsError: the run does not wait, the pause is over (a repeated or
+            stale answer), or the answers do not fit the waiting calls (an unknown call,
+            the wrong kind of answer).
     """
     for call_id, answer in answers.items():
         if not isinstance(answer, Approved | Denied | ExternalResult):
@@ -125,6 +126,10 @@ def answers_to_send(
             + (f"now at pause {waiting.pause}" if waiting else "not waiting now")
             + ": a repeated or stale answer is not applied",
             tuple(sorted(answers)),
+        )
+    if not waiting:
+        raise DeferredResultsError(
+            f"run {run_id!r} is not waiting for answers", tuple(sorted(answers))
         )
     error = check_answers(waiting, answers)
     if error is not None:

@@ -265,6 +265,8 @@ async def test_a_paused_run_waits_for_answers_bound_to_its_pause(temporal_server
         await durable.answer(client, run_id, {"e1": ExternalResult.text("v=42")})
         result = await durable.result(client, run_id)
         assert await durable.waiting(client, run_id) == ()
+        with pytest.raises(DeferredResultsError, match="not waiting"):
+            await durable.answer(client, run_id, {})
     assert result.output == "after: deleted /tmp/x | v=42"
     assert result.requests == 2 and result.tool_executions == 1
     assert [m.role for m in result.new_messages] == [
@@ -547,3 +549,24 @@ async def test_two_workers_share_one_task_queue(
         assert [model_server.counts[(label, n)] for n in (1, 2, 3)] == [1, 1, 1]
         assert [started[(run_id, n)] for n in (1, 2)] == [1, 1]
     assert identities == {"w1", "w2"}  # both workers executed effects of these runs
+
+
+@pytest.mark.anyio
+async def test_the_conformance_runtime_runs_any_agent_and_answers_its_pauses(
+    temporal_server: Any,
+) -> None:
+    from temporal_runtime import TemporalRuntime
+
+    agent = Agent(FunctionModel(_deferred), tools=[delete, lookup])
+    async with TemporalRuntime(temporal_server.address) as runtime:
+        result = await runtime.run(
+            agent,
+            "clean up",
+            answers=[{"d1": Approved(), "e1": ExternalResult.text("v=1")}],
+        )
+        again = await runtime.run(agent, "and now?", history=result.messages)
+    plain = await agent.run("clean up")
+    assert plain.paused and not result.paused
+    assert result.output == "after: deleted /tmp/x | v=1"
+    assert again.conversation_id == result.conversation_id
+    assert again.output.startswith("after: ")  # the history's calls were answered
