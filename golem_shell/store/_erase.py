@@ -20,7 +20,12 @@ from returns.result import Failure, Success
 
 from golem_core import Message, decode_message, encode_message
 from golem_shell._errors import UsageError
-from golem_shell.store._errors import CorruptHistoryError, HistoryNotFound, check_id
+from golem_shell.store._errors import (
+    CorruptHistoryError,
+    HistoryNotFound,
+    check_id,
+    messages_count,
+)
 from golem_shell.store._rows import (
     BranchRow,
     Config,
@@ -155,7 +160,7 @@ def _selected(
         if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < row.length:
             raise UsageError(
                 f"cannot erase position {p!r} of branch {branch!r} of conversation {cid!r}: "
-                f"it has {row.length} messages"
+                f"it has {messages_count(row.length)}"
             )
         chosen.add((yield from _physical(d, owner, row, p)))
     return chosen
@@ -170,7 +175,9 @@ def erase_op(
     parts: PartFilter | None,
 ) -> Operation[Receipt]:
     checked(owner, cid, branch)
-    if not callable(select) and not isinstance(select, int | Sequence):
+    if not callable(select) and (
+        isinstance(select, str | bytes) or not isinstance(select, int | Sequence)
+    ):
         raise UsageError(f"erase takes positions or a predicate, got {type(select).__name__}")
     if parts is not None and not callable(parts):
         raise UsageError(f"parts must be a predicate over parts, got {type(parts).__name__}")

@@ -72,7 +72,7 @@ class _AsyncSlot:
 
 
 class PostgresHistoryStore(StoreMethods):
-    """Conversations in PostgreSQL, for many workers (needs ``pip install 'golem-agents[postgres]'``).
+    """Conversations in PostgreSQL, for many workers (the ``postgres`` extra).
 
     The store opens its connections when first used (``autocommit``; each operation is
     one explicit transaction): one for the sync methods, and one per event loop for the
