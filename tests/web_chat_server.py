@@ -1,7 +1,7 @@
 """The web chat example (``examples/web_chat/app.py``) served by uvicorn on 127.0.0.1.
 
 ``serve_web_chat(db, delay=...)`` starts it in a thread on a free port and returns a
-``WebChatServer`` (``url``, ``app``, ``close()``), for the HTTP and browser tests.
+``WebChatServer`` (``url``, ``app``, ``db``, ``close()``), for the HTTP and browser tests.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ def load_example() -> ModuleType:
 
 
 class WebChatServer:
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, db: str) -> None:
         self.app = app
+        self.db = db
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -66,4 +67,4 @@ class WebChatServer:
 def serve_web_chat(db: Path, *, delay: float = 0.01, key: bytes | None = None) -> WebChatServer:
     """Start the example on a free port of 127.0.0.1 with its SQLite file at ``db``."""
     example = load_example()
-    return WebChatServer(example.make_app(str(db), delay=delay, key=key))
+    return WebChatServer(example.make_app(str(db), delay=delay, key=key), str(db))

@@ -418,7 +418,9 @@ class ChatServer:
                 "refusing answers for calls this server did not issue, or that wait for"
                 " nothing (forged or edited?): " + ", ".join(forged)
             )
-        stream = AGUIStream(run_input.thread_id, run_input.run_id, answered=answers)
+        stream = AGUIStream(
+            run_input.thread_id, run_input.run_id, history=history, answered=answers
+        )
         if answers:
 
             def start(on_delta: Any, on_event: Any) -> Any:

@@ -7,7 +7,8 @@ Owns both directions of the AG-UI protocol (types from the ``ag_ui.core`` packag
   ``REASONING_START``/``REASONING_MESSAGE_*``/``REASONING_END``, ``TOOL_CALL_START``/
   ``_ARGS``/``_END``; ``TOOL_CALL_RESULT`` per result; then ``RUN_FINISHED`` (outcome
   ``success``, or ``interrupt`` with one ``Interrupt`` per call that waits for
-  approval, whose id is the call id) or ``RUN_ERROR``.
+  approval, whose id is the call id), preceded by a ``MESSAGES_SNAPSHOT`` of the whole
+  history, or ``RUN_ERROR``.
 - ``agui_messages_to_history`` reads ``RunAgentInput.messages`` as golem history (a
   ``tool`` message with ``error`` is a failed result; ``system`` and ``developer``
   messages become system messages, which ``sanitize_history`` drops and reports);
@@ -31,6 +32,7 @@ from ag_ui.core import (
     BaseEvent,
     FunctionCall,
     Interrupt,
+    MessagesSnapshotEvent,
     ReasoningEndEvent,
     ReasoningMessageContentEvent,
     ReasoningMessageEndEvent,
@@ -105,6 +107,10 @@ class AGUIStream:
     Args:
         thread_id: the AG-UI thread (golem's conversation id).
         run_id: the AG-UI run id.
+        history: the history the run continues: the run ends with a
+            ``MESSAGES_SNAPSHOT`` of it and what the run added (each message with its
+            golem JSON in ``metadata.golem``), which a client sends back as
+            ``messages`` next time: signatures then still verify.
         answered: answers a continued run gives to waiting calls (their results are
             reported).
     """
@@ -114,10 +120,12 @@ class AGUIStream:
         thread_id: str,
         run_id: str,
         *,
+        history: Sequence[Message] = (),
         answered: dict[str, DeferredAnswer] | None = None,
     ) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
+        self._history = tuple(history)
         self._fold = UIFold(run_id, answered)
         self._message_id = f"{run_id}-0"
         self._results = 0
@@ -182,7 +190,11 @@ class AGUIStream:
             case ApprovalRequested():
                 return []  # the interrupts come with RUN_FINISHED
             case RunEnded():
-                return [self._end(step)]
+                if step.result is None:
+                    return [self._end(step)]
+                every = (*self._history, *step.result.new_messages)
+                snapshot = MessagesSnapshotEvent(messages=history_to_agui_messages(every))
+                return [snapshot, self._end(step)]
         assert_never(step)
 
     def _end(self, ended: RunEnded) -> BaseEvent:

@@ -124,7 +124,8 @@ class VercelStream:
     ) -> None:
         self.message_id = message_id
         self._prior = tuple(prior)
-        self._fold = UIFold(message_id, answered)
+        # block ids unique across the streams of one UI message (a continued turn)
+        self._fold = UIFold(f"{message_id}-{len(self._prior)}", answered)
 
     def start(self) -> list[Chunk]:
         """The first chunk."""
