@@ -115,6 +115,47 @@ async def _modes(repeat: int, min_repeat_s: float, clock: str) -> list[Record]:
     return await measure_async(ops, repeat, min_repeat_s, CLOCKS[clock])
 
 
+HISTORY_SIZES = (10, 100, 1_000)
+
+
+async def history_ops(repeat: int, min_repeat_s: float, clock: Any) -> list[Record]:
+    """One tool round trip (two requests) after a history of 10, 100 and 1,000 messages,
+    with OpenTelemetry off and with an SDK tracer provider recording every span with
+    content captured (``capture_content=True``: every request's span holds the whole
+    history as ``gen_ai.input.messages``). ``python -m bench`` judges the tracing cost
+    per request (traced minus off, halved) at each size against its cost at 10."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from bench.convert import to_golem
+    from bench.workload import conversation
+    from golem_shell import _observe, _otel
+
+    _, tool = _agents()
+    setup = _otel.Instrumentation(
+        tracer_provider=TracerProvider(), meter_provider=MeterProvider(), capture_content=True
+    )
+
+    def traced(history: Any) -> Any:
+        async def call() -> Any:
+            _observe._tracing = setup
+            try:
+                return await tool.run_with_history(history, "hi")
+            finally:
+                _observe._tracing = None
+
+        return call
+
+    ops: list[tuple[str, str, int, Any]] = []
+    for n in HISTORY_SIZES:
+        history = to_golem(conversation(n))
+        ops.append(
+            ("golem", "run_history_otel_off", n, lambda h=history: tool.run_with_history(h, "hi"))
+        )
+        ops.append(("golem", "run_history_otel_content", n, traced(history)))
+    return await measure_async(ops, repeat, min_repeat_s, clock)
+
+
 def _child(args: argparse.Namespace) -> int:
     records = asyncio.run(_off_only(args.repeat, args.min_repeat_s, args.clock))
     print(json.dumps({r.op: r.median_s for r in records}))

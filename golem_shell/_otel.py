@@ -27,8 +27,12 @@ from __future__ import annotations
 import base64
 import json
 import os
+import weakref
 from collections.abc import Sequence
+from contextlib import suppress
+from functools import partial
 from importlib.metadata import PackageNotFoundError, version
+from operator import is_
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -223,6 +227,73 @@ def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+_MESSAGE_TEXTS: dict[int, tuple[weakref.ref[Message], str]] = {}
+"""The span JSON of each live message, by object: a request's span holds the whole
+history, and the history of a conversation is the same message objects request after
+request and run after run, so each message is written once, not once per request
+(O(n) per request, O(n^2) per conversation). An entry leaves with its message."""
+
+
+def _message_text(message: Message) -> str:
+    key = id(message)
+    hit = _MESSAGE_TEXTS.get(key)
+    if hit is not None and hit[0]() is message:
+        return hit[1]
+    text = _json(_message(message))
+    _MESSAGE_TEXTS[key] = (weakref.ref(message, partial(_forget, key)), text)
+    return text
+
+
+def _forget(key: int, _: object) -> None:
+    _MESSAGE_TEXTS.pop(key, None)
+
+
+_RECENT_HISTORIES: dict[int, tuple[tuple[Message, ...], list[str], str]] = {}
+"""The last histories written (by the id of their first message, which the entry keeps
+alive) with each message's text, at most ``_RECENT_MAX``: the next request of a run, or
+the next run of the conversation, shares a prefix with one of them."""
+_RECENT_MAX = 8
+
+
+def _bracketed(texts: list[str]) -> str:
+    """``"[" + ", ".join(texts) + "]"`` in one join: a long history's text is not copied
+    twice more (a copy of a large string costs more than the join itself)."""
+    ends = [*texts]
+    ends[0] = "[" + ends[0]
+    ends[-1] += "]"
+    return ", ".join(ends)
+
+
+def _messages_json(messages: Sequence[Message]) -> str:
+    """``_json([_message(m) for m in messages])``, without writing again what a recent
+    request of the conversation wrote: the prefix shared with it (the same objects, in
+    order) is found and joined in C, and only the messages after it are looked up (each
+    message is written once, ``_message_text``). A request's cost does not grow with
+    the history beyond copying its text."""
+    history = tuple(messages)
+    if not history:
+        return "[]"
+    key = id(history[0])
+    recent = _RECENT_HISTORIES.pop(key, None)
+    if recent is None:
+        texts = [_message_text(m) for m in history]
+        text = _bracketed(texts)
+    else:
+        sent, sent_texts, sent_text = recent
+        same = list(map(is_, sent, history))  # the first message is the same: key
+        shared = len(same) if all(same) else same.index(False)
+        if shared == len(sent) == len(history):
+            texts, text = sent_texts, sent_text
+        else:
+            texts = sent_texts[:shared] + [_message_text(m) for m in history[shared:]]
+            text = _bracketed(texts)
+    _RECENT_HISTORIES[key] = (history, texts, text)
+    if len(_RECENT_HISTORIES) > _RECENT_MAX:
+        with suppress(KeyError, RuntimeError, StopIteration):  # another thread got there
+            del _RECENT_HISTORIES[next(iter(_RECENT_HISTORIES))]
+    return text
+
+
 def _usage(usage: Usage) -> dict[str, int]:
     out = {
         "gen_ai.usage.input_tokens": usage.input_tokens,
@@ -376,9 +447,7 @@ class RunTrace:
                     "gen_ai.system_instructions",
                     _json([{"type": "text", "content": request.instructions}]),
                 )
-            span.set_attribute(
-                "gen_ai.input.messages", _json([_message(m) for m in request.messages])
-            )
+            span.set_attribute("gen_ai.input.messages", _messages_json(request.messages))
         self._chat = span
         self._chat_token = otel_context.attach(trace.set_span_in_context(span))
 
