@@ -17,8 +17,17 @@ network, so the figures are golem's and DBOS's own costs):
    after ``--latency`` seconds, standing in for a real provider: durable workers are
    bound by how many runs wait on models at once, which is what a second worker adds.
 
+3. **Temporal**: the same overhead (``TemporalAgent.run``: a workflow with 5 recorded
+   activities, against a real Temporal dev server on 127.0.0.1 started by
+   ``tests/temporal_server.py``, SQLite-backed; the worker runs in the measuring process,
+   whose CPU figure leaves out the server's), and the same throughput: ``--queue-runs``
+   runs started on one task queue, executed by one worker process, then by two, each
+   running at most ``--concurrency`` activities at once (the model waits are activities).
+
 Each figure is printed as one JSON line, then a Markdown table. Options: ``--runs``,
-``--rounds``, ``--queue-runs``, ``--concurrency``, ``--latency``, ``--no-postgres``,
+``--rounds``, ``--queue-runs``, ``--concurrency``, ``--latency``, ``--no-postgres``
+(SQLite only: no Postgres, no Temporal), ``--no-temporal``, ``--temporal-only``
+(``--queue-runs 0``: no Temporal throughput figures),
 ``--quick``. Nothing here is asserted: on a shared machine compare the ratios.
 """
 
@@ -155,6 +164,138 @@ async def _worker(config: dict[str, Any]) -> None:
     await asyncio.Event().wait()  # until the benchmark kills it
 
 
+# -- children: Temporal ---------------------------------------------------------------------
+
+
+def _temporal_agent(latency: float, queue: str) -> Any:
+    from golem_shell.temporal import TemporalAgent
+
+    return TemporalAgent(make_agent(latency), name=AGENT_NAME, task_queue=queue)
+
+
+async def _temporal_overhead(address: str, runs: int, rounds: int) -> dict[str, Any]:
+    from temporalio.client import Client
+
+    durable = _temporal_agent(0.0, "bench-overhead")
+    agent = durable.agent
+    client = await Client.connect(address)
+    async with durable.worker(client):
+
+        async def run_durable(prompt: str) -> Any:
+            return await durable.run(client, prompt)
+
+        for _ in range(5):  # warm-up: imports, connections, the worker's caches
+            await agent.run("warm up")
+            await run_durable("warm up")
+        wall: dict[str, list[float]] = {"plain": [], "durable": []}
+        cpu: dict[str, list[float]] = {"plain": [], "durable": []}
+        for _ in range(rounds):
+            for kind, run in (("plain", agent.run), ("durable", run_durable)):
+                start, start_cpu = time.perf_counter(), time.process_time()
+                for _ in range(runs):
+                    result = await run("go")
+                wall[kind].append((time.perf_counter() - start) / runs)
+                cpu[kind].append((time.process_time() - start_cpu) / runs)
+                assert result.output == "finished: step 2 done", result.output
+    p, d = statistics.median(wall["plain"]), statistics.median(wall["durable"])
+    pc, dc = statistics.median(cpu["plain"]), statistics.median(cpu["durable"])
+    return {
+        "plain_ms": p * 1000,
+        "durable_ms": d * 1000,
+        "overhead_ms": (d - p) * 1000,
+        "plain_cpu_ms": pc * 1000,
+        "durable_cpu_ms": dc * 1000,
+        "runs_per_round": runs,
+        "rounds": rounds,
+    }
+
+
+async def _temporal_worker(config: dict[str, Any]) -> None:
+    from temporalio.client import Client
+
+    durable = _temporal_agent(config["latency"], config["queue"])
+    client = await Client.connect(config["address"])
+    async with durable.worker(client, max_concurrent_activities=config["concurrency"]):
+        (Path(config["dir"]) / f"{config['name']}.ready").write_text("ready")
+        await asyncio.Event().wait()  # until the benchmark kills it
+
+
+def _temporal_throughput(
+    producer: Any, address: str, workers: int, runs: int, concurrency: int, latency: float
+) -> dict[str, Any]:
+    from temporalio.client import Client
+
+    queue = f"bench-{workers}-{time.monotonic_ns()}"
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(tmp)
+        names = [f"w{i + 1}" for i in range(workers)]
+        procs = []
+        for name in names:
+            config = {
+                "address": address,
+                "dir": tmp,
+                "name": name,
+                "queue": queue,
+                "concurrency": concurrency,
+                "latency": latency,
+            }
+            path = where / f"{name}.json"
+            path.write_text(json.dumps(config))
+            procs.append(_child(["--temporal-worker", str(path)]))
+
+        async def produce() -> float:
+            client = await Client.connect(address)
+            producer.task_queue = queue
+            start = time.perf_counter()
+            ids = [await producer.start(client, f"run {i}") for i in range(runs)]
+            for run_id in ids:
+                await producer.result(client, run_id)
+            return time.perf_counter() - start
+
+        try:
+            deadline = time.monotonic() + 120
+            while not all((where / f"{n}.ready").exists() for n in names):
+                if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
+                    raise RuntimeError("a Temporal benchmark worker died or never started")
+                time.sleep(0.05)
+            seconds = asyncio.run(produce())
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+    return {
+        "workers": workers,
+        "runs": runs,
+        "seconds": seconds,
+        "runs_per_s": runs / seconds,
+        "worker_concurrency": concurrency,
+        "model_latency_s": latency,
+    }
+
+
+def _temporal_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from temporal_server import start_temporal
+
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp, start_temporal(Path(tmp)) as server:
+        argv = ["--temporal-overhead", server.address, "--runs", str(args.runs)]
+        proc = _child([*argv, "--rounds", str(args.rounds)], capture=True)
+        out, _ = proc.communicate(timeout=1800)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the Temporal overhead child failed ({proc.returncode})")
+        figures = json.loads(out.decode().strip().splitlines()[-1])
+        rows.append({"kind": "overhead", "backend": "temporal", **figures})
+        print(json.dumps(rows[-1]), flush=True)
+        producer = _temporal_agent(args.latency, "unused")  # starts runs, reads results
+        for workers in (1, 2) if args.queue_runs > 0 else ():
+            figures = _temporal_throughput(
+                producer, server.address, workers, args.queue_runs, args.concurrency, args.latency
+            )
+            rows.append({"kind": "throughput", "backend": "temporal", **figures})
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
 def _child(args: Sequence[str], *, capture: bool = False) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "bench.durable", *args],
@@ -227,11 +368,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queue-runs", type=int, default=80, help="runs through the queue")
     parser.add_argument("--concurrency", type=int, default=4, help="worker_concurrency")
     parser.add_argument("--latency", type=float, default=0.05, help="model latency (s)")
-    parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
+    parser.add_argument(
+        "--no-postgres", action="store_true", help="SQLite only (no Postgres, no Temporal)"
+    )
+    parser.add_argument("--no-temporal", action="store_true", help="DBOS only")
+    parser.add_argument("--temporal-only", action="store_true", help="Temporal only")
     parser.add_argument("--quick", action="store_true", help="tiny numbers (a smoke run)")
     parser.add_argument("--overhead", metavar="DB", help=argparse.SUPPRESS)
     parser.add_argument("--worker", metavar="CONFIG", help=argparse.SUPPRESS)
     parser.add_argument("--wal", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--temporal-overhead", metavar="ADDRESS", help=argparse.SUPPRESS)
+    parser.add_argument("--temporal-worker", metavar="CONFIG", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.overhead:
         figures = asyncio.run(_overhead(args.overhead, args.runs, args.rounds, args.wal))
@@ -241,9 +388,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.worker:
         asyncio.run(_worker(json.loads(Path(args.worker).read_text())))
         return 0
+    if args.temporal_overhead:
+        figures = asyncio.run(_temporal_overhead(args.temporal_overhead, args.runs, args.rounds))
+        print(json.dumps(figures))
+        return 0
+    if args.temporal_worker:
+        asyncio.run(_temporal_worker(json.loads(Path(args.temporal_worker).read_text())))
+        return 0
     if args.quick:
         args.runs, args.rounds, args.queue_runs = 5, 2, 8
     rows: list[dict[str, Any]] = []
+    if args.temporal_only:
+        print(_markdown(_temporal_rows(args)))
+        return 0
     for backend, wal in (("sqlite", False), ("sqlite-wal", True)):
         with tempfile.TemporaryDirectory() as tmp:
             db = f"sqlite:///{tmp}/bench.sqlite"
@@ -268,6 +425,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 figures = _throughput(db, workers, args.queue_runs, args.concurrency, args.latency)
                 rows.append({"kind": "throughput", "backend": "postgres", **figures})
                 print(json.dumps(rows[-1]), flush=True)
+    if not args.no_postgres and not args.no_temporal:
+        rows += _temporal_rows(args)
     print(_markdown(rows))
     return 0
 
@@ -292,20 +451,20 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
     if through:
         lines += [
             "",
-            "| workers (Postgres queue) | runs | seconds | runs/s | per-worker limit"
-            " | model latency s |",
-            "|---:|---:|---:|---:|---:|---:|",
+            "| backend | workers | runs | seconds | runs/s | per-worker limit | model latency s |",
+            "|---|---:|---:|---:|---:|---:|---:|",
         ]
         for r in through:
             lines.append(
-                f"| {r['workers']} | {r['runs']} | {r['seconds']:.2f} | {r['runs_per_s']:.1f}"
+                f"| {r['backend']} | {r['workers']} | {r['runs']} | {r['seconds']:.2f}"
+                f" | {r['runs_per_s']:.1f}"
                 f" | {r['worker_concurrency']} | {r['model_latency_s']} |"
             )
-        if len(through) == 2:
-            lines += [
-                "",
-                f"2 workers / 1: {through[1]['runs_per_s'] / through[0]['runs_per_s']:.2f}x",
-            ]
+        for backend in sorted({r["backend"] for r in through}):
+            pair = [r for r in through if r["backend"] == backend]
+            if len(pair) == 2:
+                ratio = pair[1]["runs_per_s"] / pair[0]["runs_per_s"]
+                lines += ["", f"{backend}: 2 workers / 1: {ratio:.2f}x"]
     return "\n".join(lines)
 
 

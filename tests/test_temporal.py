@@ -570,3 +570,27 @@ async def test_the_conformance_runtime_runs_any_agent_and_answers_its_pauses(
     assert result.output == "after: deleted /tmp/x | v=1"
     assert again.conversation_id == result.conversation_id
     assert again.output.startswith("after: ")  # the history's calls were answered
+
+
+def test_the_benchmark_measures_temporal() -> None:
+    """``python -m bench.durable --temporal-only`` (the overhead, tiny numbers; the
+    throughput figures start worker processes and are left to the benchmark): a smoke
+    run; no timing is asserted."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.durable",
+            "--temporal-only",
+            *("--runs", "1", "--rounds", "1", "--queue-runs", "0"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=TESTS.parent,
+    )
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    assert [(r["kind"], r["backend"]) for r in rows] == [("overhead", "temporal")]
+    assert rows[0]["durable_ms"] > 0 and rows[0]["plain_ms"] > 0
+    assert "| temporal |" in out.stdout
