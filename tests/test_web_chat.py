@@ -364,3 +364,46 @@ def test_agui_refuses_ten_megabytes(server: WebChatServer) -> None:
     big = [{"id": f"u{k}", "role": "user", "content": "x" * 1000} for k in range(10_000)]
     r = agui(client, big)
     assert r.status_code == 413
+
+
+def test_the_readme_command_serves_the_chat_with_no_key(tmp_path: Path) -> None:
+    """``python examples/web_chat/app.py`` as the README says, with no provider key."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from web_chat_server import APP_PATH
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    process = subprocess.Popen(
+        [sys.executable, str(APP_PATH), "--port", str(port), "--db", str(tmp_path / "c.db")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                page = httpx.get(url + "/")
+                break
+            except httpx.TransportError:
+                assert process.poll() is None, process.stdout.read() if process.stdout else ""
+                assert time.monotonic() < deadline, "the example did not start"
+                time.sleep(0.1)
+        assert page.status_code == 200 and "<title>golem chat</title>" in page.text
+        client = httpx.Client(base_url=url, cookies=page.cookies, timeout=30)
+        cid = new_conversation(client)
+        chunks = chat(client, cid, [user("hello")])
+        text = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+        assert text.startswith("You said: hello (offline model")
+    finally:
+        process.terminate()
+        out, _ = process.communicate(timeout=30)
+    assert b"with the offline model (no key)" in out

@@ -95,6 +95,7 @@ async def test_chat_tools_approval_reload_and_edit_in_a_browser(
         "!!document.querySelector('.tool[data-state=approval-requested] button.approve')"
     )
     assert not await page.evaluate("document.body.textContent.includes('sent 950 cents')")
+    await page.screenshot(ARTIFACTS / "web_chat_approval.png")  # as in docs/web-chat.png
     await page.evaluate("document.querySelector('button.approve').click(); true")
     await page.wait_for(f"{_texts('assistant')}.join(' ').includes('sent 950 cents to landlord.')")
     await _idle(page)
