@@ -50,6 +50,7 @@ from bench.peers import Peers, load_peers
 from bench.startup import startup_records
 from bench.streaming import stream_ops
 from bench.timing import CLOCKS, Clock, Op, Record, measure, measure_async, peak_memory
+from bench.tracing import HISTORY_SIZES, history_ops
 from bench.workload import NeutralMessage, conversation, damaged
 from golem_core import (
     Message,
@@ -470,6 +471,43 @@ def judge(records: Sequence[Record], memory: Sequence[Memory]) -> list[Verdict]:
     return verdicts
 
 
+TRACING_FLAT = 2.0
+"""Tracing with content, per request, at 100 and 1,000 messages: at most this times its
+cost at 10 messages (flat: nothing re-serialized per request; the history's text is
+still copied into the span attribute, which grows with it)."""
+
+
+def tracing_verdicts(records: Sequence[Record]) -> list[Verdict]:
+    """The tracing cost per request (traced run minus untraced run, over its two
+    requests) at each history size against the same at the smallest size."""
+    by_key = {(r.op, r.n): r.median_s for r in records if r.lib == "golem"}
+    cost: dict[int, float] = {}
+    for n in HISTORY_SIZES:
+        on = by_key.get(("run_history_otel_content", n))
+        off = by_key.get(("run_history_otel_off", n))
+        if on is not None and off is not None:
+            cost[n] = max(on - off, 1e-9) / 2
+    base = HISTORY_SIZES[0]
+    if base not in cost:
+        return []
+    return [
+        Verdict(
+            "otel_content_per_request",
+            n,
+            cost[n],
+            f"golem otel_content_per_request n={base}",
+            cost[base],
+            cost[n] / cost[base],
+            f"flat: within {TRACING_FLAT:g}x of n={base} (<= {TRACING_FLAT:g})"
+            if n != base
+            else "info",
+            cost[n] / cost[base] <= TRACING_FLAT if n != base else None,
+        )
+        for n in HISTORY_SIZES
+        if n in cost
+    ]
+
+
 # -- output --------------------------------------------------------------------------
 
 
@@ -681,6 +719,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for r in asyncio.run(agent_ops(peers, history_n, args.repeat, min_repeat_s, clock)):
         emit({"kind": "time", **r.as_json()})
         records.append(r)
+    for r in asyncio.run(history_ops(args.repeat, min_repeat_s, clock)):
+        emit({"kind": "time", **r.as_json()})
+        records.append(r)
     for r in measure(stream_ops(), args.repeat, min_repeat_s, clock):
         emit({"kind": "time", **r.as_json()})
         records.append(r)
@@ -689,7 +730,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             emit({"kind": "time", **r.as_json()})
             records.append(r)
 
-    verdicts = judge(records, memory)
+    verdicts = judge(records, memory) + tracing_verdicts(records)
     for v in verdicts:
         emit(v.as_json())
     env = environment(peers)

@@ -124,8 +124,11 @@ async def history_ops(repeat: int, min_repeat_s: float, clock: Any) -> list[Reco
     content captured (``capture_content=True``: every request's span holds the whole
     history as ``gen_ai.input.messages``). ``python -m bench`` judges the tracing cost
     per request (traced minus off, halved) at each size against its cost at 10."""
-    from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.sdk.trace import TracerProvider
+    try:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.trace import TracerProvider
+    except ImportError:  # without the SDK there is nothing to measure
+        return []
 
     from bench.convert import to_golem
     from bench.workload import conversation

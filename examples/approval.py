@@ -169,6 +169,10 @@ def forge(state: Path) -> None:
     print("forged a call: call_forged transfer(to=mallory)")
 
 
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def decide(state: Path, *, approve_forged: bool = False) -> None:
     stored = json.loads(state.read_text())
     match decode_history(json.dumps(stored["history"])):
@@ -181,8 +185,8 @@ def decide(state: Path, *, approve_forged: bool = False) -> None:
     issued = set(stored["issued"])
     history, report = sanitize_history(history, awaiting=issued)
     print(
-        f"sanitize: {report.system_prompts} system prompts dropped, "
-        f"{len(report.repair.synthesized)} fabricated calls closed"
+        f"sanitize: {plural(report.system_prompts, 'system prompt')} dropped, "
+        f"{plural(len(report.repair.synthesized), 'fabricated call')} closed"
     )
     for d in agent.waiting_calls(history):
         print(f"waiting: {d.call.id} {d.call.name} {d.call.arguments}")

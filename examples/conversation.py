@@ -7,8 +7,9 @@ gpt-4o-mini; any OpenAI-compatible server such as Ollama or llama.cpp via
 OPENAI_BASE_URL), Anthropic when ANTHROPIC_API_KEY is set (ANTHROPIC_MODEL, default
 claude-sonnet-4-5), Gemini when GOOGLE_API_KEY or GEMINI_API_KEY is set (GEMINI_MODEL,
 default gemini-2.5-flash), and an offline model otherwise. Every run is bounded to the newest
-20 messages of history. Type a message and press enter; an empty line or end of input
-quits. The conversation is stored after every turn, so a later start resumes it.
+20 messages of history. Type a message at the ``you:`` prompt and press enter; an empty
+line, end of input (Ctrl-D) or Ctrl-C quits. The conversation is stored after every turn,
+so a later start resumes it.
 """
 
 from __future__ import annotations
@@ -70,12 +71,20 @@ def main() -> None:
     )
     history = load(args.history)
     print(f"model: {label}; history: {args.history} ({len(history)} messages)")
-    for line in sys.stdin:
-        prompt = line.strip()
+    print("type a message and press enter; an empty line, Ctrl-D or Ctrl-C quits")
+    while True:
+        try:
+            prompt = input("you: ").strip()
+        except (EOFError, KeyboardInterrupt):
+            print()
+            break
         if not prompt:
             break
         try:
             result = agent.run_with_history_sync(history, prompt)
+        except KeyboardInterrupt:  # the run is cancelled; the stored history keeps every turn
+            print("\ninterrupted: this turn was not stored")
+            break
         except RunError as e:
             print(f"error: {e}")
             if e.partial is not None:

@@ -1,6 +1,6 @@
 """A testing kit for histories and history processors, on Hypothesis.
 
-Hypothesis is an optional dependency (``pip install 'golem[testing]'``); this module is
+Hypothesis is an optional dependency (``pip install 'golem-agents[testing]'``); this module is
 the only part of ``golem_core`` that imports it, and ``import golem_core`` never loads it.
 
 Strategies users compose in their own property tests:
@@ -45,7 +45,7 @@ try:
 except ImportError as e:  # pragma: no cover - exercised in a subprocess by the tests
     raise ImportError(
         "golem_core.testing needs Hypothesis, an optional dependency of golem: "
-        "install it with pip install 'golem[testing]' (or pip install hypothesis)"
+        "install it with pip install 'golem-agents[testing]' (or pip install hypothesis)"
     ) from e
 from returns.result import Failure, Result, Success
 

@@ -44,7 +44,15 @@ from golem_shell._token_counters import (
     gemini_token_counter,
 )
 from golem_shell._tokens import tiktoken_counter
-from golem_shell._tools import Canceled, RunContext, Tool, ToolFailure, Toolset, tool
+from golem_shell._tools import (
+    Canceled,
+    ModelRetry,
+    RunContext,
+    Tool,
+    ToolFailure,
+    Toolset,
+    tool,
+)
 from golem_shell.cli import history_schema
 from golem_shell.models import (
     AnthropicModel,
@@ -89,6 +97,7 @@ __all__ = [
     "LifecycleEvent",
     "Model",
     "ModelError",
+    "ModelRetry",
     "OpenAIModel",
     "OpenAIResponsesModel",
     "PartialResult",

@@ -2,7 +2,7 @@
 
 Owns ``tiktoken_counter``. A tokenizer is an effect the core does not take on: loading
 an encoding by name may read a cache or download the ranks file. tiktoken is an
-optional dependency (``pip install 'golem[tiktoken]'``), imported only when a counter is
+optional dependency (``pip install 'golem-agents[tiktoken]'``), imported only when a counter is
 made, so ``golem_shell`` imports without it.
 """
 
@@ -46,7 +46,7 @@ def tiktoken_counter(encoding: tiktoken.Encoding | str = "o200k_base") -> TokenC
     except ImportError as exc:
         raise ImportError(
             "tiktoken_counter needs tiktoken, an optional dependency of golem: "
-            "install it with pip install 'golem[tiktoken]'"
+            "install it with pip install 'golem-agents[tiktoken]'"
         ) from exc
     if isinstance(encoding, str):
         resolved = tiktoken.get_encoding(encoding)

@@ -3,9 +3,16 @@
 Owns turning a function (sync or async, typed parameters, a docstring) into a
 ``ToolDefinition`` with a JSON Schema, validating a call's arguments into the parameter
 types, calling it, and turning what it returns (or raises) into an outcome the loop
-understands. A tool tells the run what happened with values: return ``ToolFailure`` for
-a definitive failure (the run goes on); raise or return ``Canceled`` to stop the run
-deliberately. Any other exception fails the run at stage ``tool``.
+understands. How a tool ends a call:
+
+- return a value: the model reads it as the call's result;
+- ``raise ModelRetry("...")``: the model reads the message as a failed result and may call
+  again; each retry counts against the tool's ``max_retries``, and one more fails the run
+  at stage ``tool``;
+- return or raise ``ToolFailure("...")``: a definitive failed result the model reads; the
+  run goes on and nothing is counted;
+- raise or return ``Canceled``: stop the run deliberately (stage ``canceled``);
+- any other exception fails the run at stage ``tool`` (``RunError.cause`` chains it).
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ from golem_shell._schema import (
     validate,
 )
 
-__all__ = ["Canceled", "RunContext", "Tool", "ToolFailure", "Toolset", "tool"]
+__all__ = ["Canceled", "ModelRetry", "RunContext", "Tool", "ToolFailure", "Toolset", "tool"]
 
 DepsT = TypeVar("DepsT")
 
@@ -69,16 +76,41 @@ class RunContext(Generic[DepsT]):
     """The tools the agent's toolsets added to this run, by name (filled at its start)."""
 
 
-@frozen
-class ToolFailure:
-    """Return this from a tool to report a definitive failure; the run goes on.
+class ToolFailure(Exception):
+    """Return or raise this from a tool to report a definitive failure; the run goes on.
 
-    ``parts``, when given, are the failure's evidence (e.g. an MCP error result with an
-    image); otherwise ``message`` is.
+    The model reads a failed tool result and decides what to do; nothing is retried or
+    counted. ``parts``, when given, are the failure's evidence (e.g. an MCP error result
+    with an image); otherwise ``message`` is. To ask the model to call again with better
+    arguments, raise ``ModelRetry`` instead.
     """
 
-    message: str
-    parts: tuple[Part, ...] = field(default=(), kw_only=True)
+    def __init__(self, message: str, *, parts: Sequence[Part] = ()) -> None:
+        self.message = message
+        self.parts: tuple[Part, ...] = tuple(parts)
+        super().__init__(message)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ToolFailure):
+            return NotImplemented
+        return (self.message, self.parts) == (other.message, other.parts)
+
+    def __hash__(self) -> int:
+        return hash((self.message, self.parts))
+
+
+class ModelRetry(Exception):
+    """Raise this from a tool to ask the model to call it again: ``message`` says how.
+
+    The model reads ``message`` as the call's failed result and may call again. Each retry
+    counts against the tool's ``max_retries`` (``@tool(max_retries=...)``, default 2): one
+    more fails the run at stage ``tool``, with a partial. Arguments that do not fit the
+    parameter types are retried the same way without any code.
+    """
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        super().__init__(message)
 
 
 class Canceled(GolemError):  # the seed's name for a deliberate stop
@@ -160,7 +192,7 @@ class _Param:
     kind: Any
 
 
-@frozen(eq=False)
+@frozen(eq=False, repr=False)
 class Tool(Generic[DepsT]):
     """A function the model may call.
 
@@ -180,6 +212,13 @@ class Tool(Generic[DepsT]):
     @property
     def name(self) -> str:
         return self.definition.name
+
+    def __repr__(self) -> str:
+        parameters = list(self.definition.parameters.get("properties", {}))
+        return (
+            f"Tool({self.name!r}, description={self.definition.description!r},"
+            f" parameters={parameters!r}, kind={self.kind!r}, max_retries={self.max_retries})"
+        )
 
     @property
     def spec(self) -> ToolSpec:
@@ -333,6 +372,10 @@ class Tool(Generic[DepsT]):
                     value = await value
         except Canceled as e:
             return ToolCanceled(call_id, e.reason)
+        except ModelRetry as e:
+            return ToolRetry(call_id, e.message)
+        except ToolFailure as e:
+            return ToolReturned(call_id, e.parts or (TextPart(e.message),), failed=True)
         except asyncio.CancelledError as e:
             task = asyncio.current_task()
             if task is not None and task.cancelling():

@@ -57,13 +57,13 @@ def _import_mcp() -> Any:
         import mcp.client.streamable_http
     except ImportError as e:
         raise UsageError(
-            "MCP toolsets need the mcp package: pip install 'golem[mcp]' (the mcp extra)"
+            "MCP toolsets need the mcp package: pip install 'golem-agents[mcp]' (the mcp extra)"
         ) from e
     if not hasattr(mcp, "MCPError") or not hasattr(
         mcp.client.streamable_http, "streamable_http_client"
     ):  # pragma: no cover - the 1.x API
         raise UsageError(
-            "MCP toolsets need mcp 2.x (pip install 'golem[mcp]');"
+            "MCP toolsets need mcp 2.x (pip install 'golem-agents[mcp]');"
             f" mcp {getattr(mcp, '__version__', 'of another major version')} is installed"
         )
     return mcp

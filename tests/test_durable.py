@@ -393,7 +393,7 @@ def test_importing_without_dbos_names_the_extra() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     ).stdout
     assert out.startswith("UsageError")
-    assert "golem[dbos]" in out
+    assert "golem-agents[dbos]" in out
 
 
 # -- killed workers ---------------------------------------------------------------------------

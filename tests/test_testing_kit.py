@@ -275,4 +275,4 @@ def test_without_hypothesis_the_kit_says_how_to_install_it(tmp_path: Path) -> No
         check=False,
     )
     assert done.returncode == 1
-    assert "pip install 'golem[testing]'" in done.stderr
+    assert "pip install 'golem-agents[testing]'" in done.stderr

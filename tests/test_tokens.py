@@ -153,7 +153,7 @@ def test_bounds_a_history_by_exact_tokens(encoding: tiktoken.Encoding) -> None:
 
 def test_without_tiktoken_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "tiktoken", None)
-    with pytest.raises(ImportError, match=r"pip install 'golem\[tiktoken\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'golem-agents\[tiktoken\]'"):
         tiktoken_counter("o200k_base")
 
 
@@ -166,7 +166,7 @@ def test_golem_shell_imports_without_tiktoken() -> None:
         "try:\n"
         "    golem_shell.tiktoken_counter()\n"
         "except ImportError as e:\n"
-        "    assert 'golem[tiktoken]' in str(e), e\n"
+        "    assert 'golem-agents[tiktoken]' in str(e), e\n"
         "else:\n"
         "    raise AssertionError('expected ImportError')\n"
     )

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Callable
 
 from golem_shell._errors import UsageError
@@ -36,6 +38,30 @@ _PROVIDERS: dict[str, Callable[[str], Model]] = {
 }
 
 
+_FAMILIES = (  # a model name's usual provider, for "did you mean" when the prefix is missing
+    (re.compile(r"(gpt-|chatgpt|o\d(-|$))", re.I), "openai"),
+    (re.compile(r"claude", re.I), "anthropic"),
+    (re.compile(r"gemini|gemma", re.I), "google"),
+)
+
+
+def _suggestion(model: str) -> str | None:
+    """The model string a user most likely meant, or ``None``."""
+    text = model.strip()
+    prefix, colon, name = text.partition(":")
+    if not colon:  # "openai/gpt-4o" or a bare "gpt-4o"
+        head, slash, tail = text.partition("/")
+        if slash and head.lower() in _PROVIDERS and tail:
+            return f"{head.lower()}:{tail}"
+        family = next((p for pattern, p in _FAMILIES if pattern.match(text)), None)
+        return f"{family}:{text}" if family is not None and text else None
+    close = difflib.get_close_matches(prefix.strip().lower(), list(_PROVIDERS), n=1, cutoff=0.6)
+    if close:
+        return f"{close[0]}:{name.strip()}"
+    family = next((p for pattern, p in _FAMILIES if pattern.match(name.strip())), None)
+    return f"{family}:{name.strip()}" if family is not None else None
+
+
 def infer_model(model: str | Model) -> Model:
     """A model from ``"<provider>:<model>"``, or the model itself.
 
@@ -49,7 +75,9 @@ def infer_model(model: str | Model) -> Model:
     ``GEMINI_API_KEY``, ``GEMINI_BASE_URL``).
 
     Raises:
-        UsageError: an unknown provider prefix, no model name, or a missing key.
+        UsageError: an unknown provider prefix (with the string most likely meant:
+            ``'opnai:gpt-4o'``, did you mean ``'openai:gpt-4o'``?), no model name, or a
+            missing key.
     """
     if not isinstance(model, str):
         if isinstance(model, Model):
@@ -59,7 +87,9 @@ def infer_model(model: str | Model) -> Model:
     known = ", ".join(f"'{p}:'" for p in sorted(_PROVIDERS))
     factory = _PROVIDERS.get(prefix.strip().lower()) if colon else None
     if factory is None:
-        raise UsageError(f"unknown model {model!r}: expected one of the prefixes {known}")
+        guess = _suggestion(model)
+        hint = f"; did you mean {guess!r}?" if guess is not None else ""
+        raise UsageError(f"unknown model {model!r}: expected one of the prefixes {known}{hint}")
     if not name.strip():
         raise UsageError(f"model {model!r} names no model after {prefix!r}")
     return factory(name.strip())

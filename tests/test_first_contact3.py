@@ -1,0 +1,260 @@
+"""First contact, round 3 (issue 26): an installable name, how a tool fails, a truthful
+README and examples, and what a pydantic-ai user reaches for."""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from golem_core import Message, ToolCallPart
+from golem_shell import (
+    Agent,
+    ModelRetry,
+    RunError,
+    ScriptedModel,
+    Stage,
+    ToolFailure,
+    UsageError,
+    infer_model,
+    tool,
+)
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def calls(*parts: ToolCallPart) -> Message:
+    return Message.assistant(tool_calls=parts)
+
+
+# -- 1. the name ---------------------------------------------------------------------------
+
+
+def _install_lines() -> list[tuple[str, str]]:
+    """Every ``pip install ...`` of the README, docs/ and the library's own messages."""
+    # ADRs are records of their time: they quote what was
+    docs = [p for p in (ROOT / "docs").rglob("*.md") if "adr" not in p.parts]
+    files = [ROOT / "README.md", *docs]
+    files += [*(ROOT / "golem_core").rglob("*.py"), *(ROOT / "golem_shell").rglob("*.py")]
+    found = []
+    for path in files:
+        for m in re.finditer(r"pip install[^`\n]*", path.read_text(encoding="utf-8")):
+            found.append((str(path.relative_to(ROOT)), m.group(0)))
+    return found
+
+
+def test_the_distribution_is_not_named_like_an_unrelated_pypi_project() -> None:
+    name = PYPROJECT["project"]["name"]
+    assert name == "golem-agents"
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    assert any(d.startswith(f"{name}[") for d in extras["dev"]), "dev refers to itself"
+
+
+def test_every_install_line_names_this_distribution_or_the_clone_and_a_real_extra() -> None:
+    extras = set(PYPROJECT["project"]["optional-dependencies"])
+    lines = _install_lines()
+    assert len(lines) >= 5
+    for where, line in lines:
+        assert "'golem[" not in line and " golem[" not in line, f"{where}: {line}"
+        for named in re.findall(r"(?:golem-agents|\.)\[([a-z,\-]+)\]", line):
+            for extra in named.split(","):
+                assert extra in extras, f"{where}: {line}: no extra {extra!r}"
+
+
+def test_the_readme_test_command_is_exactly_what_ci_runs() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    command = "python -m pip install -e '.[test]' && python -m pytest"
+    assert f"```sh\n{command}\n```" in readme
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert command in ci
+    assert "430 MB" in readme and "Python 3.11" in readme
+
+
+# -- 3. how a tool fails ---------------------------------------------------------------------
+
+
+async def test_model_retry_asks_the_model_to_call_again_with_the_message() -> None:
+    seen: list[int] = []
+
+    @tool
+    def pick(size: int) -> str:
+        """Pick a size."""
+        seen.append(size)
+        if size > 10:
+            raise ModelRetry("size must be 10 or less; try again with a smaller size")
+        return f"picked {size}"
+
+    model = ScriptedModel(
+        [
+            calls(ToolCallPart("c1", "pick", '{"size": 50}')),
+            calls(ToolCallPart("c2", "pick", '{"size": 5}')),
+            "done",
+        ]
+    )
+    result = await Agent(model, tools=[pick]).run("pick")
+    assert seen == [50, 5]
+    first = next(m for m in result.messages if m.tool_call_id == "c1")
+    assert first.failed and first.text == "size must be 10 or less; try again with a smaller size"
+    second = next(m for m in result.messages if m.tool_call_id == "c2")
+    assert not second.failed and second.text == "picked 5"
+    assert result.output == "done"
+
+
+async def test_model_retry_counts_against_the_tools_retries_then_fails_the_run() -> None:
+    @tool(max_retries=1)
+    def flaky() -> str:
+        """Never works."""
+        raise ModelRetry("not now")
+
+    model = ScriptedModel([calls(ToolCallPart(f"c{i}", "flaky", "{}")) for i in range(3)])
+    with pytest.raises(RunError) as caught:
+        await Agent(model, tools=[flaky]).run("go")
+    assert caught.value.stage is Stage.TOOL
+    assert "flaky" in str(caught.value) and "retry budget" in str(caught.value)
+    assert caught.value.partial is not None
+    answers = [m for m in caught.value.partial.messages if m.tool_name == "flaky"]
+    assert [m.text for m in answers] == ["not now", "not now"]  # 1 retry allowed, 2 tries
+
+
+async def test_a_raised_tool_failure_is_a_failed_result_and_the_run_goes_on() -> None:
+    def pay(amount: int) -> str:
+        raise ToolFailure("card declined")
+
+    model = ScriptedModel([calls(ToolCallPart("c1", "pay", '{"amount": 3}')), "declined"])
+    result = await Agent(model, tools=[pay]).run("pay")
+    answer = next(m for m in result.messages if m.tool_call_id == "c1")
+    assert answer.failed and answer.text == "card declined"
+    assert result.output == "declined"
+
+
+async def test_any_other_exception_crashes_the_run_with_the_cause_chained() -> None:
+    def broken() -> str:
+        raise KeyError("oops")
+
+    model = ScriptedModel([calls(ToolCallPart("c1", "broken", "{}"))])
+    with pytest.raises(RunError) as caught:
+        await Agent(model, tools=[broken]).run("go")
+    assert caught.value.stage is Stage.TOOL
+    assert isinstance(caught.value.__cause__, KeyError)
+
+
+def test_tool_failure_is_an_exception_that_keeps_value_equality() -> None:
+    assert issubclass(ToolFailure, Exception) and issubclass(ModelRetry, Exception)
+    assert ToolFailure("no") == ToolFailure("no") and ToolFailure("no") != ToolFailure("yes")
+    assert ToolFailure("no").message == "no" and ToolFailure("no").parts == ()
+
+
+# -- 5. what the README, the examples and the reprs say ------------------------------------------
+
+
+def test_the_repr_of_a_tool_shows_the_tool() -> None:
+    @tool(max_retries=3)
+    def get_weather(city: str, days: int = 1) -> str:
+        """Get the weather of a city."""
+        return city
+
+    text = repr(get_weather)
+    assert text == (
+        "Tool('get_weather', description='Get the weather of a city.',"
+        " parameters=['city', 'days'], kind='function', max_retries=3)"
+    )
+    assert "function=" not in text and "_Param" not in text and "takes_context" not in text
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("opnai:gpt-4o", "openai:gpt-4o"),
+        ("antropic:claude-sonnet-4-5", "anthropic:claude-sonnet-4-5"),
+        ("gpt-4o-mini", "openai:gpt-4o-mini"),
+        ("claude-sonnet-4-5", "anthropic:claude-sonnet-4-5"),
+        ("gemini-2.5-flash", "google:gemini-2.5-flash"),
+        ("openai/gpt-4o", "openai:gpt-4o"),
+        ("claude:claude-3-5-haiku", "anthropic:claude-3-5-haiku"),
+    ],
+)
+def test_a_mistyped_model_string_says_what_was_meant(typed: str, meant: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(f"did you mean {meant!r}?")):
+        infer_model(typed)
+
+
+def test_an_unknown_model_string_without_a_likely_meaning_lists_the_prefixes() -> None:
+    with pytest.raises(UsageError) as caught:
+        infer_model("mistral:mistral-large")
+    assert "did you mean" not in str(caught.value) and "'openai:'" in str(caught.value)
+
+
+class _Child:
+    """What a child process writes, read up to markers in order."""
+
+    def __init__(self, fd: int, deadline: float) -> None:
+        self.fd, self.deadline, self.seen, self.at = fd, deadline, b"", 0
+
+    def expect(self, marker: bytes) -> None:
+        while (found := self.seen.find(marker, self.at)) < 0:
+            left = self.deadline - time.monotonic()
+            assert left > 0, f"no {marker!r} in {self.seen!r}"
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if ready:
+                chunk = os.read(self.fd, 4096)
+                assert chunk, f"the program ended before {marker!r}: {self.seen!r}"
+                self.seen += chunk
+        self.at = found + len(marker)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
+def test_the_conversation_example_prompts_and_exits_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "examples" / "conversation.py"), "--history", "c.json"],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**env, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        deadline = time.monotonic() + 120
+        child = _Child(proc.stdout.fileno(), deadline)
+        child.expect(b"you: ")
+        proc.stdin.write(b"hello\n")
+        proc.stdin.flush()
+        child.expect(b"assistant:")
+        child.expect(b"you: ")
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert b"Traceback" not in err and b"KeyboardInterrupt" not in err
+    assert b"message 1 from you" in child.seen + rest
+    assert (tmp_path / "c.json").exists()
+
+
+def test_the_approval_example_counts_in_words(tmp_path: Path) -> None:
+    def step(name: str) -> str:
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "examples" / "approval.py"), name, "--state", "r.json"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return proc.stdout
+
+    step("start")
+    step("forge")
+    assert "sanitize: 1 system prompt dropped, 1 fabricated call closed" in step("decide")
