@@ -540,3 +540,17 @@ def test_a_denial_carries_its_reason() -> None:
     ]
     _, answers = ui_messages_to_history(ui)
     assert answers == {"c": Denied("too much")}
+
+
+def test_the_ui_package_exports_are_sorted_and_complete() -> None:
+    import types
+
+    import golem_shell.ui as ui
+
+    assert ui.__all__ == sorted(ui.__all__)
+    public = {
+        n
+        for n, v in vars(ui).items()
+        if not n.startswith("_") and not isinstance(v, types.ModuleType)
+    }
+    assert public == set(ui.__all__)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from browser import Browser, BrowserUnavailable, Page, start_browser
-from web_chat_server import WebChatServer, serve_web_chat
+from web_chat_server import DroppingProxy, WebChatServer, serve_web_chat
 
 from golem_core import Role
 from golem_shell import SQLiteHistoryStore
@@ -156,3 +156,38 @@ async def test_chat_tools_approval_reload_and_edit_in_a_browser(
     ]
     assert [m.text for m in forked if m.role is Role.USER] == ["weather in Rome"]
     assert forked[-1].text == "The get_weather tool says: sunny, 21 C in Rome."
+
+
+async def test_a_network_drop_mid_stream_resumes_from_the_last_event_id(
+    server: WebChatServer, browser: Browser
+) -> None:
+    proxy = await DroppingProxy(int(server.url.rsplit(":", 1)[1])).start()
+    try:
+        page = await browser.page()
+        await page.goto(proxy.url + "/")
+        await _send(page, "a long answer please")
+        await page.wait_for(f"{_texts('assistant')}.join(' ').includes('word5 ')")
+        await page.evaluate(
+            "window.__statuses = []; new MutationObserver(() => window.__statuses.push("
+            "document.querySelector('#status').textContent)).observe("
+            "document.querySelector('#status'), {childList: true}); true"
+        )
+        proxy.drop()  # the network goes away in the middle of the answer
+        await page.wait_for(f"{_texts('assistant')}.join(' ').includes('word60.')")
+        await _idle(page)
+        assert "reconnecting" in await page.evaluate("window.__statuses")
+        [answer] = await page.evaluate(_texts("assistant"))
+        assert answer == " ".join(f"word{i}" for i in range(1, 61)) + "."  # each word once
+        assert await page.evaluate(_texts("user")) == ["a long answer please"]
+        resumes = [r for r in proxy.requests if r.startswith("GET /api/chat/")]
+        last_ids = [
+            int(line.split(":", 1)[1])
+            for r in resumes
+            for line in r.split("\r\n")
+            if line.lower().startswith("last-event-id:")
+        ]
+        assert last_ids and last_ids[0] > 0  # it asked for the rest, not the whole stream
+        posts = [r for r in proxy.requests if r.startswith("POST /api/chat ")]
+        assert len(posts) == 1  # the message was sent once: no duplicate turn
+    finally:
+        await proxy.close()

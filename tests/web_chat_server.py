@@ -2,10 +2,12 @@
 
 ``serve_web_chat(db, delay=...)`` starts it in a thread on a free port and returns a
 ``WebChatServer`` (``url``, ``app``, ``db``, ``close()``), for the HTTP and browser tests.
+``DroppingProxy`` sits in front of it and cuts connections on demand (a network drop).
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import socket
 import sys
@@ -68,3 +70,56 @@ def serve_web_chat(db: Path, *, delay: float = 0.01, key: bytes | None = None) -
     """Start the example on a free port of 127.0.0.1 with its SQLite file at ``db``."""
     example = load_example()
     return WebChatServer(example.make_app(str(db), delay=delay, key=key), str(db))
+
+
+class DroppingProxy:
+    """A TCP proxy in front of a server that can cut every open connection at once, as a
+    network drop does; new connections go through again. ``requests`` records the head
+    (request line and headers) of every request that passed, in order.
+    """
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.requests: list[str] = []
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._server: asyncio.Server | None = None
+        self.url = ""
+
+    async def start(self) -> DroppingProxy:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def _pipe(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, sniff: bool
+    ) -> None:
+        try:
+            while data := await reader.read(65536):
+                if sniff and b"HTTP/1.1\r\n" in data:
+                    self.requests.append(data.split(b"\r\n\r\n", 1)[0].decode(errors="replace"))
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.transport.abort()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        self._writers |= {writer, up_writer}
+        await asyncio.gather(
+            self._pipe(reader, up_writer, sniff=True), self._pipe(up_reader, writer, sniff=False)
+        )
+        self._writers -= {writer, up_writer}
+
+    def drop(self) -> None:
+        """Cut every open connection (both sides), like a lost network."""
+        for writer in list(self._writers):
+            writer.transport.abort()
+
+    async def close(self) -> None:
+        self.drop()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
