@@ -1,6 +1,6 @@
 """Chat in the browser: golem runs as the Vercel AI SDK UI message stream and as AG-UI.
 
-``pip install 'golem[ui]'``. The adapters translate a run's events into a protocol's
+``pip install 'golem-agents[ui]'``. The adapters translate a run's events into a protocol's
 stream and a client's messages into golem history; the client's history is untrusted
 and passes ``sanitize_history`` (``accept_history``) before a run sees it. ``LiveRuns``
 keeps a run going when the browser drops, and replays it to a reconnecting client
