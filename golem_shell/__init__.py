@@ -1,5 +1,8 @@
 """golem_shell: the effects of golem (provider HTTP, tools, clock, ids) around ``golem_core``."""
 
+from importlib import import_module as _import_module
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
 from golem_core import (
     Approved,
     Denied,
@@ -36,13 +39,6 @@ from golem_shell._summarize import (
     run_history_processor,
     summarize_history,
 )
-from golem_shell._token_counters import (
-    AsyncTokenCounter,
-    ProviderTokenCounter,
-    anthropic_token_counter,
-    async_budget_history,
-    gemini_token_counter,
-)
 from golem_shell._tokens import tiktoken_counter
 from golem_shell._tools import (
     Canceled,
@@ -53,7 +49,6 @@ from golem_shell._tools import (
     Toolset,
     tool,
 )
-from golem_shell.cli import history_schema
 from golem_shell.models import (
     AnthropicModel,
     FunctionModel,
@@ -65,14 +60,61 @@ from golem_shell.models import (
     TestModel,
     infer_model,
 )
-from golem_shell.store import (
-    CorruptHistoryError,
-    HistoryConflict,
-    HistoryStore,
-    HistoryStoreError,
-    PostgresHistoryStore,
-    SQLiteHistoryStore,
-)
+
+if _TYPE_CHECKING:  # imported on first use (start-up: issue 29), see ``__getattr__``
+    from golem_shell._token_counters import (
+        AsyncTokenCounter,
+        ProviderTokenCounter,
+        anthropic_token_counter,
+        async_budget_history,
+        gemini_token_counter,
+    )
+    from golem_shell.cli import history_schema
+    from golem_shell.store import (
+        CorruptHistoryError,
+        HistoryConflict,
+        HistoryStore,
+        HistoryStoreError,
+        PostgresHistoryStore,
+        SQLiteHistoryStore,
+    )
+
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "AsyncTokenCounter",
+            "ProviderTokenCounter",
+            "anthropic_token_counter",
+            "async_budget_history",
+            "gemini_token_counter",
+        ),
+        "golem_shell._token_counters",
+    ),
+    "history_schema": "golem_shell.cli",
+    **dict.fromkeys(
+        (
+            "CorruptHistoryError",
+            "HistoryConflict",
+            "HistoryStore",
+            "HistoryStoreError",
+            "PostgresHistoryStore",
+            "SQLiteHistoryStore",
+        ),
+        "golem_shell.store",
+    ),
+}
+"""Exports whose modules load on first use: the history stores (sqlite3, the erasure
+and crypto helpers), the command line (argparse) and the provider token counters."""
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'golem_shell' has no attribute {name!r}")
+    value = getattr(_import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Agent",
