@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 from returns.result import Failure, Success
 from strategies import histories, texts
+from wire_rules import responses_violations
 
 from golem_core import (
     DataPart,
@@ -132,44 +133,6 @@ def validate_body(body: dict[str, Any]) -> None:
         strict(tool, FunctionToolParam, f"tools[{k}]")
 
 
-def pairing_violations(body: dict[str, Any]) -> list[str]:
-    """The Responses pairing rule, and the call id and reasoning rules (module docstring)."""
-    problems: list[str] = []
-    items = body.get("input", [])
-    open_ids: list[str] = []
-    seen: set[str] = set()
-    for k, item in enumerate(items):
-        kind = item.get("type")
-        if kind == "function_call":
-            cid = item["call_id"]
-            if cid in seen:
-                problems.append(f"input[{k}]: call_id {cid!r} used twice")
-            if len(cid) > wire.MAX_CALL_ID_LENGTH:
-                problems.append(f"input[{k}]: call_id longer than 64")
-            seen.add(cid)
-            open_ids.append(cid)
-        elif kind == "function_call_output":
-            cid = item["call_id"]
-            if cid not in open_ids:
-                problems.append(f"input[{k}]: output for {cid!r} answers no open call")
-            else:
-                open_ids.remove(cid)
-        else:
-            if open_ids:
-                problems.append(f"input[{k}]: calls {open_ids} unanswered before this item")
-                open_ids = []
-            if kind == "reasoning":
-                following = items[k + 1] if k + 1 < len(items) else {}
-                if (
-                    following.get("type") not in ("reasoning", "function_call")
-                    and following.get("role") != "assistant"
-                ):
-                    problems.append(f"input[{k}]: reasoning item with nothing after it")
-    if open_ids:
-        problems.append(f"end: calls {open_ids} unanswered")
-    return problems
-
-
 # -- the history strategy: broken histories, with this API's reasoning mixed in ---------------
 
 reasoning_parts = st.builds(
@@ -263,7 +226,7 @@ def test_every_body_validates_against_the_sdk_and_holds_the_pairing_rule(
     assert isinstance(result, Success), result
     body = result.unwrap()
     validate_body(body)
-    assert pairing_violations(body) == []
+    assert responses_violations(body) == []
     assert body["store"] is False
     assert ("include" in body) is options["encrypted"]
     if not options["encrypted"]:
@@ -285,7 +248,7 @@ def test_raw_histories_encode_or_are_refused_naming_a_message(history: tuple[Mes
     match wire.encode_request(request, model="gpt-5", stream=False):
         case Success(body):
             validate_body(body)
-            assert pairing_violations(body) == []
+            assert responses_violations(body) == []
         case Failure(error):
             assert error.kind is ModelErrorKind.UNSUPPORTED_CONTENT
             assert error.message.startswith("message ")

@@ -1,9 +1,14 @@
-"""What OpenAI Chat Completions and Anthropic Messages accept, as checkers of request
-bodies: the rules the SDKs' request types cannot express (pairing, alternation, empty
-and whitespace-only text, unique ids). Each returns the list of violations (empty when
-the body would be accepted), so a failing property prints what a provider would say.
+"""What OpenAI Chat Completions, OpenAI Responses, Anthropic Messages and Gemini accept,
+as checkers of request bodies: the rules the SDKs' request types cannot express (pairing,
+alternation, the first turn, empty and whitespace-only text, unique ids). Each returns
+the list of violations (empty when the body would be accepted), so a failing property
+prints what a provider would say.
 
-Sources: ``/work/shared/research/wire-facts.md`` (the providers' 400 messages).
+Sources: ``/work/shared/research/wire-facts.md`` (the providers' 400 messages); for
+Gemini, its 400s "Please ensure that function call turn comes immediately after a user
+turn or after a function response turn", "... function response turn comes immediately
+after a function call turn", "the number of function response parts is equal to the
+number of function call parts", and "contents is not specified" (ADR 0065).
 """
 
 from __future__ import annotations
@@ -116,4 +121,121 @@ def anthropic_violations(body: dict[str, Any]) -> list[str]:
             and blocks[-1]["text"] != blocks[-1]["text"].rstrip()
         ):
             problems.append("final assistant content cannot end with trailing whitespace")
+    return problems
+
+
+MAX_RESPONSES_CALL_ID = 64
+"""OpenAI Responses refuses a longer ``call_id`` (``string_above_max_length``)."""
+
+
+def responses_violations(body: dict[str, Any]) -> list[str]:
+    """Responses: every ``function_call`` answered by a ``function_call_output`` with its
+    ``call_id`` before the next item that is not a tool item, no output answering
+    nothing, call ids unique and at most 64 characters, and a reasoning item followed by
+    an item of its own turn (a reasoning, an assistant message or a call)."""
+    problems: list[str] = []
+    items = body.get("input", [])
+    open_ids: list[str] = []
+    seen: set[str] = set()
+    for k, item in enumerate(items):
+        kind = item.get("type")
+        if kind == "function_call":
+            cid = item["call_id"]
+            if cid in seen:
+                problems.append(f"input[{k}]: call_id {cid!r} used twice")
+            if len(cid) > MAX_RESPONSES_CALL_ID:
+                problems.append(f"input[{k}]: call_id longer than 64")
+            seen.add(cid)
+            open_ids.append(cid)
+        elif kind == "function_call_output":
+            cid = item["call_id"]
+            if cid not in open_ids:
+                problems.append(f"input[{k}]: output for {cid!r} answers no open call")
+            else:
+                open_ids.remove(cid)
+        else:
+            if open_ids:
+                problems.append(f"input[{k}]: calls {open_ids} unanswered before this item")
+                open_ids = []
+            if kind == "reasoning":
+                following = items[k + 1] if k + 1 < len(items) else {}
+                if (
+                    following.get("type") not in ("reasoning", "function_call")
+                    and following.get("role") != "assistant"
+                ):
+                    problems.append(f"input[{k}]: reasoning item with nothing after it")
+    if open_ids:
+        problems.append(f"end: calls {open_ids} unanswered")
+    return problems
+
+
+GEMINI_DATA_KEYS = frozenset({"text", "inlineData", "fileData", "functionCall", "functionResponse"})
+"""The keys of which a Gemini part holds exactly one."""
+
+
+def gemini_violations(body: dict[str, Any], *, paired: bool = True) -> list[str]:
+    """Gemini: at least one content; the first from the user; roles ``user`` and
+    ``model`` alternating; no empty content; one datum per part; no empty text unless it
+    carries a signature; calls only in ``model`` contents and responses only in ``user``
+    ones; and the pairing rule: a content opens with exactly the responses to the calls
+    of the content before it, in order, with the call's id and name (no response after
+    other parts, none answering nothing), call ids distinct within a turn, and the first
+    call of a turn carries a thought signature (Gemini 3). ``paired=False`` leaves the
+    pairing rule out (for bodies of histories no repair went over)."""
+    contents = body.get("contents") or []
+    if not contents:
+        return ["contents: at least one content is required (contents is not specified)"]
+    problems: list[str] = []
+    if contents[0].get("role") != "user":
+        problems.append(
+            "contents[0]: the first content must come from the user (a function call"
+            " turn comes immediately after a user turn or a function response turn)"
+        )
+    open_calls: list[tuple[Any, Any]] = []
+    for k, content in enumerate(contents):
+        role = content.get("role")
+        parts = content.get("parts") or []
+        if role not in ("user", "model"):
+            problems.append(f"contents[{k}]: role {role!r}")
+        if not parts:
+            problems.append(f"contents[{k}]: no parts")
+        if k and contents[k - 1].get("role") == role:
+            problems.append(f"contents[{k}]: the same role twice in a row")
+        for j, part in enumerate(parts):
+            data = GEMINI_DATA_KEYS & set(part)
+            if len(data) != 1:
+                problems.append(f"contents[{k}].parts[{j}]: {sorted(data)}")
+            if part.get("text") == "" and "thoughtSignature" not in part:
+                problems.append(f"contents[{k}].parts[{j}]: empty text")
+            if "functionCall" in part and role != "model":
+                problems.append(f"contents[{k}].parts[{j}]: a call in a user content")
+            if "functionResponse" in part and role != "user":
+                problems.append(f"contents[{k}].parts[{j}]: a response in a model content")
+            if "functionResponse" in part and not isinstance(
+                part["functionResponse"].get("response"), dict
+            ):
+                problems.append(f"contents[{k}].parts[{j}]: a response that is not an object")
+        if not paired:
+            continue
+        answers = [
+            (p["functionResponse"].get("id"), p["functionResponse"]["name"])
+            for p in parts
+            if "functionResponse" in p
+        ]
+        if answers != open_calls:
+            problems.append(f"contents[{k}]: responses {answers} for calls {open_calls}")
+        if any("functionResponse" in p for p in parts[len(answers) :]):
+            problems.append(f"contents[{k}]: a response after other parts")
+        open_calls = [
+            (p["functionCall"].get("id"), p["functionCall"]["name"])
+            for p in parts
+            if "functionCall" in p
+        ]
+        ids = [i for i, _ in open_calls if i is not None]
+        if len(ids) != len(set(ids)):
+            problems.append(f"contents[{k}]: call ids repeated in one turn: {ids}")
+        if open_calls and "thoughtSignature" not in next(p for p in parts if "functionCall" in p):
+            problems.append(f"contents[{k}]: the first call carries no signature")
+    if open_calls:
+        problems.append(f"calls left unanswered at the end: {open_calls}")
     return problems

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -464,12 +465,14 @@ def test_default_base_url_and_name() -> None:
     assert isinstance(m, Model)
 
 
-async def test_audio_is_refused_before_any_request(provider_server: ProviderServer) -> None:
+async def test_audio_travels_as_its_stand_in(provider_server: ProviderServer) -> None:
     request = ModelRequest((Message.user("Listen", DataPart(b"RIFF", "audio", "audio/wav")),))
-    async with model(provider_server) as m:
-        with pytest.raises(UsageError, match="message 0 part 1: Anthropic Messages cannot take"):
-            await m.request(request)
-    assert provider_server.requests == []
+    async with model(provider_server) as m:  # ADR 0067: sent, never refused
+        sent = strip_cache_markers(json.loads(m._body(request, stream=False)))
+    assert sent["messages"][0]["content"][1] == {
+        "type": "text",
+        "text": "[audio (audio/wav, 4 bytes): not sent, Anthropic cannot take it]",
+    }
 
 
 async def test_mock_transport() -> None:

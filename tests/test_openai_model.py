@@ -559,18 +559,19 @@ def test_a_base_url_must_be_http(base_url: str) -> None:
         OpenAIModel("m", base_url=base_url)
 
 
-async def test_unsupported_content_is_refused_before_any_request(
+async def test_unsupported_content_travels_as_its_stand_in(
     provider_server: ProviderServer,
 ) -> None:
     request = ModelRequest(
         (Message.user("Watch this", URLPart("https://example.com/v.mp4", "video")),)
     )
-    async with model(provider_server) as m:
-        with pytest.raises(UsageError, match=r"message 0 part 1: .* video"):
-            await m.request(request)
-        with pytest.raises(UsageError):
-            await collect(m, request)
-    assert provider_server.requests == []
+    async with model(provider_server) as m:  # ADR 0067: sent, never refused
+        for stream in (False, True):
+            sent = json.loads(m._body(request, stream=stream))
+            assert sent["messages"][0]["content"][1]["text"] == (
+                "[video by URL (https://example.com/v.mp4): not sent,"
+                " OpenAI Chat Completions cannot take it]"
+            )
 
 
 async def test_a_schema_that_is_not_json_is_a_usage_error(provider_server: ProviderServer) -> None:

@@ -471,14 +471,15 @@ def test_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.anyio
-async def test_content_or_settings_it_cannot_take_are_refused_before_any_request(
+async def test_content_it_cannot_take_travels_as_its_stand_in(
     provider_server: ProviderServer,
 ) -> None:
     video = ModelRequest((Message.user("Watch", URLPart("https://example.com/v.mp4", "video")),))
-    async with model(provider_server) as m:
-        with pytest.raises(UsageError, match=r"message 0 part 1: .* video"):
-            await m.request(video)
-    assert provider_server.requests == []
+    async with model(provider_server) as m:  # ADR 0067: sent, never refused
+        sent = json.loads(m._body(video, stream=False))
+    assert sent["input"][0]["content"][1]["text"] == (
+        "[video by URL (https://example.com/v.mp4): not sent, OpenAI Responses cannot take it]"
+    )
 
 
 @attrs.frozen

@@ -307,10 +307,11 @@ def test_openai_mistral_array_content_decodes_as_text() -> None:
     assert openai_wire.decode_response(raw).unwrap().text == "Hello world"
 
 
-def test_openai_refuses_image_types_it_cannot_take_before_the_request() -> None:
-    heic = Message(Role.USER, (DataPart(b"\x00", "image", "image/heic"),))
-    with pytest.raises(UsageError, match="image/heic"):
-        body(OPENAI, heic)
+def test_openai_sends_image_types_it_cannot_take_as_their_stand_in() -> None:
+    heic = Message(Role.USER, (DataPart(b"\x00", "image", "image/heic"),))  # ADR 0067
+    assert body(OPENAI, heic)["messages"][0]["content"] == (
+        "[image (image/heic, 1 byte): not sent, OpenAI Chat Completions cannot take it]"
+    )
     png = Message(Role.USER, (DataPart(b"\x00", "image", "image/png"),))
     assert body(OPENAI, png)["messages"][0]["content"][0]["type"] == "image_url"
 

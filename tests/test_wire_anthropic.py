@@ -126,21 +126,24 @@ def test_user_media_blocks() -> None:
 @pytest.mark.parametrize(
     ("part", "what"),
     [
-        (URLPart("https://example.com/v.mp4", "video"), "video by URL"),
-        (URLPart("https://example.com/a.mp3", "audio"), "audio by URL"),
-        (DataPart(b"x", "audio", "audio/wav"), "audio data of type 'audio/wav'"),
-        (DataPart(b"x", "video", "video/mp4"), "video data of type 'video/mp4'"),
-        (DataPart(b"x", "image", "image/bmp"), "image data of type 'image/bmp'"),
-        (DataPart(b"\xff", "document", "text/plain"), "a text/plain document that is not UTF-8"),
+        (URLPart("https://example.com/v.mp4", "video"), "video by URL (https://example.com/v.mp4)"),
+        (URLPart("https://example.com/a.mp3", "audio"), "audio by URL (https://example.com/a.mp3)"),
+        (DataPart(b"x", "audio", "audio/wav"), "audio (audio/wav, 1 byte)"),
+        (DataPart(b"xy", "video", "video/mp4"), "video (video/mp4, 2 bytes)"),
+        (DataPart(b"x", "image", "image/bmp"), "image (image/bmp, 1 byte)"),
+        (DataPart(b"\xff", "document", "text/plain"), "document (text/plain, 1 byte)"),
     ],
 )
-def test_content_anthropic_cannot_take_is_refused_naming_message_and_part(
+def test_content_anthropic_cannot_take_is_sent_as_its_stand_in(
     part: URLPart | DataPart, what: str
 ) -> None:
+    """ADR 0067: never a refusal that bricks the conversation; the model reads what was there."""
     request = ModelRequest((Message.user("a"), Message.assistant("b"), Message.user("look", part)))
-    error = refusal(request)
-    assert error.kind is ModelErrorKind.UNSUPPORTED_CONTENT
-    assert error.message == f"message 2 part 1: Anthropic Messages cannot take {what}"
+    sent = body(request)["messages"][2]["content"]
+    assert sent == [
+        {"type": "text", "text": "look"},
+        {"type": "text", "text": f"[{what}: not sent, Anthropic cannot take it]"},
+    ]
 
 
 def test_empty_text_blocks_are_never_sent() -> None:

@@ -138,27 +138,35 @@ def test_user_media_parts() -> None:
 @pytest.mark.parametrize(
     ("part", "what"),
     [
-        (URLPart("https://example.com/v.mp4", "video"), "video by URL"),
-        (URLPart("https://example.com/a.mp3", "audio"), "audio by URL"),
-        (URLPart("https://example.com/d.pdf", "document"), "document by URL"),
-        (DataPart(b"x", "video", "video/mp4"), "video data of type 'video/mp4'"),
-        (DataPart(b"x", "audio", "audio/ogg"), "audio data of type 'audio/ogg'"),
-        (DataPart(b"x", "document", "text/plain"), "document data of type 'text/plain'"),
+        (URLPart("https://example.com/v.mp4", "video"), "video by URL (https://example.com/v.mp4)"),
+        (URLPart("https://example.com/a.mp3", "audio"), "audio by URL (https://example.com/a.mp3)"),
+        (URLPart("https://x/d.pdf", "document"), "document by URL (https://x/d.pdf)"),
+        (DataPart(b"x", "video", "video/mp4"), "video (video/mp4, 1 byte)"),
+        (DataPart(b"x", "audio", "audio/ogg"), "audio (audio/ogg, 1 byte)"),
+        (DataPart(b"abc", "document", "text/plain"), "document (text/plain, 3 bytes)"),
+        (DataPart(b"<svg/>", "image", "image/svg+xml"), "image (image/svg+xml, 6 bytes)"),
     ],
 )
-def test_content_openai_cannot_take_is_refused_naming_message_and_part(
+def test_content_openai_cannot_take_is_sent_as_its_stand_in(
     part: URLPart | DataPart, what: str
 ) -> None:
+    """ADR 0067: never a refusal that bricks the conversation; the model reads what was there."""
     request = ModelRequest((Message.user("a"), Message.assistant("b"), Message.user("look", part)))
-    error = refusal(request)
-    assert error.kind is ModelErrorKind.UNSUPPORTED_CONTENT
-    assert error.message.startswith("message 2 part 1: OpenAI Chat Completions cannot take")
-    assert what in error.message
+    assert body(request)["messages"][2]["content"] == [
+        {"type": "text", "text": "look"},
+        {"type": "text", "text": f"[{what}: not sent, OpenAI Chat Completions cannot take it]"},
+    ]
 
 
-def test_media_in_an_assistant_message_is_refused() -> None:
+def test_media_in_an_assistant_message_is_sent_as_its_stand_in() -> None:
     message = Message(Role.ASSISTANT, (URLPart("https://x/y.png", "image"),))
-    assert refusal(ModelRequest((message,))).message.startswith("message 0 part 0:")
+    assert body(ModelRequest((message,)))["messages"] == [
+        {
+            "role": "assistant",
+            "content": "[image by URL (https://x/y.png): not sent,"
+            " OpenAI Chat Completions cannot take it]",
+        }
+    ]
 
 
 def test_empty_text_is_dropped_and_an_empty_message_is_not_sent() -> None:

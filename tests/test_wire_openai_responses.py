@@ -144,16 +144,24 @@ def test_user_media_and_refusals() -> None:
             ],
         }
     ]
-    for part, what in [
-        (URLPart("https://example.com/v.mp4", "video"), "video by URL"),
-        (DataPart(b"x", "audio", "audio/wav"), "audio data of type 'audio/wav'"),
-        (DataPart(b"x", "image", "image/tiff"), "image data of type 'image/tiff'"),
+    for part, what in [  # ADR 0067: sent as a stand-in, never refused
+        (URLPart("https://example.com/v.mp4", "video"), "video by URL (https://example.com/v.mp4)"),
+        (DataPart(b"x", "audio", "audio/wav"), "audio (audio/wav, 1 byte)"),
+        (DataPart(b"xy", "image", "image/tiff"), "image (image/tiff, 2 bytes)"),
     ]:
-        error = refusal(ModelRequest((Message.user("a"), Message.user("look", part))))
-        assert error.kind is ModelErrorKind.UNSUPPORTED_CONTENT
-        assert error.message.startswith(f"message 1 part 1: OpenAI Responses cannot take {what}")
+        sent = body(ModelRequest((Message.user("a"), Message.user("look", part))))["input"][1]
+        assert sent["content"] == [
+            {"type": "input_text", "text": "look"},
+            {"type": "input_text", "text": f"[{what}: not sent, OpenAI Responses cannot take it]"},
+        ]
     media = Message(Role.ASSISTANT, (URLPart("https://x/y.png", "image"),))
-    assert refusal(ModelRequest((media,))).message.startswith("message 0 part 0:")
+    assert body(ModelRequest((media,)))["input"] == [
+        {
+            "role": "assistant",
+            "content": "[image by URL (https://x/y.png): not sent,"
+            " OpenAI Responses cannot take it]",
+        }
+    ]
 
 
 def test_stop_sequences_do_not_exist_in_this_api() -> None:

@@ -28,7 +28,7 @@ from attrs import field, frozen
 
 from golem_core._history import _calls_of
 from golem_core._json import _describe
-from golem_core._messages import Message, Part, Role, ToolCallPart
+from golem_core._messages import DataPart, Message, Part, Role, ToolCallPart, URLPart
 from golem_core._model import ModelErrorKind
 from golem_core._retry import _header, parse_retry_after
 
@@ -51,6 +51,7 @@ __all__ = [
     "parse_json",
     "req_str",
     "result_as_text",
+    "stand_in",
     "stream_error",
     "wire_sequence",
 ]
@@ -261,6 +262,30 @@ def result_as_text(message: Message) -> str:
     return f"[{what}{name}{ident}] {text}" if text else f"[{what}{name}{ident}]"
 
 
+# -- parts a provider cannot take (ADR 0067) ----------------------------------------------
+
+_MAX_URL_SHOWN = 200
+
+
+def stand_in(part: URLPart | DataPart, provider: str) -> str:
+    """The short text sent in place of a part ``provider`` cannot take (ADR 0067): what it
+    was, its media type and its size (or its URL), never its bytes. So a tool that
+    returned an SVG, a video or an octet-stream never bricks the conversation: the
+    request goes, and the model learns what was there. Total, deterministic."""
+    if isinstance(part, DataPart):
+        size = len(part.data)
+        what = f"{part.kind} ({part.media_type}, {size} byte{'' if size == 1 else 's'})"
+    else:
+        url = part.url
+        if url[:5].lower() == "data:":
+            url = "a data: URL"
+        elif len(url) > _MAX_URL_SHOWN:
+            url = url[:_MAX_URL_SHOWN] + "..."
+        media = f", {part.media_type}" if part.media_type else ""
+        what = f"{part.kind} by URL ({url}{media})"
+    return f"[{what}: not sent, {provider} cannot take it]"
+
+
 # -- strict readers of decoded JSON -------------------------------------------------------
 
 
@@ -345,12 +370,14 @@ class WireIds:
 
     Ids are kept byte for byte when the provider accepts them, so ordinary histories are
     sent unchanged (and stay prompt-cache friendly). Otherwise: characters outside
-    ``allowed`` become ``_``, an id longer than ``max_length`` is cut and suffixed with a
-    hash of the original, and with ``unique`` an id already used by an earlier call of
-    the request gets ``_2``, ``_3``, ... (Anthropic refuses a request in which two
-    ``tool_use`` blocks share an id; servers that number calls ``call_0`` in every
-    response produce exactly that). A result is sent under the name of the most recent
-    call with its id, which is the call it answers once the history is repaired.
+    ``allowed`` become ``_``, a surrogate (which has no UTF-8 form) becomes ``_`` and a hash
+    of the original follows (ids differing only there stay distinct), an id longer than
+    ``max_length`` is cut and suffixed with a hash of the original, and with ``unique`` an
+    id already used by an earlier call of the request gets ``_2``, ``_3``, ... (Anthropic
+    refuses a request in which two ``tool_use`` blocks share an id; servers that number
+    calls ``call_0`` in every response produce exactly that). A result is sent under the
+    name of the most recent call with its id, which is the call it answers once the history
+    is repaired.
 
     A builder used while encoding one request: effect-free and deterministic.
     """
@@ -364,13 +391,19 @@ class WireIds:
 
     def _clean(self, call_id: str) -> str:
         name = call_id
+        lossy = False  # whether two ids could now meet: then a hash of the original follows
+        if not name.isascii() and _has_surrogate(name):  # no UTF-8 form: "\ud800" -> "_"
+            name = "".join("_" if "\ud800" <= c <= "\udfff" else c for c in name)
+            lossy = True
         if self._allowed is not None and not all(c in self._allowed for c in name):
             name = "".join(c if c in self._allowed else "_" for c in name)
         if not name:
             name = "call"
-        if self._max and len(name) > self._max:
+        if lossy or (self._max and len(name) > self._max):
             digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-            name = name[: self._max - 11] + "_" + digest
+            if self._max and len(name) + 11 > self._max:
+                name = name[: self._max - 11]
+            name = name + "_" + digest
         return name
 
     def call(self, call_id: str) -> str:
@@ -391,6 +424,16 @@ class WireIds:
         """The wire id a result for ``call_id`` answers."""
         found = self._current.get(call_id)
         return found if found is not None else self._clean(call_id)
+
+
+def _has_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a surrogate code point (it then has no UTF-8 form, and the
+    request's bytes would replace it, so that two ids differing only there would meet)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 REPEATED_CALL_TEXT = (

@@ -11,9 +11,9 @@ shell (``golem_shell.models.anthropic``) does the HTTP. The mapping:
   consecutive assistant messages into one ``assistant`` turn;
 - user text, images (``url`` or ``base64`` source; JPEG, PNG, GIF, WebP) and documents
   (PDF by URL or as base64, plain text as a ``text`` source) become content blocks;
-  audio and video are refused before any request (``UNSUPPORTED_CONTENT``, naming the
-  message and part index); empty text blocks, which Anthropic rejects, are not sent, and
-  a message left empty is not sent;
+  audio, video and other media (SVG, octet-stream, ...) are sent as a short textual
+  stand-in naming what they were, their type and size (ADR 0067); empty text blocks,
+  which Anthropic rejects, are not sent, and a message left empty is not sent;
 - an assistant turn keeps its blocks in order: thinking with its ``signature`` unchanged
   (``thinking``), redacted thinking (``redacted_thinking`` with ``data``), text, and
   ``tool_use`` whose ``input`` is ``wire_arguments(call)`` (a truncated call travels as
@@ -35,6 +35,9 @@ that ended with no fragment is ``{}``; a block cut by ``max_tokens`` keeps what 
 (``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``), cache read
 and write as reported; in a stream the last cumulative figure of each field wins. A
 stream is complete only at ``message_stop``; an ``error`` event fails it.
+
+Over 600 lines because a codec is one concept: the request encoder and the response,
+stream and error decoders of one API share its vocabulary and are read together.
 """
 
 from __future__ import annotations
@@ -84,6 +87,7 @@ from golem_core.wire._common import (
     parse_json,
     req_str,
     result_as_text,
+    stand_in,
     stream_error,
     wire_sequence,
 )
@@ -119,19 +123,15 @@ class _Unsupported(Exception):
         self.message = message
 
 
-def _refuse(index: int, part_index: int, what: str) -> _Unsupported:
-    return _Unsupported(f"message {index} part {part_index}: Anthropic Messages cannot take {what}")
-
-
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _media(part: URLPart | DataPart, index: int, part_index: int) -> dict[str, Any]:
+def _media(part: URLPart | DataPart) -> dict[str, Any]:
     if isinstance(part, URLPart):
         if part.kind in ("image", "document"):
             return {"type": part.kind, "source": {"type": "url", "url": part.url}}
-        raise _refuse(index, part_index, f"{part.kind} by URL")
+        return _stand_in(part)
     media_type = part.media_type.lower()
     if part.kind == "image" and media_type in _IMAGE_TYPES:
         source = {"type": "base64", "media_type": media_type, "data": _b64(part.data)}
@@ -143,25 +143,28 @@ def _media(part: URLPart | DataPart, index: int, part_index: int) -> dict[str, A
         try:
             text = part.data.decode("utf-8")
         except UnicodeDecodeError:
-            raise _refuse(index, part_index, "a text/plain document that is not UTF-8") from None
+            return _stand_in(part)
         return {
             "type": "document",
             "source": {"type": "text", "media_type": "text/plain", "data": text},
         }
-    raise _refuse(index, part_index, f"{part.kind} data of type {part.media_type!r}")
+    return _stand_in(part)
 
 
-def _user_blocks(
-    parts: Sequence[Part], index: int, *, include_text: bool = True
-) -> list[dict[str, Any]]:
+def _stand_in(part: URLPart | DataPart) -> dict[str, Any]:
+    """A text block in place of a part Anthropic cannot take (ADR 0067)."""
+    return {"type": "text", "text": stand_in(part, PROVIDER)}
+
+
+def _user_blocks(parts: Sequence[Part], *, include_text: bool = True) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    for j, part in enumerate(parts):
+    for part in parts:
         match part:
             case TextPart():
                 if include_text and _sendable(part.text):
                     blocks.append({"type": "text", "text": part.text})
             case URLPart() | DataPart():
-                blocks.append(_media(part, index, j))
+                blocks.append(_media(part))
             case ThinkingPart() | ToolCallPart() | UnknownPart():
                 pass  # not user content: not sent
             case _:  # pragma: no cover
@@ -194,11 +197,9 @@ def _trim_final_assistant(turns: list[_Turn]) -> None:
         turns.pop()
 
 
-def _assistant_blocks(
-    message: Message, index: int, with_tools: bool, ids: WireIds
-) -> list[dict[str, Any]]:
+def _assistant_blocks(message: Message, with_tools: bool, ids: WireIds) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    for j, part in enumerate(message.parts):
+    for part in message.parts:
         match part:
             case ThinkingPart():
                 if part.redacted:
@@ -223,8 +224,8 @@ def _assistant_blocks(
                             "input": arguments,
                         }
                     )
-            case URLPart() | DataPart():
-                raise _refuse(index, j, f"{part.kind} in an assistant message")
+            case URLPart() | DataPart():  # no media in an assistant turn: its stand-in
+                blocks.append(_stand_in(part))
             case UnknownPart():
                 pass
             case _:  # pragma: no cover
@@ -232,10 +233,10 @@ def _assistant_blocks(
     return blocks
 
 
-def _tool_result(message: Message, index: int, ids: WireIds) -> dict[str, Any]:
+def _tool_result(message: Message, ids: WireIds) -> dict[str, Any]:
     assert message.tool_call_id is not None
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": ids.result(message.tool_call_id)}
-    media = _user_blocks(message.parts, index, include_text=False)
+    media = _user_blocks(message.parts, include_text=False)
     text = message.text if _sendable(message.text) else ""
     if media:
         block["content"] = ([{"type": "text", "text": text}] if text else []) + media
@@ -268,25 +269,25 @@ def _messages(request: ModelRequest) -> list[dict[str, Any]]:
             turns.append(_Turn(role))
         return turns[-1]
 
-    for i, message in wire_sequence(request.messages):
+    for _, message in wire_sequence(request.messages):
         match message.role:
             case Role.SYSTEM:
                 continue
             case Role.USER:
-                blocks = _user_blocks(message.parts, i)
+                blocks = _user_blocks(message.parts)
                 if blocks:
                     turn("user").blocks.extend(blocks)
             case Role.ASSISTANT:
-                blocks = _assistant_blocks(message, i, with_tools, ids)
+                blocks = _assistant_blocks(message, with_tools, ids)
                 if blocks:
                     turn("assistant").blocks.extend(blocks)
             case Role.TOOL:
                 if not with_tools:
                     text = {"type": "text", "text": result_as_text(message)}
-                    media = _user_blocks(message.parts, i, include_text=False)
+                    media = _user_blocks(message.parts, include_text=False)
                     turn("user").blocks.extend([text, *media])
                 elif message.tool_call_id:  # a result that answers no call is not sent
-                    turn("user").results.append(_tool_result(message, i, ids))
+                    turn("user").results.append(_tool_result(message, ids))
             case _:  # pragma: no cover
                 assert_never(message.role)
     _trim_final_assistant(turns)
@@ -316,8 +317,9 @@ def encode_request(
         default_max_tokens: ``max_tokens`` when the request's settings leave it unset.
 
     Returns:
-        The body, or ``Failure(WireError)`` of kind ``UNSUPPORTED_CONTENT`` naming the
-        message and part Anthropic cannot take.
+        The body (a part Anthropic cannot take travels as its textual stand-in, ADR
+        0067), or ``Failure(WireError)`` of kind ``UNSUPPORTED_CONTENT`` when nothing is
+        left to send.
     """
     try:
         messages = _messages(request)

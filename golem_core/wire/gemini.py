@@ -9,10 +9,15 @@ bodies. No I/O: the shell (``golem_shell.models.gemini``) does the HTTP. The map
 - roles are ``user`` and ``model``: consecutive user-side messages (user messages and
   tool results) are merged into one ``user`` content whose ``functionResponse`` parts
   come first, and consecutive assistant messages into one ``model`` content (ADR 0046);
+  a request whose first content would be a ``model`` one opens with a ``user`` content
+  holding ``OPENING_TEXT`` (Gemini refuses a function call turn that follows no user
+  turn), and a request with no content at all is refused before sending (ADR 0065);
 - user text, URL parts (``fileData``: ``fileUri`` and, when known, ``mimeType``) and data
   parts (``inlineData``: ``mimeType`` and base64 ``data``) become parts; Gemini takes
-  images, audio, video and documents, so no kind is refused here; empty text parts are
-  not sent, and a content left empty is not sent;
+  images, audio, video and documents, but not every media type: SVG, octet-stream and
+  other types it refuses are sent as a short textual stand-in naming what they were,
+  their type and size (ADR 0067); empty text parts are not sent, and a content left
+  empty is not sent;
 - an assistant turn keeps its parts in order: text, ``functionCall`` (``id`` when the
   call has one, ``name``, ``args`` = ``wire_arguments(call)``, so a truncated call travels
   as ``{"truncated_args": "<verbatim>"}``), media; calls without an id are not sent.
@@ -49,6 +54,9 @@ and its kin), and a prompt Gemini blocked, are failures that say so (ADR 0048).
 cache read is ``cachedContentTokenCount``, reasoning is ``thoughtsTokenCount``; in a
 stream the last ``usageMetadata`` wins (each is a cumulative snapshot). A stream is
 complete once a chunk gives the ``finishReason``; an ``error`` chunk fails it.
+
+Over 600 lines because a codec is one concept: the request encoder and the response,
+stream and error decoders of one API share its vocabulary and are read together.
 """
 
 from __future__ import annotations
@@ -90,6 +98,7 @@ from golem_core.wire._common import REPEATED_CALL_TEXT as REPEATED_CALL_TEXT
 from golem_core.wire._common import (
     Malformed,
     WireError,
+    WireIds,
     arr,
     bad,
     call_as_text,
@@ -102,10 +111,12 @@ from golem_core.wire._common import (
     parse_json,
     req_str,
     result_as_text,
+    stand_in,
     wire_sequence,
 )
 
 __all__ = [
+    "OPENING_TEXT",
     "PROVIDER",
     "REPEATED_CALL_TEXT",
     "SKIP_SIGNATURE",
@@ -124,6 +135,10 @@ THOUGHT_SIGNATURE_KEY = "thoughtSignature"
 """The ``extra`` key of a part that holds the Gemini thought signature it came with."""
 SKIP_SIGNATURE = base64.b64encode(b"skip_thought_signature_validator").decode("ascii")
 """Google's documented placeholder signature for a function call Gemini did not produce."""
+OPENING_TEXT = "(the conversation so far)"
+"""The text of the ``user`` content put before a request whose history opens with a
+model turn: Gemini refuses a function call turn that does not follow a user turn or a
+function response turn (ADR 0065)."""
 _BASE64 = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")
 _WITHHELD = frozenset(
     {
@@ -229,7 +244,36 @@ def _signed(wire: dict[str, Any], part: Part, index: int, part_index: int) -> di
     return wire
 
 
+_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"})
+_DOCUMENT_TYPES = frozenset(
+    {
+        "application/pdf",
+        "application/json",
+        "application/rtf",
+        "application/x-javascript",
+        "application/x-python",
+        "application/x-python-code",
+        "application/x-typescript",
+    }
+)
+
+
+def _takes(media_type: str | None) -> bool:
+    """Whether Gemini takes media of ``media_type`` (``None``: unknown, Gemini reads the
+    file): its image types, any audio, video or text type, and its document types. SVG,
+    ``application/octet-stream`` and other types are refused by the API."""
+    if media_type is None:
+        return True
+    lowered = media_type.lower().split(";")[0].strip()
+    major = lowered.split("/")[0]
+    if major in ("audio", "video", "text"):
+        return True
+    return lowered in _IMAGE_TYPES or lowered in _DOCUMENT_TYPES
+
+
 def _media(part: URLPart | DataPart) -> dict[str, Any]:
+    if not _takes(part.media_type):  # its stand-in instead (ADR 0067)
+        return {"text": stand_in(part, PROVIDER)}
     if isinstance(part, URLPart):
         data: dict[str, Any] = {}
         if part.media_type:
@@ -267,7 +311,9 @@ class _Content:
         self.results: list[Message] = []  # user: the tool results, in order
 
 
-def _model_parts(message: Message, index: int, with_tools: bool, into: _Content) -> None:
+def _model_parts(
+    message: Message, index: int, with_tools: bool, into: _Content, ids: WireIds
+) -> None:
     for j, part in enumerate(message.parts):
         match part:
             case TextPart():
@@ -282,7 +328,11 @@ def _model_parts(message: Message, index: int, with_tools: bool, into: _Content)
                 if not with_tools:
                     into.parts.append({"text": call_as_text(part, arguments)})
                 elif part.id is not None:
-                    call: dict[str, Any] = {"id": part.id, "name": part.name, "args": arguments}
+                    call: dict[str, Any] = {
+                        "id": ids.call(part.id),
+                        "name": part.name,
+                        "args": arguments,
+                    }
                     into.parts.append(_signed({"functionCall": call}, part, index, j))
                     into.calls.append(part)
             case URLPart() | DataPart():
@@ -303,7 +353,9 @@ def _response(name: str, call_id: str | None, result: Message) -> dict[str, Any]
     return {"functionResponse": response}
 
 
-def _user_content(content: _Content, previous: _Content | None) -> list[dict[str, Any]]:
+def _user_content(
+    content: _Content, previous: _Content | None, ids: WireIds
+) -> list[dict[str, Any]]:
     """The parts of a ``user`` content: the responses to ``previous``'s calls in call order
     (one per call), then results that answer none of them, then attachments, then the
     user's own parts."""
@@ -319,10 +371,12 @@ def _user_content(content: _Content, previous: _Content | None) -> list[dict[str
         answer = first.get(call.id)
         if answer is not None:
             answered.add(id(answer))
-            out.append(_response(call.name, call.id, answer))
+            out.append(_response(call.name, ids.result(call.id), answer))
     for result in content.results:
         if id(result) not in answered:  # answers no call of the turn before: sent as is
-            out.append(_response(result.tool_name or "tool", result.tool_call_id, result))
+            call_id = result.tool_call_id
+            wire_id = None if call_id is None else ids.result(call_id)
+            out.append(_response(result.tool_name or "tool", wire_id, result))
     for result in content.results:
         media = _user_parts(result.parts, include_text=False)
         if media:
@@ -335,6 +389,7 @@ def _user_content(content: _Content, previous: _Content | None) -> list[dict[str
 def _contents(request: ModelRequest) -> list[dict[str, Any]]:
     with_tools = bool(request.tools)
     built: list[_Content] = []
+    ids = WireIds()  # ids kept, but never two that only a lone surrogate told apart
 
     def content(role: str) -> _Content:
         if not built or built[-1].role != role:
@@ -350,7 +405,7 @@ def _contents(request: ModelRequest) -> list[dict[str, Any]]:
                 if parts:
                     content("user").parts.extend(parts)
             case Role.ASSISTANT:
-                _model_parts(message, i, with_tools, content("model"))
+                _model_parts(message, i, with_tools, content("model"), ids)
             case Role.TOOL:
                 if not with_tools:
                     text = {"text": result_as_text(message)}
@@ -364,7 +419,7 @@ def _contents(request: ModelRequest) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for k, c in enumerate(built):
         if c.role == "user":
-            parts = _user_content(c, built[k - 1] if k else None)
+            parts = _user_content(c, built[k - 1] if k else None, ids)
         else:
             parts = c.parts
             first_call = next((p for p in parts if "functionCall" in p), None)
@@ -376,6 +431,13 @@ def _contents(request: ModelRequest) -> list[dict[str, Any]]:
             out[-1]["parts"].extend(parts)
         else:
             out.append({"role": c.role, "parts": parts})
+    if not out:
+        raise _Unsupported(
+            "nothing to send: no message holds content Gemini accepts"
+            " (empty text and system messages are not sent)"
+        )
+    if out[0]["role"] == "model":  # Gemini wants a user turn first (ADR 0065)
+        out.insert(0, {"role": "user", "parts": [{"text": OPENING_TEXT}]})
     return out
 
 
@@ -393,7 +455,8 @@ def encode_request(
 
     Returns:
         The body, or ``Failure(WireError)`` of kind ``UNSUPPORTED_CONTENT`` naming the
-        message and part Gemini cannot take (a thought signature that is not base64).
+        message and part Gemini cannot take (a thought signature that is not base64),
+        or saying that nothing is left to send.
     """
     try:
         contents = _contents(request)

@@ -9,8 +9,8 @@ shell (``golem_shell.models.openai``) does the HTTP. The mapping:
 - user text, image (URL or ``data:`` URL), PDF data (``file``) and wav/mp3 data
   (``input_audio``) become content parts; a user message of one text part is sent as a
   plain string; empty text parts are dropped and a message left empty is not sent;
-  video, audio URLs, document URLs and other media are refused before any request
-  (``UNSUPPORTED_CONTENT``, naming the message and part index);
+  video, audio URLs, document URLs and other media (SVG, octet-stream, ...) are sent as
+  a short textual stand-in naming what they were, their type and size (ADR 0067);
 - an assistant message is ``content`` (its text, or ``null`` beside tool calls) and
   ``tool_calls`` whose ``arguments`` string is ``wire_arguments(call)`` as compact JSON
   with UTF-8 kept (``separators=(",", ":")``, ``ensure_ascii=False``): deterministic, and
@@ -35,6 +35,9 @@ become a thinking part; tool calls keep their id and their raw ``arguments`` str
 ``Usage``: ``prompt_tokens`` in, ``completion_tokens`` out (reasoning included),
 ``cached_tokens`` read from cache, ``reasoning_tokens``. A stream is complete only at
 ``data: [DONE]``; a chunk holding a top-level ``error`` fails it.
+
+Over 600 lines because a codec is one concept: the request encoder and the response,
+stream and error decoders of one API share its vocabulary and are read together.
 """
 
 from __future__ import annotations
@@ -85,6 +88,7 @@ from golem_core.wire._common import (
     parse_json,
     req_str,
     result_as_text,
+    stand_in,
     stream_error,
     wire_sequence,
 )
@@ -119,27 +123,19 @@ _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 """The image types OpenAI accepts inline (HEIC, TIFF, BMP, SVG, ... are refused)."""
 
 
-class _Unsupported(Exception):
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-def _refuse(index: int, part_index: int, what: str) -> _Unsupported:
-    return _Unsupported(
-        f"message {index} part {part_index}: OpenAI Chat Completions cannot take {what}"
-    )
+_NAME = "OpenAI Chat Completions"
+"""The API's name in the stand-in of a part it cannot take (``stand_in``, ADR 0067)."""
 
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _media(part: URLPart | DataPart, index: int, part_index: int) -> dict[str, Any]:
+def _media(part: URLPart | DataPart) -> dict[str, Any]:
     if isinstance(part, URLPart):
         if part.kind == "image":
             return {"type": "image_url", "image_url": {"url": part.url}}
-        raise _refuse(index, part_index, f"{part.kind} by URL (only images can be URLs)")
+        return {"type": "text", "text": stand_in(part, _NAME)}  # only images by URL
     media_type = part.media_type.lower()
     if part.kind == "image" and media_type in _IMAGE_TYPES:
         url = f"data:{part.media_type};base64,{_b64(part.data)}"
@@ -157,24 +153,23 @@ def _media(part: URLPart | DataPart, index: int, part_index: int) -> dict[str, A
             "type": "input_audio",
             "input_audio": {"data": _b64(part.data), "format": _AUDIO_FORMATS[media_type]},
         }
-    raise _refuse(index, part_index, f"{part.kind} data of type {part.media_type!r}")
+    return {"type": "text", "text": stand_in(part, _NAME)}
 
 
 def _user_content(
     parts: Sequence[Part],
-    index: int,
     *,
     include_text: bool = True,
     leading: Sequence[dict[str, Any]] = (),
 ) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = list(leading)
-    for j, part in enumerate(parts):
+    for part in parts:
         match part:
             case TextPart():
                 if include_text and part.text:
                     content.append({"type": "text", "text": part.text})
             case URLPart() | DataPart():
-                content.append(_media(part, index, j))
+                content.append(_media(part))
             case ThinkingPart() | ToolCallPart() | UnknownPart():
                 pass  # not user content: not sent
             case _:  # pragma: no cover
@@ -189,13 +184,11 @@ def _as_content(content: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
     return content
 
 
-def _assistant(
-    message: Message, index: int, with_tools: bool, ids: WireIds
-) -> dict[str, Any] | None:
+def _assistant(message: Message, with_tools: bool, ids: WireIds) -> dict[str, Any] | None:
     texts: list[str] = []
     segments: list[str] = []
     calls: list[dict[str, Any]] = []
-    for j, part in enumerate(message.parts):
+    for part in message.parts:
         match part:
             case TextPart():
                 if part.text:
@@ -210,8 +203,9 @@ def _assistant(
                     calls.append(
                         {"id": ids.call(part.id), "type": "function", "function": function}
                     )
-            case URLPart() | DataPart():
-                raise _refuse(index, j, f"{part.kind} in an assistant message")
+            case URLPart() | DataPart():  # no media in an assistant message: its stand-in
+                texts.append(stand_in(part, _NAME))
+                segments.append(texts[-1])
             case ThinkingPart() | UnknownPart():
                 pass  # thinking cannot be replayed to Chat Completions; unknown never sent
             case _:  # pragma: no cover
@@ -239,30 +233,30 @@ def _messages(request: ModelRequest, system_role: SystemRole) -> list[dict[str, 
             out.append({"role": "user", "content": list(attachments)})
             attachments.clear()
 
-    for i, message in wire_sequence(request.messages):
+    for _, message in wire_sequence(request.messages):
         role = message.role
         if role is not Role.TOOL:
             flush()
         if role is Role.SYSTEM:
             continue
         if role is Role.USER:
-            content = _user_content(message.parts, i)
+            content = _user_content(message.parts)
             if content:
                 out.append({"role": "user", "content": _as_content(content)})
         elif role is Role.ASSISTANT:
-            assistant = _assistant(message, i, with_tools, ids)
+            assistant = _assistant(message, with_tools, ids)
             if assistant is not None:
                 out.append(assistant)
         elif role is Role.TOOL:
             if not with_tools:
                 flush()
                 label = {"type": "text", "text": result_as_text(message)}
-                content = _user_content(message.parts, i, include_text=False, leading=[label])
+                content = _user_content(message.parts, include_text=False, leading=[label])
                 out.append({"role": "user", "content": _as_content(content)})
                 continue
             if not message.tool_call_id:
                 continue  # answers no call: a provider would reject it
-            media = _user_content(message.parts, i, include_text=False)
+            media = _user_content(message.parts, include_text=False)
             text = message.text
             if media:
                 attachments.append(
@@ -303,13 +297,10 @@ def encode_request(
         max_tokens_field: the name the token limit travels under.
 
     Returns:
-        The body, or ``Failure(WireError)`` of kind ``UNSUPPORTED_CONTENT`` naming the
-        message and part OpenAI cannot take.
+        The body, always: a part OpenAI cannot take travels as its textual stand-in
+        (``stand_in``, ADR 0067). A ``Result`` like every codec's encoder.
     """
-    try:
-        messages = _messages(request, system_role)
-    except _Unsupported as exc:
-        return Failure(WireError(ModelErrorKind.UNSUPPORTED_CONTENT, exc.message))
+    messages = _messages(request, system_role)
     body: dict[str, Any] = {"model": model, "messages": messages}
     settings = request.settings
     if request.tools:
@@ -328,7 +319,6 @@ def encode_request(
     if settings.max_tokens is not None:
         body[max_tokens_field] = settings.max_tokens
     if settings.temperature is not None:
-    add_openai_cache_key(body, request)
         body["temperature"] = settings.temperature
     if settings.top_p is not None:
         body["top_p"] = settings.top_p
@@ -339,6 +329,7 @@ def encode_request(
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
+    add_openai_cache_key(body, request)
     return Success(body)
 
 

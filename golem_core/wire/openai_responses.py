@@ -12,14 +12,15 @@ shell (``golem_shell.models.openai_responses``) does the HTTP. The mapping (ADRs
   "auto"``) and PDF documents (data, or a URL) become ``input_text`` / ``input_image`` /
   ``input_file`` content; a user message of one text part is sent as a plain string;
   empty text is dropped and a message left empty is not sent; audio, video and other
-  media are refused before any request (``UNSUPPORTED_CONTENT``, naming the message and
-  part index);
+  media (SVG, octet-stream, ...) are sent as a short textual stand-in naming what they
+  were, their type and size (ADR 0067);
 - an assistant message becomes items: its reasoning items and one ``assistant`` message
-  per run of text, in order, then its ``function_call`` items (``call_id``, ``name``,
-  ``arguments`` = ``wire_arguments(call)`` as compact JSON with UTF-8 kept, so a
-  truncated call travels as ``{"truncated_args": "<verbatim>"}``). Calls come last so
-  that each is answered before any other item (the pairing rule); calls without an id
-  are not sent;
+  per run of text of one ``phase`` (kept in the text part's ``extra`` as ``openaiPhase``
+  and sent back as received; ADR 0066), in order, then its ``function_call`` items
+  (``call_id``, ``name``, ``arguments`` = ``wire_arguments(call)`` as compact JSON
+  with UTF-8 kept, so a truncated call travels as ``{"truncated_args": "<verbatim>"}``).
+  Calls come last so that each is answered before any other item (the pairing rule);
+  calls without an id are not sent;
 - reasoning: a ``ThinkingPart`` that came from this API carries the reasoning item's id
   and ``encrypted_content`` in its ``extra`` (``openaiReasoningId``,
   ``openaiEncryptedContent``; ADR 0049) and no signature, so no other provider's
@@ -45,14 +46,18 @@ shell (``golem_shell.models.openai_responses``) does the HTTP. The mapping (ADRs
 
 Responses (ADR 0051): reasoning items become thinking parts (summary texts joined by a
 blank line), each ``message`` item one text part (``output_text`` and ``refusal``
-content joined), ``function_call`` items tool calls with their ``call_id`` and raw
-``arguments``. ``finish_reason`` is ``"refusal"`` when the answer holds a refusal, else
+content joined; its ``phase``, ``commentary`` or ``final_answer``, kept),
+``function_call`` items tool calls with their ``call_id`` and raw ``arguments``.
+``finish_reason`` is ``"refusal"`` when the answer holds a refusal, else
 ``incomplete_details.reason`` (``"max_output_tokens"``, ``"content_filter"``) for an
 incomplete response, else the status (``"completed"``). ``Usage``: ``input_tokens`` in
 (cached included), ``output_tokens`` out (reasoning included), ``cached_tokens`` read
 from cache, ``cache_write_tokens`` written to it (where reported), ``reasoning_tokens``.
 A ``failed`` response is its error. A stream is complete only at ``response.completed``
 or ``response.incomplete``; ``response.failed`` and ``error`` events fail it.
+
+Over 600 lines because a codec is one concept: the request encoder and the response,
+stream and error decoders of one API share its vocabulary and are read together.
 """
 
 from __future__ import annotations
@@ -105,12 +110,14 @@ from golem_core.wire._common import (
     parse_json,
     req_str,
     result_as_text,
+    stand_in,
     wire_sequence,
 )
 
 __all__ = [
     "ENCRYPTED_CONTENT_KEY",
     "MAX_CALL_ID_LENGTH",
+    "PHASE_KEY",
     "PROVIDER",
     "REASONING_ID_KEY",
     "StreamDecoder",
@@ -127,6 +134,9 @@ REASONING_ID_KEY = "openaiReasoningId"
 """The ``extra`` key of a thinking part holding its Responses reasoning item id."""
 ENCRYPTED_CONTENT_KEY = "openaiEncryptedContent"
 """The ``extra`` key of a thinking part holding the item's ``encrypted_content``."""
+PHASE_KEY = "openaiPhase"
+"""The ``extra`` key of a text part holding its message item's ``phase`` (``commentary``
+or ``final_answer``; ADR 0066)."""
 MAX_CALL_ID_LENGTH = 64
 """OpenAI refuses a longer ``call_id`` (``string_above_max_length``)."""
 INCLUDE_ENCRYPTED = "reasoning.encrypted_content"
@@ -160,16 +170,6 @@ def supports_encrypted_reasoning(model: str) -> bool:
     if name.startswith(("o1", "o3", "o4", "codex")):
         return True
     return name.startswith("gpt-5") and not name.startswith("gpt-5-chat")
-
-
-class _Unsupported(Exception):
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-def _refuse(index: int, part_index: int, what: str) -> _Unsupported:
-    return _Unsupported(f"message {index} part {part_index}: OpenAI Responses cannot take {what}")
 
 
 def _b64(data: bytes) -> str:
@@ -230,13 +230,13 @@ def reasoning_item(part: ThinkingPart) -> dict[str, Any] | None:
 # -- requests ----------------------------------------------------------------------------
 
 
-def _media(part: URLPart | DataPart, index: int, part_index: int) -> dict[str, Any]:
+def _media(part: URLPart | DataPart) -> dict[str, Any]:
     if isinstance(part, URLPart):
         if part.kind == "image":
             return {"type": "input_image", "image_url": part.url, "detail": "auto"}
         if part.kind == "document":
             return {"type": "input_file", "file_url": part.url}
-        raise _refuse(index, part_index, f"{part.kind} by URL (only images and documents)")
+        return {"type": "input_text", "text": stand_in(part, PROVIDER)}  # ADR 0067
     media_type = part.media_type.lower()
     if part.kind == "image" and media_type in _IMAGE_TYPES:
         url = f"data:{part.media_type};base64,{_b64(part.data)}"
@@ -247,20 +247,18 @@ def _media(part: URLPart | DataPart, index: int, part_index: int) -> dict[str, A
             "filename": "document.pdf",
             "file_data": f"data:application/pdf;base64,{_b64(part.data)}",
         }
-    raise _refuse(index, part_index, f"{part.kind} data of type {part.media_type!r}")
+    return {"type": "input_text", "text": stand_in(part, PROVIDER)}  # ADR 0067
 
 
-def _user_content(
-    parts: Sequence[Part], index: int, *, include_text: bool = True
-) -> list[dict[str, Any]]:
+def _user_content(parts: Sequence[Part], *, include_text: bool = True) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = []
-    for j, part in enumerate(parts):
+    for part in parts:
         match part:
             case TextPart():
                 if include_text and part.text:
                     content.append({"type": "input_text", "text": part.text})
             case URLPart() | DataPart():
-                content.append(_media(part, index, j))
+                content.append(_media(part))
             case ThinkingPart() | ToolCallPart() | UnknownPart():
                 pass  # not user content: not sent
             case _:  # pragma: no cover
@@ -284,18 +282,22 @@ class _Encoder:
         self.ids = WireIds(max_length=MAX_CALL_ID_LENGTH, unique=True)
         self.items: list[dict[str, Any]] = []
 
-    def assistant(self, message: Message, index: int) -> None:
+    def assistant(self, message: Message) -> None:
         leading: list[dict[str, Any]] = []  # reasoning and text items, in order
         calls: list[dict[str, Any]] = []
         text: list[str] = []  # segments: text parts, and calls rendered as text (ADR 0031)
         glue = "" if self.with_tools else "\n"
+        phase: list[str | None] = [None]  # the phase of the text gathered (ADR 0066)
 
         def flush_text() -> None:
             if text:
-                leading.append({"role": "assistant", "content": glue.join(text)})
+                item: dict[str, Any] = {"role": "assistant", "content": glue.join(text)}
+                if phase[0] is not None:
+                    item["phase"] = phase[0]
+                leading.append(item)
                 text.clear()
 
-        for j, part in enumerate(message.parts):
+        for part in message.parts:
             match part:
                 case ThinkingPart():
                     item = reasoning_item(part) if self.reasoning else None
@@ -304,6 +306,10 @@ class _Encoder:
                         leading.append(item)
                 case TextPart():
                     if part.text:
+                        own = _extra_str(part.extra, PHASE_KEY)
+                        if text and own != phase[0]:
+                            flush_text()  # items of different phases stay apart
+                        phase[0] = own
                         text.append(part.text)
                 case ToolCallPart():
                     arguments = wire_arguments(part)
@@ -318,8 +324,8 @@ class _Encoder:
                                 "arguments": dumps_compact(arguments),
                             }
                         )
-                case URLPart() | DataPart():
-                    raise _refuse(index, j, f"{part.kind} in an assistant message")
+                case URLPart() | DataPart():  # no media in an assistant item: its stand-in
+                    text.append(stand_in(part, PROVIDER))
                 case UnknownPart():
                     pass
                 case _:  # pragma: no cover
@@ -331,15 +337,15 @@ class _Encoder:
         self.items.extend(leading)
         self.items.extend(calls)
 
-    def tool(self, message: Message, index: int) -> None:
+    def tool(self, message: Message) -> None:
         if not self.with_tools:
             label = {"type": "input_text", "text": result_as_text(message)}
-            media = _user_content(message.parts, index, include_text=False)
+            media = _user_content(message.parts, include_text=False)
             self.items.append({"role": "user", "content": _as_content([label, *media])})
             return
         if not message.tool_call_id:
             return  # answers no call: OpenAI would refuse it
-        media = _user_content(message.parts, index, include_text=False)
+        media = _user_content(message.parts, include_text=False)
         text = message.text
         output: str | list[dict[str, Any]] = text
         if media:
@@ -353,18 +359,18 @@ class _Encoder:
         )
 
     def encode(self, request: ModelRequest) -> list[dict[str, Any]]:
-        for i, message in wire_sequence(request.messages):
+        for _, message in wire_sequence(request.messages):
             match message.role:
                 case Role.SYSTEM:
                     continue
                 case Role.USER:
-                    content = _user_content(message.parts, i)
+                    content = _user_content(message.parts)
                     if content:
                         self.items.append({"role": "user", "content": _as_content(content)})
                 case Role.ASSISTANT:
-                    self.assistant(message, i)
+                    self.assistant(message)
                 case Role.TOOL:
-                    self.tool(message, i)
+                    self.tool(message)
                 case _:  # pragma: no cover
                     assert_never(message.role)
         return self.items
@@ -391,8 +397,9 @@ def encode_request(
         reasoning: the ``reasoning`` object to send (``{"effort": "low"}``), if any.
 
     Returns:
-        The body, or ``Failure(WireError)`` of kind ``UNSUPPORTED_CONTENT`` naming the
-        message and part (or setting) the Responses API cannot take.
+        The body (a part the Responses API cannot take travels as its textual stand-in,
+        ADR 0067), or ``Failure(WireError)`` of kind ``UNSUPPORTED_CONTENT`` naming the
+        setting it cannot take (``stop``).
     """
     if encrypted_reasoning is None:
         encrypted_reasoning = supports_encrypted_reasoning(model)
@@ -404,10 +411,7 @@ def encode_request(
                 "settings.stop: OpenAI Responses has no stop sequences",
             )
         )
-    try:
-        items = _Encoder(request, encrypted_reasoning).encode(request)
-    except _Unsupported as exc:
-        return Failure(WireError(ModelErrorKind.UNSUPPORTED_CONTENT, exc.message))
+    items = _Encoder(request, encrypted_reasoning).encode(request)
     body: dict[str, Any] = {"model": model}
     if request.instructions:
         body["instructions"] = request.instructions
@@ -492,7 +496,12 @@ def _item_part(item: dict[str, Any], path: str) -> tuple[Part | None, bool]:
                 text.append(req_str(content, "refusal", cpath))
                 refused = True
         joined = "".join(text)
-        return (TextPart(joined) if joined else None), refused
+        if not joined:
+            return None, refused
+        phase = item.get("phase")  # commentary or final_answer: kept, sent back (ADR 0066)
+        if isinstance(phase, str) and phase:
+            return TextPart(joined, extra=((PHASE_KEY, dumps_compact(phase)),)), refused
+        return TextPart(joined), refused
     if kind == "function_call":
         return (
             ToolCallPart(
