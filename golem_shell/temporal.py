@@ -169,7 +169,8 @@ class GolemRun:
 
     def __init__(self) -> None:
         self.paused: RunState | None = None
-        self.sent: list[AnswersSent] = []
+        self.sent: list[tuple[int, AnswersSent]] = []  # accepted, not yet taken by the run
+        self.taken: dict[int, str | None] = {}  # by update: applied (None) or why not
 
     @workflow.run
     async def run(self, agent: str, run: JSON) -> JSON:
@@ -182,7 +183,14 @@ class GolemRun:
 
     @workflow.update(name=ANSWER_UPDATE)
     async def answer(self, sent: JSON) -> None:
-        self.sent.append(decode_as(AnswersSent, sent, "answers"))
+        """Hand the answers to the waiting run; end when it has applied them (or refused
+        them: an answer that lost a race to another for the same pause)."""
+        number = len(self.taken) + len(self.sent)
+        self.sent.append((number, decode_as(AnswersSent, sent, "answers")))
+        await workflow.wait_condition(lambda: number in self.taken)
+        refused = self.taken[number]
+        if refused is not None:
+            raise ApplicationError(refused, type="Rejected")
 
     @answer.validator
     def check_answer(self, sent: JSON) -> None:
@@ -476,11 +484,11 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         agent = self.agent
         instructions = static_instructions(agent)
         if agent.dynamic_instructions is not None:
-            resolved = decode_as(
-                InstructionsResolved,
-                await self._effect("golem.instructions", self._payload(run_input)),
-                "instructions",
-            )
+            try:
+                recorded = await self._effect("golem.instructions", self._payload(run_input))
+            except ActivityError as e:
+                recorded = encode(InstructionsResolved(failed=f"the activity failed: {e.cause}"))
+            resolved = decode_as(InstructionsResolved, recorded, "instructions")
             if resolved.failed is not None:
                 return encode(instructions_failed(self.name, run_input, resolved.failed))
             instructions = resolved.instructions
@@ -488,6 +496,7 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         progress = Progress(state, observe_run(agent, state, self.on_event))
         end = await run(progress, _TemporalEffects(self, run_))
         assert isinstance(end, Finish | Fail)  # a durable run waits instead of pausing
+        await workflow.wait_condition(workflow.all_handlers_finished)  # answers told
         return encode(ended(self.name, agent, end))
 
     def _payload(self, run_input: JSON, **more: JSON) -> JSON:
@@ -583,13 +592,18 @@ class _TemporalEffects:
 
     async def wait(self, paused: RunState) -> Answered:
         """Publish the waiting calls (the query), then take accepted answers in order
-        until some fit this pause; answers for an earlier pause are dropped."""
+        until some fit this pause; answers for an earlier pause are refused."""
         run_ = self.run
         run_.paused = paused
         while True:
             await workflow.wait_condition(lambda: bool(run_.sent))
-            sent = run_.sent.pop(0)
+            number, sent = run_.sent.pop(0)
             answered = Answered(sent.answers, pause=sent.pause)
-            if receive(paused, answered).rejected is None:
-                run_.paused = None
+            rejected = receive(paused, answered).rejected
+            run_.taken[number] = None if rejected is None else str(rejected)
+            if rejected is None:
+                run_.paused = None  # no answer is accepted until the next pause
+                for late, _ in run_.sent:  # accepted for this pause, beaten by this one
+                    run_.taken[late] = f"pause {paused.pauses} was answered already"
+                run_.sent.clear()
                 return answered

@@ -302,6 +302,28 @@ async def test_a_stale_answer_that_reaches_the_run_is_refused(temporal_server: A
 
 
 @pytest.mark.anyio
+async def test_two_answers_for_one_pause_apply_once(temporal_server: Any) -> None:
+    """A double click: two answers for the same pause race; one applies, the other is
+    refused (by the client's check, the run's validator, or the run itself), never kept
+    for a later pause."""
+    durable = DURABLE["deferred"]
+    async with _working(temporal_server.address) as client:
+        run_id = await durable.start(client, "clean up", run_id=_id("race"))
+        waiting = await durable.waiting(client, run_id, timeout=30)
+        answers = {"d1": Denied("no"), "e1": Denied("none")}
+        outcomes = await asyncio.gather(
+            durable.answer(client, run_id, answers, pause=waiting.pause),
+            durable.answer(client, run_id, answers, pause=waiting.pause),
+            return_exceptions=True,
+        )
+        result = await durable.result(client, run_id)
+    refused = [o for o in outcomes if isinstance(o, BaseException)]
+    assert len(refused) == 1 and isinstance(refused[0], DeferredResultsError), outcomes
+    assert result.output == "after: denied: no | denied: none"
+    assert result.requests == 2
+
+
+@pytest.mark.anyio
 async def test_misuse_is_a_usage_error(temporal_server: Any) -> None:
     async with _working(temporal_server.address) as client:
         with pytest.raises(UsageError, match="no durable run"):
