@@ -1,43 +1,27 @@
 """Durable runs on Temporal: an ``Agent`` run as a workflow whose activities are its effects.
 
-Owns the mapping of golem's run driver (``golem_shell._driver``) onto Temporal (ADR 0083).
-The workflow ``golem.run`` is the driver: the core decides, the workflow replays every
-decision deterministically from its history. Each effect is an activity whose result is
-recorded in that history before the run moves on:
-
-- ``golem.instructions``: the dynamic instructions (only for an agent that has them);
-- ``golem.request``: one model request (the adapter's own retries happen inside it);
-- ``golem.tool``: one tool call (the calls of one batch are concurrent activities,
-  scheduled in call order).
-
-Retries stay golem's: every activity has ``RetryPolicy(maximum_attempts=1)``, and an
-activity turns every failure of its effect into an outcome (``ModelFailed``,
-``ToolCrashed``), so Temporal never repeats an effect because it failed. An activity
-heartbeats while it runs; when its worker dies (even by SIGKILL) the heartbeat times out
-and the workflow schedules the effect again (at least once, as DBOS runs an unrecorded
-step again), up to ``_LOST_LIMIT`` times. Recorded effects are never performed again: a
-restarted worker replays the workflow from its history.
-
-Validation of the output, the history processor and every transition run in the
-workflow body. Activity inputs and results, the workflow's input and its result are
-plain JSON from ``golem_shell._records`` (messages in golem's message contract). The
+Owns the mapping of golem's run driver (``golem_shell._driver``) onto Temporal (ADR 0083,
+docs/durable.md). The workflow ``golem.run`` (``GolemRun``) is the driver, replayed from
+its history; each effect is an activity recorded there before the run moves on:
+``golem.instructions`` (dynamic instructions), ``golem.request`` (one model request, the
+adapter's retries inside), ``golem.tool`` (one tool call; a batch's calls are concurrent
+activities scheduled in call order). Validation, the history processor and every
+transition run in the workflow. Inputs and results are ``golem_shell._records`` JSON; the
 workflow id is the run id.
 
-A paused run does not end: its waiting calls are readable with the query
-``golem.waiting`` and it receives answers through the update ``golem.answer``, whose
-validator refuses answers that do not fit the pause they name (the core's check, so a
-stale or repeated answer is refused before anything is recorded); then it goes on in the
-same workflow.
+Retries stay golem's: ``RetryPolicy(maximum_attempts=1)``, and an activity returns its
+effect's failure as an outcome. An activity heartbeats; when its worker dies the
+heartbeat times out and the workflow schedules the effect again (at least once), up to
+``_LOST_LIMIT`` times. A paused run waits in the same workflow: the query
+``golem.waiting`` reads its waiting calls, the update ``golem.answer`` answers them, and
+its validator runs the core's check, so answers for another pause are refused before
+anything is recorded.
 
-The workflow runs outside Temporal's sandbox (``sandboxed=False``): its body is golem's
-own driver, and ``golem_shell`` does effects at import (thread-locals, HTTP clients), so
-it cannot be re-imported in the sandbox. The purity of what decides, ``golem_core``, is
-proven separately: ``tests/test_temporal_sandbox.py`` imports it in the sandbox as it is
-and runs the loop there.
-
-``temporalio`` is an optional dependency: importing this module without it raises
-``UsageError`` naming the extra. Create every ``TemporalAgent`` (by name) in every worker
-process before its worker starts, so a run finds its agent.
+The workflow is not sandboxed: ``golem_shell`` does effects at import, so it cannot be
+re-imported in Temporal's sandbox; ``golem_core``, which decides, runs there as it is
+(``tests/test_temporal_sandbox.py``). ``temporalio`` is optional: importing this module
+without it raises ``UsageError`` naming the extra. Create every ``TemporalAgent`` in every
+worker process before its worker starts, so a run finds its agent by name.
 """
 
 from __future__ import annotations
