@@ -30,7 +30,7 @@ import base64
 import binascii
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, assert_never
+from typing import Any, Literal, assert_never
 
 from returns.result import Failure, Success
 
@@ -113,6 +113,10 @@ class VercelStream:
             continued), so that ``finish`` carries the whole turn.
         answered: answers the continuation gives to waiting calls: their results are
             shown, and a ``Denied`` one as ``tool-output-denied``.
+        sdk_version: 6 (the default: AI SDK 6 and 7 read the same stream) or 5, which
+            has no ``finishReason``, no ``tool-approval-request`` (a waiting call stays
+            ``input-available``) and no ``tool-output-denied`` (a denial is a
+            ``tool-output-error``).
     """
 
     def __init__(
@@ -121,8 +125,12 @@ class VercelStream:
         *,
         prior: Sequence[Message] = (),
         answered: Mapping[str, DeferredAnswer] | None = None,
+        sdk_version: Literal[5, 6] = 6,
     ) -> None:
+        if sdk_version not in (5, 6):
+            raise ValueError(f"sdk_version must be 5 or 6, got {sdk_version!r}")
         self.message_id = message_id
+        self.sdk_version = sdk_version
         self._prior = tuple(prior)
         # block ids unique across the streams of one UI message (a continued turn)
         self._fold = UIFold(f"{message_id}-{len(self._prior)}", answered)
@@ -165,7 +173,7 @@ class VercelStream:
                     }
                 ]
             case CallResult(message=m, denied=denied):
-                if denied:
+                if denied and self.sdk_version >= 6:
                     return [{"type": "tool-output-denied", "toolCallId": m.tool_call_id}]
                 if m.failed:
                     return [
@@ -183,6 +191,8 @@ class VercelStream:
                     }
                 ]
             case ApprovalRequested(call=call):
+                if self.sdk_version < 6:
+                    return []
                 return [
                     {"type": "tool-approval-request", "approvalId": call.id, "toolCallId": call.id}
                 ]
@@ -191,6 +201,12 @@ class VercelStream:
         assert_never(step)
 
     def _end(self, ended: RunEnded) -> list[Chunk]:
+        out = self._finish(ended)
+        if self.sdk_version < 6:
+            out[-1].pop("finishReason", None)
+        return out
+
+    def _finish(self, ended: RunEnded) -> list[Chunk]:
         out: list[Chunk] = []
         finish: Chunk = {"type": "finish"}
         if ended.result is None:
