@@ -43,6 +43,7 @@ from golem_shell._schema import ValidationFailed, validate
 from golem_shell._tools import RunContext
 
 __all__ = [
+    "WaitingCalls",
     "answers_to_send",
     "check_wrapped",
     "ended",
@@ -52,7 +53,6 @@ __all__ = [
     "result_of",
     "run_input",
     "static_instructions",
-    "WaitingCalls",
 ]
 
 JSON: TypeAlias = Any

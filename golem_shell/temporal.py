@@ -105,11 +105,11 @@ except ImportError as _missing:  # pragma: no cover - the extra is installed in 
 __all__ = [
     "ACTIVITIES",
     "ANSWER_UPDATE",
+    "GolemRun",
     "TASK_QUEUE",
+    "TemporalAgent",
     "WAITING_QUERY",
     "WORKFLOW_NAME",
-    "GolemRun",
-    "TemporalAgent",
     "WaitingCalls",
 ]
 
