@@ -323,6 +323,31 @@ async def test_two_answers_for_one_pause_apply_once(temporal_server: Any) -> Non
     assert result.requests == 2
 
 
+EVENTS: list[Any] = []
+OBSERVED = TemporalAgent(
+    Agent(FunctionModel(_two_tools), tools=[add]),
+    name="unit-observed",
+    task_queue=QUEUE,
+    on_event=EVENTS.append,
+)
+
+
+@pytest.mark.anyio
+async def test_a_durable_run_reports_the_events_of_a_plain_run(temporal_server: Any) -> None:
+    async with _working(temporal_server.address) as client:
+        result = await OBSERVED.run(client, "add things", run_id=_id("observed"))
+    plain: list[Any] = []
+    await OBSERVED.agent.run(
+        "add things",
+        run_id=result.run_id,
+        conversation_id=result.conversation_id,
+        on_event=plain.append,
+    )
+    durable = [type(e).__name__ for e in EVENTS if e.run_id == result.run_id]
+    assert durable == [type(e).__name__ for e in plain]
+    assert durable[0] == "RunStarted" and durable[-1] == "RunFinished"
+
+
 @pytest.mark.anyio
 async def test_misuse_is_a_usage_error(temporal_server: Any) -> None:
     async with _working(temporal_server.address) as client:
