@@ -407,3 +407,35 @@ def test_the_readme_command_serves_the_chat_with_no_key(tmp_path: Path) -> None:
         process.terminate()
         out, _ = process.communicate(timeout=30)
     assert b"with the offline model (no key)" in out
+
+
+def test_a_failed_run_reports_an_error_and_keeps_the_message(server: WebChatServer) -> None:
+    client = browser_client(server)
+    cid = new_conversation(client)
+    chunks = chat(client, cid, [user("fail please")])
+    assert [c["type"] for c in chunks][-2:] == ["error", "finish"]
+    assert "asked to fail" in chunks[-2]["errorText"]
+    assert chunks[-1]["finishReason"] == "error"
+    assert [m.text for m in stored(server, client, cid)] == ["fail please"]
+    shown = client.get(f"/api/conversations/{cid}").json()["messages"]
+    chunks = chat(client, cid, [*shown, user("hello")])  # the conversation goes on
+    assert chunks[-1]["finishReason"] == "stop"
+    assert [m.role for m in stored(server, client, cid)] == [Role.USER, Role.USER, Role.ASSISTANT]
+
+
+def test_a_denied_transfer_never_runs(server: WebChatServer) -> None:
+    client = browser_client(server)
+    cid = new_conversation(client)
+    chunks = chat(client, cid, [user("pay mallory 5")])
+    call_id = next(c for c in chunks if c["type"] == "tool-approval-request")["toolCallId"]
+    shown = client.get(f"/api/conversations/{cid}").json()["messages"]
+    part = next(p for p in shown[-1]["parts"] if p.get("toolCallId") == call_id)
+    assert part["state"] == "approval-requested"  # a reload shows the buttons again
+    part["state"] = "approval-responded"
+    part["approval"] = {"id": call_id, "approved": False, "reason": "not to mallory"}
+    chunks = chat(client, cid, shown)
+    assert {"type": "tool-output-denied", "toolCallId": call_id} in chunks
+    history = stored(server, client, cid)
+    result = next(m for m in history if m.tool_call_id == call_id)
+    assert result.failed and "not to mallory" in result.text
+    assert not any("sent 5 cents" in m.text for m in history)
