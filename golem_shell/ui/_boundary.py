@@ -14,7 +14,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from golem_core import Message, SanitizeReport, SigningKeys, sanitize_history
-from golem_shell._errors import GolemError
+from golem_shell import GolemError
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",

@@ -29,18 +29,23 @@ from golem_core import (
     Denied,
     Message,
     ModelRequest,
+    RequestFinished,
     Role,
+    RunPaused,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
     ToolCallPart,
 )
-from golem_core._events import RequestFinished, RunPaused
-from golem_shell._agent import DeltaEvent, RunResult, partial_from
-from golem_shell._event_stream import RunEvent
-from golem_shell._observe import EventHandler
-from golem_shell.models import Model
+from golem_shell import (  # the public API only: the agent's internals may change
+    DeltaEvent,
+    EventHandler,
+    Model,
+    RunEvent,
+    RunResult,
+    partial_from,
+)
 
 __all__ = [
     "ApprovalRequested",
