@@ -311,30 +311,38 @@ def _write_fast(src: _Source) -> None:
         src.emit([f"def _fast_{name}(d, names):"], 0)
         src.emit([f"if type(d) is not dict: {_RAISE}", "get = d.get", "n = len(d)"], 1)
         src.emit(_fast_body(src, record, ["return o"]), 1)
-    head = [
-        "def _fast_parts(raw, names):",
-        "    out = []",
-        "    append = out.append",
-        "    for d in raw:",
-        f"        if type(d) is not dict: {_RAISE}",
-        "        get = d.get",
-        "        n = len(d)",
-        '        tag = get("type")',
-    ]
-    src.emit(head, 0)
-    for k, record in enumerate(PART_RECORDS):
-        src.emit([f"{'if' if k == 0 else 'elif'} tag == {record.tag!r}:"], 2)
-        src.emit(_fast_body(src, record, ["append(o)", "continue"]), 3)
+    # a message's parts: one part (the usual case) read straight into a 1-tuple, more
+    # than one in a loop; both from the same bodies, so they cannot disagree
+    src.emit(["def _fast_parts(raw, names):"], 0)
+    src.emit(["if len(raw) == 1:"], 1)
+    _emit_part_dispatch(src, 2, "raw[0]", ["return (o,)"], "return (_unknown_part(d, names),)")
+    src.emit(["out = []", "append = out.append", "for d in raw:"], 1)
+    _emit_part_dispatch(src, 2, None, ["append(o)", "continue"], "append(_unknown_part(d, names))")
+    src.emit(["return tuple(out)"], 1)
     src.emit(
         [
-            "elif type(tag) is str and tag:",
-            "    append(_UnknownPart(tag, _leftovers(d, _TYPE_ONLY, (), names)))",
-            "else:",
+            "def _unknown_part(d, names):",
+            '    tag = d.get("type")',
+            "    if type(tag) is str and tag:",
+            "        return _UnknownPart(tag, _leftovers(d, _TYPE_ONLY, (), names))",
             f"    {_RAISE}",
         ],
-        2,
+        0,
     )
-    src.emit(["return tuple(out)"], 1)
+
+
+def _emit_part_dispatch(
+    src: _Source, indent: int, item: str | None, finish: list[str], unknown: str
+) -> None:
+    """Lines reading ``d`` (``item``, else the loop's) into a part by its ``type``, each
+    known type's body ending with ``finish``, any other type with ``unknown``."""
+    head = [] if item is None else [f"d = {item}"]
+    head += [f"if type(d) is not dict: {_RAISE}", "get = d.get", "n = len(d)", 'tag = get("type")']
+    src.emit(head, indent)
+    for k, record in enumerate(PART_RECORDS):
+        src.emit([f"{'if' if k == 0 else 'elif'} tag == {record.tag!r}:"], indent)
+        src.emit(_fast_body(src, record, finish), indent + 1)
+    src.emit([unknown], indent)
 
 
 def _omitted(src: _Source, default: object, v: str = "v") -> str | None:
