@@ -105,12 +105,19 @@ def _read(source: str) -> tuple[Message, ...]:
     return decoded.value_or(())
 
 
+def _utf8(text: str) -> bytes:
+    """``text`` as UTF-8. A lone surrogate (valid input: JSON allows ``"\\ud800"``) has no
+    UTF-8 form: it is written as its escape ``\\ud800``, which in JSON text is the same
+    value and in a report line reads as it does in Python. Total."""
+    return text.encode("utf-8", "backslashreplace")
+
+
 def _history_bytes(history: Sequence[Message], indent: int | None) -> bytes:
     encoded = encode_history(history)
     if indent is None:
         return encoded + b"\n"
     pretty = json.dumps(json.loads(encoded), indent=indent, ensure_ascii=False)
-    return (pretty + "\n").encode("utf-8")
+    return _utf8(pretty + "\n")
 
 
 def _emit(stream: IO[str], data: bytes) -> None:
@@ -135,14 +142,14 @@ def _write_history(history: Sequence[Message], args: argparse.Namespace) -> None
         raise _InputError(f"cannot write {args.output}: {e.strerror or e}") from None
 
 
-def _report(
-    stream: IO[str], args: argparse.Namespace, data: dict[str, Any], lines: list[str]
-) -> None:
+def _report(args: argparse.Namespace, data: dict[str, Any], lines: list[str]) -> bytes:
+    """The report as bytes, built before anything is written (so a command writes all of
+    its output or none)."""
     if args.json:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
     else:
         text = "".join(f"{line}\n" for line in lines)
-    _emit(stream, text.encode("utf-8"))
+    return _utf8(text)
 
 
 # -- reports as JSON and as lines ------------------------------------------------------------
@@ -275,33 +282,35 @@ def _check(args: argparse.Namespace) -> int:
     )
     verdict = "provider-valid" if not problems else f"{len(problems)} pairing problem(s)"
     lines.append(f"check: {len(history)} messages, {verdict}{'' if ok else ': FAILED'}")
-    _report(sys.stdout, args, data, lines)
+    _emit(sys.stdout, _report(args, data, lines))
     return EXIT_OK if ok else EXIT_FAILED
 
 
 def _normalize(args: argparse.Namespace) -> int:
     history = _read(args.file)
     out, repair = normalize_history(history)
-    _write_history(out, args)
     data = {**_counts("normalize", len(history), len(out)), "repair": _repair_json(repair)}
     lines = [
         *_repair_lines(repair),
         _summary_line("normalize", len(history), len(out), repair.changed),
     ]
-    _report(sys.stderr, args, data, lines)
+    report = _report(args, data, lines)
+    _write_history(out, args)
+    _emit(sys.stderr, report)
     return EXIT_OK
 
 
 def _sanitize(args: argparse.Namespace) -> int:
     history = _read(args.file)
-    out, report = sanitize_history(history, awaiting=tuple(args.awaiting))
-    _write_history(out, args)
-    data = {**_counts("sanitize", len(history), len(out)), "report": _sanitize_json(report)}
+    out, found = sanitize_history(history, awaiting=tuple(args.awaiting))
+    data = {**_counts("sanitize", len(history), len(out)), "report": _sanitize_json(found)}
     lines = [
-        *_sanitize_lines(report),
-        _summary_line("sanitize", len(history), len(out), report.changed),
+        *_sanitize_lines(found),
+        _summary_line("sanitize", len(history), len(out), found.changed),
     ]
-    _report(sys.stderr, args, data, lines)
+    report = _report(args, data, lines)
+    _write_history(out, args)
+    _emit(sys.stderr, report)
     return EXIT_OK
 
 
@@ -326,14 +335,15 @@ def _bounded(command: str, make: Callable[[], Any], args: argparse.Namespace) ->
     processor = make()
     match processor(history):
         case Success(out):
-            _write_history(out, args)
             data = {**_counts(command, len(history), len(out)), "ok": True}
             line = _summary_line(command, len(history), len(out), len(out) != len(history))
-            _report(sys.stderr, args, data, [line])
+            report = _report(args, data, [line])
+            _write_history(out, args)
+            _emit(sys.stderr, report)
             return EXIT_OK
         case Failure(error):
             data = {**_counts(command, len(history), 0), "ok": False, "error": str(error)}
-            _report(sys.stderr, args, data, [f"{command}: {error}"])
+            _emit(sys.stderr, _report(args, data, [f"{command}: {error}"]))
             return EXIT_FAILED
     raise AssertionError("unreachable")  # pragma: no cover
 
