@@ -633,3 +633,19 @@ async def test_a_stateless_server_keeps_signed_history_and_drops_what_a_client_e
     with pytest.raises(Refused) as caught:
         accept_history([Message.user("x")] * 11, max_messages=10)
     assert caught.value.status == 413
+
+
+async def test_when_storing_fails_the_stream_ends_with_that_error() -> None:
+    agent = Agent(FunctionModel(lambda r: "Hello."))
+    stream = VercelStream("m1")
+
+    async def refuse(ended: RunEnded) -> None:
+        raise RuntimeError("the store is full")
+
+    def start(on_delta: Any, on_event: Any) -> Any:
+        return agent.run_stream_with_history((), "hi", on_delta=on_delta, on_event=on_event)
+
+    frames = [f async for f in vercel_frames(stream, run_items(start), on_end=refuse)]
+    chunks = check_protocol(frames)
+    assert shape(chunks)[-3:] == ["finish-step", "error", "finish"]
+    assert chunks[-2]["errorText"] == "the store is full"

@@ -387,12 +387,16 @@ async def agui_frames(
     on_end: Callable[[RunEnded], Awaitable[None]] | None = None,
 ) -> AsyncIterator[str]:
     """The data of every AG-UI event of a run, ``RUN_STARTED`` first; ``on_end`` runs
-    when the run has ended, before ``RUN_FINISHED`` or ``RUN_ERROR`` is sent."""
+    when the run has ended, before ``RUN_FINISHED`` or ``RUN_ERROR`` is sent (if it
+    raises, the run ends with ``RUN_ERROR``)."""
     for event in stream.start():
         yield encode_event(event)
     async for item in items:
         if isinstance(item, RunEnded) and on_end is not None:
-            await on_end(item)
+            try:
+                await on_end(item)
+            except Exception as e:  # e.g. the store refused: the client must know
+                item = RunEnded(None, e)
         for event in stream.item(item):
             yield encode_event(event)
 

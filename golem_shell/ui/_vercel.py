@@ -237,13 +237,17 @@ async def vercel_frames(
     ``data-`` chunk with the sanitize report), the run's chunks, ``[DONE]``.
 
     ``on_end`` runs when the run has ended, before ``finish`` is sent (store the
-    run's messages there: a client that sees ``finish`` finds them stored).
+    run's messages there: a client that sees ``finish`` finds them stored); if it
+    raises, the stream ends with that ``error`` instead.
     """
     for chunk in (*stream.start(), *first):
         yield _dumps(chunk)
     async for item in items:
         if isinstance(item, RunEnded) and on_end is not None:
-            await on_end(item)
+            try:
+                await on_end(item)
+            except Exception as e:  # e.g. the store refused: the client must know
+                item = RunEnded(None, e)
         for chunk in stream.item(item):
             yield _dumps(chunk)
     yield DONE
