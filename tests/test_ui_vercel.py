@@ -11,6 +11,8 @@ from typing import Any
 
 import attrs
 import pytest
+from ag_ui.core import RunAgentInput
+from hypothesis import HealthCheck, given, settings
 
 from golem_core import (
     Approved,
@@ -25,6 +27,7 @@ from golem_core import (
     URLPart,
     Usage,
 )
+from golem_core.testing import histories
 from golem_shell import Agent, DeferredResultsError, FunctionModel, tool
 from golem_shell.ui import (
     DONE,
@@ -33,6 +36,8 @@ from golem_shell.ui import (
     RunEnded,
     VercelStream,
     accept_history,
+    agui_messages_to_history,
+    history_to_agui_messages,
     history_to_ui_messages,
     run_items,
     tap_tool_results,
@@ -649,3 +654,35 @@ async def test_when_storing_fails_the_stream_ends_with_that_error() -> None:
     chunks = check_protocol(frames)
     assert shape(chunks)[-3:] == ["finish-step", "error", "finish"]
     assert chunks[-2]["errorText"] == "the store is full"
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories())
+def test_any_history_round_trips_exactly_through_ui_messages_and_json(
+    history: tuple[Message, ...],
+) -> None:
+    """Lossless for what golem keeps: every history, damaged or odd, comes back equal."""
+    ui = json.loads(json.dumps(history_to_ui_messages(history)))
+    back, answers = ui_messages_to_history(ui)
+    assert back == tuple(history) and answers == {}
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories())
+def test_any_history_round_trips_exactly_through_agui_messages(
+    history: tuple[Message, ...],
+) -> None:
+    messages = history_to_agui_messages(history)
+    wire = [m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in messages]
+    run_input = RunAgentInput.model_validate(
+        {
+            "threadId": "t",
+            "runId": "r",
+            "messages": wire,
+            "tools": [],
+            "context": [],
+            "state": None,
+            "forwardedProps": None,
+        }
+    )
+    assert agui_messages_to_history(run_input.messages) == tuple(history)
