@@ -4,7 +4,8 @@ The configuration (JSON) holds ``address`` (the Temporal server), ``queue`` (the
 queue), ``identity`` (the worker's name in the workflows' histories), ``model`` (the
 loopback model URL), ``log`` (the tools' execution log), ``dir`` (where the worker writes
 ``<identity>.ready`` once it polls), ``block`` (``[run id, n]`` pairs whose ``step`` tool
-hangs here) and ``heartbeat`` (seconds: how soon a dead worker's effect is noticed). It
+hangs here), ``heartbeat`` (seconds: how soon a dead worker's effect is noticed) and
+``activities`` (the most activities it runs at once). It
 registers the agents of ``durable_app.py`` (as ``TemporalAgent``) and works until killed.
 """
 
@@ -50,6 +51,7 @@ async def main(config: dict[str, Any]) -> None:
         client,
         identity=config["identity"],
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
+        max_concurrent_activities=config.get("activities", 100),
     )
     async with worker:
         marker = Path(config["dir"]) / f"{config['identity']}.ready"

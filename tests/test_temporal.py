@@ -567,6 +567,7 @@ async def test_two_workers_share_one_task_queue(
         "queue": queue,
         "model": model_server.url,
         "log": str(log),
+        "activities": 2,  # each worker runs 2 effects at once: one alone cannot take all
     }
     durable.task_queue = queue
     client = await Client.connect(temporal_server.address)
@@ -578,8 +579,7 @@ async def test_two_workers_share_one_task_queue(
             return all(w.ready.exists() for w in workers)
 
         await _until(ready, workers, "both workers")
-        for run_id, label in runs:
-            await durable.start(client, label, run_id=run_id)
+        await asyncio.gather(*(durable.start(client, label, run_id=r) for r, label in runs))
         results = {run_id: await durable.result(client, run_id) for run_id, _ in runs}
         identities: set[str] = set()
         for run_id, _ in runs:
@@ -596,6 +596,7 @@ async def test_two_workers_share_one_task_queue(
         assert [model_server.counts[(label, n)] for n in (1, 2, 3)] == [1, 1, 1]
         assert [started[(run_id, n)] for n in (1, 2)] == [1, 1]
     assert identities == {"w1", "w2"}  # both workers executed effects of these runs
+    assert model_server.max_inflight <= 4  # 2 workers x 2 activities at once
 
 
 @pytest.mark.anyio
