@@ -39,6 +39,8 @@ def tiktoken_counter(encoding: tiktoken.Encoding | str = "o200k_base") -> TokenC
     Raises:
         ImportError: tiktoken is not installed.
         ValueError: ``encoding`` names no encoding tiktoken knows.
+        OSError: the encoding's ranks file is neither cached nor downloadable (offline
+            on first use); the message says so.
         TypeError: ``encoding`` is neither a string nor an encoding.
     """
     try:
@@ -49,7 +51,15 @@ def tiktoken_counter(encoding: tiktoken.Encoding | str = "o200k_base") -> TokenC
             "install it with pip install 'golem-agents[tiktoken]'"
         ) from exc
     if isinstance(encoding, str):
-        resolved = tiktoken.get_encoding(encoding)
+        try:
+            resolved = tiktoken.get_encoding(encoding)
+        except OSError as exc:  # requests' errors are OSErrors: offline, proxy, HTTP 4xx/5xx
+            raise OSError(
+                f"tiktoken cannot load the encoding {encoding!r}: its ranks file is not in"
+                " tiktoken's cache (TIKTOKEN_CACHE_DIR) and downloading it failed"
+                f" ({type(exc).__name__}); load it once with network access, or use an"
+                " approximate counter"
+            ) from exc
     elif isinstance(encoding, tiktoken.Encoding):
         resolved = encoding
     else:

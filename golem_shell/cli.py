@@ -323,7 +323,7 @@ def _counter(name: str) -> TokenCounter:
         encoding = name.partition(":")[2] or "o200k_base"
         try:
             return tiktoken_counter(encoding)
-        except (ImportError, ValueError) as e:
+        except (ImportError, ValueError, OSError) as e:  # OSError: offline on first use
             raise _InputError(f"--counter {name}: {e}") from None
     raise _InputError(
         f"--counter {name!r}: expected 'approximate', 'tiktoken' or 'tiktoken:<encoding>'"

@@ -147,3 +147,50 @@ def _run_in_process(main: object, args: list[str], data: bytes) -> tuple[int, by
     out = stdout.buffer.getvalue()  # type: ignore[attr-defined]
     err = stderr.buffer.getvalue()  # type: ignore[attr-defined]
     return code, out, err
+
+
+# -- issue 28, item 8: budget --counter tiktoken offline ------------------------------------
+
+
+def offline_env(tmp_path: Path) -> dict[str, str]:
+    """An empty tiktoken cache, and every HTTPS request refused (a proxy on a closed port)."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env.update(
+        TIKTOKEN_CACHE_DIR=str(tmp_path / "tiktoken-cache"),
+        HTTPS_PROXY="http://127.0.0.1:9",
+        HTTP_PROXY="http://127.0.0.1:9",
+        NO_PROXY="",
+    )
+    return env
+
+
+def test_budget_with_tiktoken_offline_is_a_clear_error_exit_2(tmp_path: Path) -> None:
+    pytest.importorskip("tiktoken")
+    command = [sys.executable, "-m", "golem_shell.cli", "history", "budget", "--max-tokens"]
+    done = subprocess.run(
+        [*command, "10", "--counter", "tiktoken", "-"],
+        input=encode_history(SURROGATE_HISTORY),
+        capture_output=True,
+        check=False,
+        timeout=120,
+        env=offline_env(tmp_path),
+    )
+    assert done.returncode == 2, done.stderr
+    err = done.stderr.decode()
+    assert err.startswith("golem: --counter tiktoken: tiktoken cannot load the encoding")
+    assert "TIKTOKEN_CACHE_DIR" in err and "internal error" not in err
+    assert done.stdout == b""  # nothing written
+
+
+def test_tiktoken_counter_offline_raises_an_oserror_that_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("tiktoken")
+    from golem_shell import tiktoken_counter
+
+    for key, value in offline_env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(OSError, match="cannot load the encoding 'cl100k_base'"):
+        tiktoken_counter("cl100k_base")
