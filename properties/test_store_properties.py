@@ -1,4 +1,6 @@
-"""Stored conversations (SQLite in memory): what is appended loads back; a fork is a prefix.
+"""Stored conversations (SQLite in memory): what is appended loads back; a fork is a prefix;
+after any sequence of appends, branches, forks, erasures and deletions every stored branch
+loads, passes ``check_pairing`` and ``verify``.
 
 The strategies draw messages with unknown fields and unknown part types, so these also
 say that a store never loses what a newer golem wrote.
@@ -11,9 +13,10 @@ from contextlib import contextmanager
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import histories
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from strategies import histories, valid_histories
 
-from golem_core import Message, encode_history
+from golem_core import Message, Role, TextPart, check_pairing, encode_history
 from golem_shell.store import HistoryConflict, SQLiteHistoryStore
 
 History = tuple[Message, ...]
@@ -70,3 +73,98 @@ def test_a_fork_is_a_prefix_and_leaves_the_original(history: History, data: st.D
         assert store.load_sync("u", "a") == history
         expected = ("a", "b") if at else ("a",)
         assert store.list_conversations_sync("u") == (expected if history else expected[1:])
+
+
+# -- any sequence of appends, branches, forks, erasures and deletions ------------------------
+
+OWNER = "u"
+KEY = b"property-key-0123456789abcdef!!"
+
+
+class StoredConversations(RuleBasedStateMachine):
+    """A store and a model of its branch lengths; after every step every stored branch
+    loads, passes ``check_pairing``, has the model's length and ``verify`` finds nothing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store = SQLiteHistoryStore(":memory:", signing_keys=KEY)
+        self.lengths: dict[tuple[str, str], int] = {}
+        self.forks = 0
+
+    def teardown(self) -> None:
+        self.store.close()
+
+    def _views(self) -> list[tuple[str, str]]:
+        return sorted(self.lengths)
+
+    @rule(block=valid_histories(max_turns=2), cid=st.sampled_from(["a", "b"]), data=st.data())
+    def append(self, block: History, cid: str, data: st.DataObject) -> None:
+        branches = [b for c, b in self._views() if c == cid] or ["main"]
+        branch = data.draw(st.sampled_from(branches))
+        length = self.lengths.get((cid, branch), 0)
+        if not block:
+            return
+        assert self.store.append_sync(OWNER, cid, block, length, branch=branch) == length + len(
+            block
+        )
+        self.lengths[(cid, branch)] = length + len(block)
+
+    @precondition(lambda self: bool(self.lengths))
+    @rule(data=st.data(), fork=st.booleans())
+    def branch(self, data: st.DataObject, fork: bool) -> None:
+        cid, source = data.draw(st.sampled_from(self._views()))
+        view = self.store.load_sync(OWNER, cid, branch=source)
+        cuts = [n for n in range(len(view) + 1) if check_pairing(view[:n]) == ()]
+        at = data.draw(st.sampled_from(cuts))
+        if fork:
+            if not at:
+                return
+            self.forks += 1
+            new = f"fork{self.forks}"
+            self.store.fork_sync(OWNER, cid, at, new, branch=source)
+            self.lengths[(new, "main")] = at
+        else:
+            name = self.store.branch_sync(OWNER, cid, at, source=source)
+            self.lengths[(cid, name)] = at
+
+    @precondition(lambda self: bool(self.lengths))
+    @rule(data=st.data(), by=st.sampled_from(["position", "role", "parts"]))
+    def erase(self, data: st.DataObject, by: str) -> None:
+        cid, branch = data.draw(st.sampled_from(self._views()))
+        length = self.lengths[(cid, branch)]
+        if by == "position" and length:
+            picks = data.draw(st.lists(st.integers(0, length - 1), min_size=1, max_size=3))
+            receipt = self.store.erase_sync(OWNER, cid, picks, branch=branch)
+            assert all(set(e.positions) <= set(picks) for e in receipt.erased)
+        elif by == "role":
+            role = data.draw(st.sampled_from(list(Role)))
+            self.store.erase_sync(OWNER, cid, lambda m: m.role is role)
+        elif length:
+            self.store.erase_sync(
+                OWNER, cid, list(range(length)), branch=branch,
+                parts=lambda p: not isinstance(p, TextPart),
+            )  # fmt: skip
+
+    @precondition(lambda self: bool(self.lengths))
+    @rule(data=st.data())
+    def delete(self, data: st.DataObject) -> None:
+        cid = data.draw(st.sampled_from(sorted({c for c, _ in self.lengths})))
+        receipt = self.store.delete_sync(OWNER, cid)
+        assert receipt.conversations in ((cid,), ())
+        self.lengths = {k: v for k, v in self.lengths.items() if k[0] != cid}
+
+    @invariant()
+    def every_branch_loads_pairs_and_verifies(self) -> None:
+        for cid in self.store.list_conversations_sync(OWNER):
+            for info in self.store.branches_sync(OWNER, cid):
+                history = self.store.load_sync(OWNER, cid, branch=info.name)
+                assert len(history) == info.length == self.lengths[(cid, info.name)]
+                assert check_pairing(history) == ()
+            report = self.store.verify_sync(OWNER, cid)
+            assert report.intact, report.findings
+
+
+StoredConversations.TestCase.settings = settings(
+    max_examples=max(10, settings.default.max_examples // 5), stateful_step_count=10
+)
+test_stored_conversations = StoredConversations.TestCase
