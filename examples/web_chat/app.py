@@ -23,7 +23,7 @@ import contextlib
 import json
 import os
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ from golem_shell import (
     Agent,
     DeferredResultsError,
     FunctionModel,
+    RunResult,
     SQLiteHistoryStore,
     new_id,
     tool,
@@ -60,6 +61,7 @@ from golem_shell.ui import (
     LiveRuns,
     Refused,
     RunEnded,
+    StartRun,
     VercelStream,
     accept_history,
     agui_answers,
@@ -106,7 +108,7 @@ def send_money(to: str, cents: int) -> str:
 LONG_ANSWER = " ".join(f"word{i}" for i in range(1, 61)) + "."
 
 
-def offline_stream(delay: float) -> Any:
+def offline_stream(delay: float) -> Callable[[ModelRequest], AsyncIterator[str | ModelDelta]]:
     """A model with no network: it streams word by word, calls a tool when asked.
 
     "weather in X" calls get_weather, "pay X N" asks to send money (approval), "long"
@@ -344,7 +346,7 @@ class ChatServer:
             first.append({"type": "data-sanitize", "data": report_json(report)})
         stream = VercelStream(f"m{len(history)}")
 
-        def start(on_delta: Any, on_event: Any) -> Any:
+        def start(on_delta: Any, on_event: Any) -> Awaitable[RunResult[str]]:
             return self.agent.run_stream_with_history(
                 history, None, on_delta=on_delta, on_event=on_event, conversation_id=cid
             )
@@ -371,7 +373,7 @@ class ChatServer:
         turn = max((i + 1 for i, m in enumerate(history) if m.role is Role.USER), default=0)
         stream = VercelStream(f"m{turn}", prior=history[turn:], answered=answers)
 
-        def start(on_delta: Any, on_event: Any) -> Any:
+        def start(on_delta: Any, on_event: Any) -> Awaitable[RunResult[str]]:
             return self.agent.run_with_deferred_results(
                 history, answers, issued=waiting, on_delta=on_delta, on_event=on_event
             )
@@ -386,7 +388,7 @@ class ChatServer:
         branch: str,
         history: tuple[Message, ...],
         stream: VercelStream,
-        start: Any,
+        start: StartRun,
         first: list[dict[str, Any]],
     ) -> Response:
         async def store(ended: RunEnded) -> None:
@@ -423,13 +425,13 @@ class ChatServer:
         )
         if answers:
 
-            def start(on_delta: Any, on_event: Any) -> Any:
+            def start(on_delta: Any, on_event: Any) -> Awaitable[RunResult[str]]:
                 return self.agent.run_with_deferred_results(
                     history, answers, issued=vouched, on_delta=on_delta, on_event=on_event
                 )
         else:
 
-            def start(on_delta: Any, on_event: Any) -> Any:
+            def start(on_delta: Any, on_event: Any) -> Awaitable[RunResult[str]]:
                 return self.agent.run_stream_with_history(
                     history, None, on_delta=on_delta, on_event=on_event
                 )

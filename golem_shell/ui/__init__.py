@@ -28,6 +28,7 @@ from golem_shell.ui._live import LiveRun, LiveRuns
 from golem_shell.ui._run import (
     RunEnded,
     RunItem,
+    StartRun,
     ToolResults,
     UIFold,
     UIStep,
@@ -55,6 +56,7 @@ __all__ = [
     "Refused",
     "RunEnded",
     "RunItem",
+    "StartRun",
     "ToolResults",
     "UIFold",
     "UIStep",
