@@ -807,10 +807,17 @@ class AgentEffects:
                 message = await self.agent.model.request(request)
             else:
                 message = await self._stream(request, state, self.on_delta)
+        except _HandlerFailed as e:  # the caller's code, not the model: say so
+            error = e.error
+            self.cause = error
+            return ModelFailed(
+                f"the on_delta handler raised {type(error).__name__}: {error}"
+                " (the model's stream was fine; the run stopped because the handler failed)"
+            )
         except (ModelError, UsageError) as e:
             self.cause = e
             return ModelFailed(str(e), e.kind if isinstance(e, ModelError) else None)
-        except Exception as e:  # a model function, an on_delta handler or an adapter bug
+        except Exception as e:  # a model function or an adapter bug
             self.cause = e
             return ModelFailed(f"the model request raised {type(e).__name__}: {e}")
         if message.created_at is None:
@@ -826,11 +833,14 @@ class AgentEffects:
                 if isinstance(event, StreamDone):
                     final = event.message
                     continue
-                delivered = on_delta(
-                    DeltaEvent(state.config.run_id, state.config.conversation_id, number, event)
-                )
-                if inspect.isawaitable(delivered):
-                    await delivered
+                try:
+                    delivered = on_delta(
+                        DeltaEvent(state.config.run_id, state.config.conversation_id, number, event)
+                    )
+                    if inspect.isawaitable(delivered):
+                        await delivered
+                except Exception as e:
+                    raise _HandlerFailed(e) from e
         finally:  # close the response now, not when the generator is collected
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
@@ -866,6 +876,15 @@ class AgentEffects:
 
     async def wait(self, paused: RunState) -> Literal[None]:
         return None
+
+
+class _HandlerFailed(Exception):
+    """The user's ``on_delta`` handler raised ``error`` (carried out of the stream so the
+    failure is reported as the handler's, not the model's)."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        super().__init__(str(error))
 
 
 def _result(end: Finish | Pause) -> RunResult[Any]:

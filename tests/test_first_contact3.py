@@ -20,6 +20,7 @@ import pytest
 from golem_core import Message, ToolCallPart
 from golem_shell import (
     Agent,
+    DeltaEvent,
     ModelRetry,
     RunError,
     ScriptedModel,
@@ -316,3 +317,15 @@ def test_the_testing_guide_runs_as_written(tmp_path: Path) -> None:
     script.write_text(block, encoding="utf-8")
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+async def test_an_exception_in_on_delta_is_reported_as_the_handlers() -> None:
+    def handler(event: DeltaEvent) -> None:
+        raise RuntimeError("ui closed")
+
+    with pytest.raises(RunError) as caught:
+        await Agent(ScriptedModel(["hello there"])).run_stream("x", on_delta=handler)
+    message = str(caught.value)
+    assert "the on_delta handler raised RuntimeError: ui closed" in message
+    assert "model request raised" not in message
+    assert isinstance(caught.value.cause, RuntimeError)
