@@ -74,6 +74,13 @@ async def test_chat_tools_approval_reload_and_edit_in_a_browser(
     await page.goto(server.url + "/")
 
     # a streamed answer with a tool call shown as it runs
+    await page.evaluate(
+        "window.__tool_states = []; new MutationObserver(() => {"
+        " const t = document.querySelector('.tool');"
+        " if (t && window.__tool_states.at(-1) !== t.dataset.state)"
+        " window.__tool_states.push(t.dataset.state);"
+        "}).observe(document.querySelector('#messages'), {childList: true, subtree: true}); true"
+    )
     await _send(page, "weather in Oslo")
     await page.wait_for(
         "document.querySelector('.tool[data-state=output-available] .output')"
@@ -82,6 +89,8 @@ async def test_chat_tools_approval_reload_and_edit_in_a_browser(
     await page.wait_for(
         f"{_texts('assistant')}.join(' ').includes('tool says: sunny, 21 C in Oslo.')"
     )
+    states = await page.evaluate("window.__tool_states")
+    assert states[0] == "input-streaming" and states[-1] == "output-available", states
     await _idle(page)
     titles = await page.wait_for(
         "[...document.querySelectorAll('#conversations li')].map(li => li.textContent)"
