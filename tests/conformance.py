@@ -1,0 +1,244 @@
+"""The conformance suite of the one driver: the same scenarios on every runtime.
+
+A scenario is an agent (model function, tools, output type), a prompt, and the answers a
+person gives when the run pauses. A runtime runs it and reports an ``Outcome``: the
+output or the failure, the conversation (or the partial), the counts, and the kinds of
+lifecycle events the run reported. ``tests/test_conformance.py`` runs every scenario on
+every runtime and requires the outcomes to be equal to the plain ``Agent``'s.
+
+What may differ between runtimes, and is left out of ``Outcome``: clock readings and
+run ids on messages (a plain run resumed after a pause is a second run; a durable run
+goes on in the same run), and the events that mark that boundary (``RunPaused``, and the
+second ``RunStarted``).
+
+To add a runtime (Temporal, say): write a ``Runtime`` (``name``, ``async run(scenario)``)
+that builds the scenario's agent with ``scenario.agent()``, runs it, answers its pauses
+with ``scenario.answers`` and returns ``outcome_of(...)``, then add it to the
+parametrization in ``test_conformance.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from golem_core import DeferredAnswer, Message, Role, ToolCallPart, Usage
+from golem_shell import (
+    Agent,
+    Approved,
+    Denied,
+    FunctionModel,
+    RunError,
+    RunStarted,
+    tool,
+)
+
+__all__ = ["SCENARIOS", "Outcome", "Runtime", "Scenario", "outcome_of", "plain"]
+
+
+@attrs.frozen
+class Verdict:
+    label: str
+    score: int
+
+
+def _turns(request: Any) -> int:
+    return sum(1 for m in request.messages if m.role is Role.ASSISTANT)
+
+
+def _call(call_id: str, name: str, arguments: dict[str, Any]) -> ToolCallPart:
+    return ToolCallPart(call_id, name, json.dumps(arguments))
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@tool
+def crash() -> str:
+    """Crash."""
+    raise RuntimeError("boom")
+
+
+@tool(requires_approval=True)
+def delete(path: str) -> str:
+    """Delete a file."""
+    return f"deleted {path}"
+
+
+def _text(request: Any) -> str:
+    return "hello"
+
+
+def _sequential(request: Any) -> Message | str:
+    n = _turns(request)
+    if n < 2:
+        return Message(Role.ASSISTANT, (_call(f"c{n + 1}", "add", {"a": n, "b": 10}),))
+    return f"sum is {request.messages[-1].text}"
+
+
+def _parallel(request: Any) -> Message | str:
+    if _turns(request) == 0:
+        return Message(
+            Role.ASSISTANT,
+            (_call("p1", "add", {"a": 1, "b": 2}), _call("p2", "add", {"a": 3, "b": 4})),
+        )
+    return " + ".join(m.text for m in request.messages if m.role is Role.TOOL)
+
+
+def _unknown_then_text(request: Any) -> Message | str:
+    if _turns(request) == 0:
+        return Message(Role.ASSISTANT, (_call("u1", "nope", {}),))
+    return "recovered"
+
+
+def _structured(request: Any) -> Message:
+    return Message(Role.ASSISTANT, (_call("v1", "final_result", {"label": "good", "score": 3}),))
+
+
+def _crashing(request: Any) -> Message:
+    return Message(Role.ASSISTANT, (_call("x1", "crash", {}),))
+
+
+def _failing(request: Any) -> str:
+    raise ZeroDivisionError("the model function broke")
+
+
+def _approval(request: Any) -> Message | str:
+    if _turns(request) == 0:
+        return Message(Role.ASSISTANT, (_call("d1", "delete", {"path": "/tmp/x"}),))
+    return "after: " + " | ".join(m.text for m in request.messages if m.role is Role.TOOL)
+
+
+@attrs.frozen
+class Scenario:
+    """One conformance scenario."""
+
+    name: str
+    model: Callable[[Any], Message | str]
+    tools: tuple[Any, ...] = ()
+    output_type: Any = str
+    prompt: str = "go"
+    answers: tuple[Mapping[str, DeferredAnswer], ...] = ()
+    """The answers to each pause of the run, in order."""
+
+    def agent(self) -> Agent[Any, Any]:
+        return Agent(
+            FunctionModel(self.model),
+            tools=list(self.tools),
+            output_type=self.output_type,
+            name=f"conformance-{self.name}",
+        )
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario("text", _text),
+    Scenario("sequential-tools", _sequential, (add,)),
+    Scenario("parallel-tools", _parallel, (add,)),
+    Scenario("unknown-tool", _unknown_then_text, (add,)),
+    Scenario("structured", _structured, output_type=Verdict),
+    Scenario("tool-crash", _crashing, (crash,)),
+    Scenario("model-fails", _failing),
+    Scenario("approved", _approval, (delete,), answers=({"d1": Approved()},)),
+    Scenario("denied", _approval, (delete,), answers=({"d1": Denied("not today")},)),
+)
+
+
+@attrs.frozen
+class Outcome:
+    """What a runtime must agree on."""
+
+    output: Any
+    failure: tuple[str, str] | None
+    messages: tuple[Message, ...]
+    requests: int
+    tool_executions: int
+    usage: Usage
+    events: tuple[str, ...]
+
+
+def _plain_message(m: Message) -> Message:
+    return attrs.evolve(m, created_at=None, run_id=None, conversation_id=None)
+
+
+def _event_kinds(events: Sequence[Any]) -> tuple[str, ...]:
+    kinds: list[str] = []
+    for e in events:
+        name = type(e).__name__
+        if name == "RunPaused" or (isinstance(e, RunStarted) and e.resumed):
+            continue  # the boundary of a plain resume: a durable run waits in one run
+        if name == "DeltaEvent":
+            continue
+        kinds.append(name)
+    return tuple(kinds)
+
+
+def outcome_of(result: Any, error: RunError | None, events: Sequence[Any]) -> Outcome:
+    """The ``Outcome`` of a run that returned ``result`` or raised ``error``."""
+    if error is not None:
+        partial = error.partial
+        return Outcome(
+            output=None,
+            failure=(error.stage.value, error.message),
+            messages=() if partial is None else tuple(_plain_message(m) for m in partial.messages),
+            requests=0 if partial is None else partial.requests,
+            tool_executions=0 if partial is None else partial.tool_executions,
+            usage=Usage() if partial is None else partial.usage,
+            events=_event_kinds(events),
+        )
+    return Outcome(
+        output=result.output,
+        failure=None,
+        messages=tuple(_plain_message(m) for m in result.messages),
+        requests=result.requests,
+        tool_executions=result.tool_executions,
+        usage=result.usage,
+        events=_event_kinds(events),
+    )
+
+
+class Runtime(Protocol):
+    name: str
+
+    async def run(self, scenario: Scenario) -> Outcome: ...
+
+
+class PlainRuntime:
+    """``Agent.run``, and ``run_with_deferred_results`` for each pause."""
+
+    name = "plain"
+
+    async def run(self, scenario: Scenario) -> Outcome:
+        agent = scenario.agent()
+        events: list[Any] = []
+        answers = list(scenario.answers)
+        try:
+            result = await agent.run(
+                scenario.prompt, on_event=events.append, conversation_id="conformance"
+            )
+            while result.paused:
+                result = await agent.run_with_deferred_results(
+                    result.messages, answers.pop(0), on_event=events.append
+                )
+        except RunError as e:
+            return outcome_of(None, e, events)
+        # a plain resume is a second run: its requests and tools count from zero; the
+        # conversation's totals are what a durable run reports for its one run
+        return attrs.evolve(
+            outcome_of(result, None, events),
+            requests=sum(1 for e in events if type(e).__name__ == "RequestFinished"),
+            tool_executions=sum(
+                1 for e in events if type(e).__name__ == "ToolFinished" and e.outcome != "retry"
+            ),
+            usage=sum(
+                (e.usage for e in events if type(e).__name__ == "RequestFinished" and e.usage),
+                Usage(),
+            ),
+        )
+
+
+plain = PlainRuntime()
