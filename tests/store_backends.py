@@ -42,10 +42,11 @@ class Backend:
 
     def open(self, **options: Any) -> Store:
         store: Store
+        options.setdefault("table", self.table)
         if self.kind == "sqlite":
-            store = SQLiteHistoryStore(self.target, table=self.table, **options)
+            store = SQLiteHistoryStore(self.target, **options)
         else:
-            store = PostgresHistoryStore(self.target, table=self.table, **options)
+            store = PostgresHistoryStore(self.target, **options)
         self.opened.append(store)
         return store
 

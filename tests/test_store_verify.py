@@ -1,0 +1,190 @@
+# ruff: noqa: F811 (the fixtures imported from store_backends are parameters here)
+"""The tamper-evident log on SQLite and a real PostgreSQL: ``verify`` against an attacker
+with write access to the database (raw SQL), with and without the last head seen.
+"""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+from store_backends import (  # noqa: F401 (fixtures)
+    KEY,
+    OWNER,
+    Backend,
+    Store,
+    backend,
+    postgres_backend,
+    sqlite_backend,
+    store,
+    store_database,
+    texts,
+    user,
+)
+
+from golem_core import encode_message
+from golem_shell.store import MAIN, FindingKind, VerifyReport
+
+ROW = "owner = ? AND conversation_id = ? AND branch = ? AND position = ?"
+
+
+def signed(backend: Backend, **options: object) -> Store:
+    return backend.open(signing_keys=KEY, **options)
+
+
+def five(store: Store, cid: str = "c") -> None:
+    store.append_sync(OWNER, cid, [user(f"{cid} {i}") for i in range(5)], 0)
+
+
+def kinds(report: VerifyReport) -> list[tuple[FindingKind, int]]:
+    return [(f.kind, f.position) for f in report.findings]
+
+
+def test_an_untouched_conversation_verifies(backend: Backend) -> None:
+    store = signed(backend)
+    five(store)
+    branch = store.branch_sync(OWNER, "c", 3)
+    store.append_sync(OWNER, "c", [user("b")], 3, branch=branch)
+    report = store.verify_sync(OWNER, "c")
+    assert report.signed and report.intact
+    assert [(v.branch, v.length) for v in report.branches] == [(MAIN, 5), (branch, 4)]
+    assert not backend.open().verify_sync(OWNER, "c").signed  # unkeyed: says so
+
+
+def test_content_changed_in_place_is_altered(backend: Backend) -> None:
+    store = signed(backend)
+    five(store)
+    backend.raw(
+        "UPDATE {M} SET message = ? WHERE " + ROW,
+        encode_message(user("forged")).decode(), OWNER, "c", MAIN, 2,
+    )  # fmt: skip
+    assert kinds(store.verify_sync(OWNER, "c")) == [(FindingKind.ALTERED, 2)]
+
+
+def test_a_deleted_message_is_found_with_or_without_renumbering(backend: Backend) -> None:
+    store = signed(backend)
+    five(store, "gap")
+    backend.raw("DELETE FROM {M} WHERE " + ROW, OWNER, "gap", MAIN, 2)
+    assert kinds(store.verify_sync(OWNER, "gap")) == [(FindingKind.DELETED, 2)]
+    five(store, "shifted")
+    backend.raw("DELETE FROM {M} WHERE " + ROW, OWNER, "shifted", MAIN, 1)
+    for p in (2, 3, 4):  # close the gap
+        backend.raw("UPDATE {M} SET position = ? WHERE " + ROW, p - 1, OWNER, "shifted", MAIN, p)
+    backend.raw("UPDATE {B} SET length = 4 WHERE conversation_id = 'shifted'")
+    found = kinds(store.verify_sync(OWNER, "shifted"))
+    assert (FindingKind.DELETED, 1) in found and (FindingKind.HEAD, -1) in found
+
+
+def test_swapped_messages_are_reordered(backend: Backend) -> None:
+    store = signed(backend)
+    five(store)
+    rows = backend.raw("SELECT position, message, seal, link FROM {M} ORDER BY position")
+    for (p, *_), (_, message, seal, link) in ((rows[1], rows[2]), (rows[2], rows[1])):
+        backend.raw(
+            "UPDATE {M} SET message = ?, seal = ?, link = ? WHERE " + ROW,
+            message, seal, link, OWNER, "c", MAIN, p,
+        )  # fmt: skip
+    assert texts(store.load_sync(OWNER, "c"))[1:3] == ["c 2", "c 1"]
+    found = kinds(store.verify_sync(OWNER, "c"))
+    assert found[0] == (FindingKind.REORDERED, 1)
+    assert {k for k, _ in found} == {FindingKind.REORDERED}
+
+
+def test_a_cut_tail_is_truncated_and_extra_rows_are_unsigned(backend: Backend) -> None:
+    store = signed(backend)
+    five(store)
+    backend.raw("DELETE FROM {M} WHERE position >= 3")
+    found = store.verify_sync(OWNER, "c").findings
+    assert [(f.kind, f.position) for f in found] == [(FindingKind.TRUNCATED, 3)]
+    assert "says 5 messages, 3 are stored" in found[0].detail
+    five(store, "d")
+    backend.raw(
+        "INSERT INTO {M} VALUES (?, ?, ?, ?, ?, ?, ?)",
+        OWNER, "d", MAIN, 5, encode_message(user("slipped in")).decode(), "s", "l",
+    )  # fmt: skip
+    found = kinds(store.verify_sync(OWNER, "d"))
+    assert (FindingKind.UNSIGNED, 5) in found
+
+
+def test_a_message_from_another_conversation_is_spliced(backend: Backend) -> None:
+    store = signed(backend)
+    five(store, "x")
+    five(store, "y")
+    (donor,) = backend.raw("SELECT message, seal, link FROM {M} WHERE " + ROW, OWNER, "x", MAIN, 3)
+    backend.raw(
+        "UPDATE {M} SET message = ?, seal = ?, link = ? WHERE " + ROW, *donor, OWNER, "y", MAIN, 3
+    )
+    found = store.verify_sync(OWNER, "y").findings
+    assert (found[0].kind, found[0].position) == (FindingKind.SPLICED, 3)
+    assert "'x'" in found[0].detail
+    assert (FindingKind.DELETED, 4) in [(f.kind, f.position) for f in found]  # y's 3 is gone
+
+
+def test_an_edited_branch_row_breaks_the_head(backend: Backend) -> None:
+    store = signed(backend)
+    five(store)
+    backend.raw("UPDATE {B} SET revision = revision + 7")
+    assert kinds(store.verify_sync(OWNER, "c")) == [(FindingKind.HEAD, -1)]
+
+
+def test_rollback_is_found_only_given_the_last_head(backend: Backend) -> None:
+    store = signed(backend)
+    store.append_sync(OWNER, "c", [user("0"), user("1")], 0)
+    old_branch = backend.raw("SELECT length, revision, link, head FROM {B}")
+    store.append_sync(OWNER, "c", [user("2"), user("3")], 2)
+    last = store.head_sync(OWNER, "c")
+    assert last is not None and (last.length, last.revision) == (4, 2)
+    # the database is restored from a snapshot taken after the first append
+    backend.raw("DELETE FROM {M} WHERE position >= 2")
+    backend.raw("UPDATE {B} SET length = ?, revision = ?, link = ?, head = ?", *old_branch[0])
+    assert store.verify_sync(OWNER, "c").intact  # a consistent older state: undetectable
+    found = store.verify_sync(OWNER, "c", last_head=last).findings
+    assert [f.kind for f in found] == [FindingKind.ROLLED_BACK]
+    assert "revision 1 is older than your head's 2" in found[0].detail
+
+
+def test_a_later_head_extends_the_last_one_even_across_an_erasure(backend: Backend) -> None:
+    store = signed(backend)
+    five(store)
+    seen = store.head_sync(OWNER, "c")
+    assert seen is not None
+    store.append_sync(OWNER, "c", [user("5")], 5)
+    assert store.verify_sync(OWNER, "c", last_head=seen).intact
+    store.erase_sync(OWNER, "c", 1)
+    assert store.verify_sync(OWNER, "c", last_head=seen).intact  # rechained by an erasure
+    forged = attrs.evolve(seen, length=2)  # a head the store never signed
+    found = store.verify_sync(OWNER, "c", last_head=forged).findings
+    assert [(f.kind, f.detail) for f in found] == [
+        (FindingKind.HEAD, "the head you gave does not verify")
+    ]
+
+
+def test_a_rewritten_history_at_a_newer_revision_is_a_rollback(backend: Backend) -> None:
+    store = signed(backend)
+    five(store)
+    seen = store.head_sync(OWNER, "c")
+    assert seen is not None
+    other = signed(backend, table=backend.table + "_b")  # the same key, another history
+    other.append_sync(OWNER, "c", [user("other")] * 7, 0)
+    other.append_sync(OWNER, "c", [user("more")], 7)
+    other.append_sync(OWNER, "c", [user("more")], 8)
+    found = other.verify_sync(OWNER, "c", last_head=seen).findings
+    assert [f.kind for f in found] == [FindingKind.ROLLED_BACK]
+    assert "does not extend your head" in found[0].detail
+
+
+def test_rotated_keys_still_verify_and_a_wrong_key_does_not(backend: Backend) -> None:
+    old = signed(backend)
+    five(old)
+    new_key = b"the-new-key-0123456789abcdef!!!!"
+    rotated = backend.open(signing_keys=[new_key, KEY])
+    rotated.append_sync(OWNER, "c", [user("after rotation")], 5)
+    assert rotated.verify_sync(OWNER, "c").intact
+    wrong = backend.open(signing_keys=b"somebody-else's-key-0123456789ab")
+    found = wrong.verify_sync(OWNER, "c").findings
+    assert {f.kind for f in found} >= {FindingKind.ALTERED, FindingKind.HEAD}
+
+
+def test_verify_refuses_a_bad_last_head(store: Store) -> None:
+    five(store)
+    with pytest.raises(Exception, match="last_head must be a Head"):
+        store.verify_sync(OWNER, "c", last_head="head")  # type: ignore[arg-type]
