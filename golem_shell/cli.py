@@ -63,10 +63,11 @@ _SCHEMA_FILE: Final = "history.schema.json"
 def history_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of golem's history JSON, as ``golem schema`` prints it.
 
-    It accepts every history ``encode_history`` writes (unknown fields and part types
-    included: the contract is additive); a history it accepts may still be refused by
-    ``decode_history`` for what a schema cannot say (bad base64 padding, a timestamp
-    ``datetime.fromisoformat`` cannot read, NaN).
+    Generated from the codec's field table (``golem_shell._history_schema``), it accepts
+    exactly what ``decode_history`` accepts (unknown fields and part types included: the
+    contract is additive), except what a schema cannot say: a timestamp
+    ``datetime.fromisoformat`` cannot read, an integer written as ``1.0``, unknown fields
+    nested too deeply.
     """
     loaded: dict[str, Any] = json.loads(_schema_text())
     return loaded
