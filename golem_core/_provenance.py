@@ -12,10 +12,10 @@ What a ``v2`` MAC covers (ADR 0054, ADR 0068):
 - the run id and conversation id, length-prefixed (for a call: its message's);
 - the message's place: a chain digest over the messages before it (user and assistant
   messages as sanitizing leaves them: system and tool messages, URL parts
-  ``is_safe_url`` rejects, signatures and messages left holding nothing do not count),
-  and for a ``tool`` message the call it answers (the latest call with its id before
-  it). A fork sharing the prefix verifies; a message moved into another history or to
-  another place does not;
+  ``is_safe_url`` rejects, signatures and messages left holding nothing do not count);
+  for a ``tool`` message, the place of the call it answers (the latest call with its
+  id before it) and that call's digest. A fork sharing the prefix verifies; a message
+  moved into another history or to another place does not;
 - the canonical JSON bytes of the message (or call) without its own ``provenance``
   field: the object ``encode_message`` writes, serialized with sorted keys, no
   whitespace, ASCII escapes, no NaN. The canonical form depends on the JSON value only,
@@ -264,7 +264,8 @@ class _Walk:
     """The place of each message while a history is read in order (private, mutable).
 
     ``chain`` digests every counting message read so far (``_chain_link``); ``calls``
-    maps a call id to the digest of the latest call carrying it (without its signature).
+    maps a call id to where the latest call carrying it stands: the chain just after its
+    assistant message, and the call's digest (without its signature).
     """
 
     __slots__ = ("calls", "chain")
@@ -274,13 +275,15 @@ class _Walk:
         self.calls: dict[str, bytes] = {}
 
     def place(self, message: Message) -> bytes:
-        """The place ``message`` takes when it follows what was read: the chain, and for a
-        ``tool`` message the call it answers (``\\x00`` when none does)."""
+        """The place ``message`` takes when it follows what was read. A ``tool`` message
+        answering a call stands where that call stands (so repair moving it into its
+        call's block, or a sibling result before it, changes nothing); any other message
+        stands after the chain read so far."""
         if message.role is Role.TOOL and message.tool_call_id is not None:
             answered = self.calls.get(message.tool_call_id)
             if answered is not None:
-                return self.chain + b"\x01" + answered
-        return self.chain + b"\x00"
+                return b"\x01" + answered
+        return b"\x00" + self.chain
 
     def read(self, message: Message) -> None:
         link = _chain_link(message)
@@ -289,7 +292,7 @@ class _Walk:
         if message.role is Role.ASSISTANT:
             for p in message.parts:
                 if type(p) is ToolCallPart and p.id is not None:
-                    self.calls[p.id] = _digest(_canonical_call(p))
+                    self.calls[p.id] = self.chain + _digest(_canonical_call(p))
 
 
 def _place_after(before: Sequence[Message], message: Message) -> bytes:
