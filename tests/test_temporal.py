@@ -599,27 +599,6 @@ async def test_two_workers_share_one_task_queue(
     assert model_server.max_inflight <= 4  # 2 workers x 2 activities at once
 
 
-@pytest.mark.anyio
-async def test_the_conformance_runtime_runs_any_agent_and_answers_its_pauses(
-    temporal_server: Any,
-) -> None:
-    from temporal_runtime import TemporalRuntime
-
-    agent = Agent(FunctionModel(_deferred), tools=[delete, lookup])
-    async with TemporalRuntime(temporal_server.address) as runtime:
-        result = await runtime.run(
-            agent,
-            "clean up",
-            answers=[{"d1": Approved(), "e1": ExternalResult.text("v=1")}],
-        )
-        again = await runtime.run(agent, "and now?", history=result.messages)
-    plain = await agent.run("clean up")
-    assert plain.paused and not result.paused
-    assert result.output == "after: deleted /tmp/x | v=1"
-    assert again.conversation_id == result.conversation_id
-    assert again.output.startswith("after: ")  # the history's calls were answered
-
-
 def test_the_benchmark_measures_temporal() -> None:
     """``python -m bench.durable --temporal-only`` (the overhead, tiny numbers; the
     throughput figures start worker processes and are left to the benchmark): a smoke
