@@ -32,43 +32,47 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Generic, TypeAlias, TypeVar, cast
+from typing import Any, Generic, TypeAlias, TypeVar
 
-from golem_core import DeferredAnswer, Message, ToolCallPart, join_instructions
-from golem_core._deferred import DeferredCall, check_answers
+from golem_core import DeferredAnswer, Message, ToolCallPart
 from golem_core._loop import (
     Answered,
-    Fail,
-    Finish,
     ModelFailed,
     ModelResponded,
     OutputInvalid,
     OutputValid,
+    Pause,
     RequestModel,
     RunState,
     ToolOutcome,
     receive,
-    start_run,
 )
-from golem_shell._agent import Agent, AgentEffects, Prompt, _prompt_parts, _run_ids
-from golem_shell._checks import check_history
+from golem_shell._agent import Agent, AgentEffects, Prompt
 from golem_shell._driver import Progress, ToolBatch, run
-from golem_shell._errors import DeferredResultsError, PartialResult, RunError, Stage, UsageError
+from golem_shell._engine import (
+    WaitingCalls,
+    answers_to_send,
+    check_wrapped,
+    ended,
+    first_state,
+    instructions_failed,
+    resolve_instructions,
+    result_of,
+    run_input,
+    static_instructions,
+)
+from golem_shell._errors import RunError, Stage, UsageError
 from golem_shell._observe import EventHandler, observe_run
 from golem_shell._records import (
-    MESSAGES,
-    PARTS,
     AnswersSent,
     CorruptRecord,
     InstructionsResolved,
-    RunEnded,
     Waiting,
     decode,
     decode_as,
     encode,
 )
-from golem_shell._results import RunResult, partial_of
-from golem_shell._schema import ValidationFailed, validate
+from golem_shell._results import RunResult
 from golem_shell._tools import RunContext
 
 try:
@@ -106,19 +110,6 @@ _LOOKUP_SECONDS = 30.0  # how long a recovered run waits for its agent to be reg
 _PORTABLE = WorkflowSerializationFormat.PORTABLE
 
 _AGENTS: dict[str, DurableAgent[Any, Any]] = {}
-
-
-class WaitingCalls(tuple[DeferredCall, ...]):
-    """The calls a paused run waits for (a tuple), and ``pause``: which pause of the run
-    they belong to (0 when the run does not wait). Pass it to ``answer(..., pause=)`` so
-    the answers apply to this pause and never to a later one."""
-
-    pause: int
-
-    def __new__(cls, calls: Sequence[DeferredCall] = (), pause: int = 0) -> WaitingCalls:
-        made = super().__new__(cls, calls)
-        made.pause = pause
-        return made
 
 
 def _step(name: str) -> StepOptions:
@@ -193,21 +184,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         on_event: EventHandler | None = None,
     ) -> None:
-        if not isinstance(agent, Agent):
-            raise UsageError(f"DurableAgent wraps an Agent, not {type(agent).__name__}")
-        name = name if name is not None else agent.name
-        if not isinstance(name, str) or not name:
-            raise UsageError(
-                f"a DurableAgent needs a non-empty name (name=, or Agent(name=)), got {name!r}"
-            )
-        if getattr(agent, "toolsets", ()):
-            raise UsageError(
-                f"durable runs do not support toolsets yet ({agent!r}): a toolset's tools"
-                " are listed per run, which a restarted worker cannot replay"
-            )
-        taken = _AGENTS.get(name)
-        if taken is not None and taken.agent is not cast(Any, agent):
-            raise UsageError(f"a DurableAgent named {name!r} is already registered")
+        name = check_wrapped("DurableAgent", agent, name, _AGENTS)
         self.agent: Agent[DepsT, OutputT] = agent
         self.name = name
         self.deps = deps
@@ -287,17 +264,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
         run_id: str | None,
         conversation_id: str | None,
         queue: str | None,
-    ) -> WorkflowHandleAsync[dict[str, Any]]:
-        history = check_history(history)
-        parts = _prompt_parts(prompt)
-        run_id, conversation_id = _run_ids(history, run_id, conversation_id)
-        payload: dict[str, Any] = {
-            "runId": run_id,
-            "conversationId": conversation_id,
-            "history": MESSAGES[0](history),
-            "prompt": None if parts is None else PARTS[0](parts),
-            "now": datetime.now(UTC).isoformat(),  # the prompt's time: when it was submitted
-        }
+    ) -> WorkflowHandleAsync[JSON]:
+        payload = run_input(prompt, history, run_id, conversation_id)
+        run_id = payload["runId"]
         with SetWorkflowID(run_id):
             if queue is None:
                 return await DBOS.start_workflow_async(_durable_run, self.name, payload)
@@ -337,113 +306,35 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 with the wrong kind of answer, or answers a pause that is over; nothing
                 is sent then.
         """
-        sent = AnswersSent(0, answers)
-        try:
-            encode(sent)
-        except TypeError:
-            bad = next((k, a) for k, a in answers.items() if type(a).__name__ not in _ANSWER_TYPES)
-            raise UsageError(
-                f"the answer for call {bad[0]!r} is a {type(bad[1]).__name__}; answer with"
-                " Approved(), Denied(reason) or ExternalResult(parts)"
-            ) from None
-        waiting = await self.waiting(run_id)
-        if pause is not None and pause != waiting.pause:
-            raise DeferredResultsError(
-                f"these answers are for pause {pause} of run {run_id!r}, which is "
-                + (f"now at pause {waiting.pause}" if waiting else "not waiting now")
-                + ": a repeated or stale answer is not applied",
-                tuple(sorted(answers)),
-            )
-        error = check_answers(waiting, answers)
-        if error is not None:
-            raise DeferredResultsError(str(error), error.call_ids)
-        await DBOS.send_async(
-            run_id,
-            encode(AnswersSent(waiting.pause, dict(answers))),
-            ANSWERS_TOPIC,
-            serialization_type=_PORTABLE,
-        )
+        sent = answers_to_send(run_id, answers, await self.waiting(run_id), pause)
+        await DBOS.send_async(run_id, encode(sent), ANSWERS_TOPIC, serialization_type=_PORTABLE)
 
     # -- the workflow body --------------------------------------------------------------
 
-    async def _workflow(self, run_input: dict[str, Any]) -> JSON:
+    async def _workflow(self, recorded_input: JSON) -> JSON:
         agent = self.agent
-        run_id: str = run_input["runId"]
-        conversation_id: str = run_input["conversationId"]
-        history = MESSAGES[1](run_input["history"], "history")
-        prompt = None if run_input["prompt"] is None else PARTS[1](run_input["prompt"], "prompt")
-        context: RunContext[Any] = RunContext(self.deps, run_id, conversation_id)
-        instructions: str | None = join_instructions(agent.instructions, None)
+        context: RunContext[Any] = RunContext(
+            self.deps, recorded_input["runId"], recorded_input["conversationId"]
+        )
+        instructions = static_instructions(agent)
         if agent.dynamic_instructions is not None:
             resolved = decode_as(
                 InstructionsResolved,
                 await DBOS.run_step_async(
-                    _step("golem.instructions"), self._instructions_step, context
+                    _step("golem.instructions"), resolve_instructions, agent, context
                 ),
                 "instructions",
             )
             if resolved.failed is not None:
-                return encode(
-                    RunEnded(
-                        self.name,
-                        "failed",
-                        run_id,
-                        conversation_id,
-                        stage=Stage.INSTRUCTIONS.value,
-                        reason=resolved.failed,
-                    )
-                )
+                return encode(instructions_failed(self.name, recorded_input, resolved.failed))
             instructions = resolved.instructions
-        config = agent._run_config(run_id, conversation_id, instructions)
-        state = start_run(
-            config,
-            history,
-            prompt,
-            processor=agent._processor(),
-            now=datetime.fromisoformat(run_input["now"]),
-        )
+        state = first_state(agent, recorded_input, instructions)
         progress = Progress(state, observe_run(agent, state, self.on_event))
         end = await run(progress, _DBOSEffects(self, context))
-        if isinstance(end, Fail):
-            partial = partial_of(end.state)
-            return encode(
-                RunEnded(
-                    self.name,
-                    "failed",
-                    run_id,
-                    conversation_id,
-                    messages=() if partial is None else partial.messages,
-                    usage=end.state.usage,
-                    requests=end.state.requests,
-                    tool_executions=end.state.tool_executions,
-                    stage=end.stage.value,
-                    reason=end.reason,
-                )
-            )
-        assert isinstance(end, Finish)  # a durable run waits instead of pausing
-        return encode(
-            RunEnded(
-                self.name,
-                "done",
-                run_id,
-                conversation_id,
-                messages=end.state.messages,
-                added=len(end.state.added),
-                usage=end.state.usage,
-                requests=end.state.requests,
-                tool_executions=end.state.tool_executions,
-                output=agent._output.dump(end.output),
-            )
-        )
+        assert not isinstance(end, Pause)  # a durable run waits instead of pausing
+        return encode(ended(self.name, agent, end))
 
     # -- the steps (each output is recorded; none is retried by DBOS) -------------------
-
-    async def _instructions_step(self, context: RunContext[Any]) -> JSON:
-        try:
-            resolved = InstructionsResolved(await self.agent._resolve_instructions(context))
-        except Exception as e:
-            resolved = InstructionsResolved(failed=f"resolving the instructions failed: {e}")
-        return encode(resolved)
 
     async def _request_step(self, command: RequestModel, state: RunState) -> JSON:
         return encode(await AgentEffects(self.agent, _NO_CONTEXT, None).request(command, state))
@@ -457,53 +348,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
     # -- the workflow's result ------------------------------------------------------------
 
     def _decode_result(self, value: JSON) -> RunResult[OutputT]:
-        try:
-            ended = decode_as(RunEnded, value, "result")
-        except CorruptRecord:
-            owner = value.get("agent") if isinstance(value, dict) else None
-            raise UsageError(
-                f"run {value.get('runId') if isinstance(value, dict) else value!r} is not a"
-                f" run of DurableAgent {self.name!r} (it belongs to {owner!r})"
-            ) from None
-        if ended.agent != self.name:
-            raise UsageError(
-                f"run {ended.run_id!r} is not a run of DurableAgent {self.name!r}"
-                f" (it belongs to {ended.agent!r})"
-            )
-        if ended.status == "failed":
-            partial = None
-            if ended.messages:
-                partial = PartialResult(
-                    messages=ended.messages,
-                    usage=ended.usage,
-                    requests=ended.requests,
-                    tool_executions=ended.tool_executions,
-                    run_id=ended.run_id,
-                    conversation_id=ended.conversation_id,
-                )
-            raise RunError(Stage(str(ended.stage)), str(ended.reason), partial=partial)
-        output: Any = ended.output
-        if not self.agent._output.text:
-            try:
-                output = validate(output, self.agent._output.type, path="output")
-            except ValidationFailed as e:
-                raise CorruptRecord(
-                    f"the recorded output no longer fits the output type: {e}"
-                ) from e
-        messages = ended.messages
-        return RunResult(
-            output=cast(OutputT, output),
-            messages=messages,
-            new_messages=messages[len(messages) - ended.added :],
-            usage=ended.usage,
-            run_id=ended.run_id,
-            conversation_id=ended.conversation_id,
-            requests=ended.requests,
-            tool_executions=ended.tool_executions,
-        )
+        return result_of("DurableAgent", self.name, self.agent, value)
 
 
-_ANSWER_TYPES = ("Approved", "Denied", "ExternalResult")
 _NO_CONTEXT: RunContext[Any] = RunContext(None, "", "")
 
 

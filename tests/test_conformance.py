@@ -205,5 +205,5 @@ async def test_an_answer_when_nothing_waits_is_refused(launched: Path) -> None:
 
     run_id = await _DURABLE["text"].start("go", run_id="answers-nothing")
     await _DURABLE["text"].result(run_id)
-    with pytest.raises(DeferredResultsError, match="no call is waiting"):
+    with pytest.raises(DeferredResultsError, match="not waiting"):
         await _DURABLE["text"].answer(run_id, {"x": Approved()})
