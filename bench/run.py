@@ -13,7 +13,7 @@ Ops per size ``n`` (seconds per call):
   floor pass (one pass that pairs results with calls by id in a dict and parses every
   call's arguments: the least work a repair can do);
 - golem: ``decode_history`` (also ``decode_json_stdlib``: without the optional orjson
-  accelerator, as without ``golem[fast]``) / ``encode_history``; ``normalize_history`` on the clean
+  accelerator, as without ``golem-agents[fast]``) / ``encode_history``; ``normalize_history`` on the clean
   and the damaged workload and ``sanitize_history``, each both on one history called
   again and again (the plain name) and ``_cold``: on a freshly built history whose
   tool-call arguments were never parsed (golem parses them once per part and caches
@@ -24,7 +24,9 @@ Ops per size ``n`` (seconds per call):
 
 Once per run: recorded streams decoded and accumulated, golem vs each official SDK
 (``bench/streaming.py``); start-up in fresh processes vs pydantic-ai
-(``bench/startup.py``, left out by ``--quick``); ``agent.run`` overhead on offline
+(``bench/startup.py``, left out by ``--quick``); stored conversations: one append at
+100 to 100,000 messages and a 10,000-message load, SQLite and PostgreSQL
+(``bench/store.py``; ``--quick``: SQLite, small); ``agent.run`` overhead on offline
 models (a text answer; one tool round trip; one tool round trip after a 1,000-message
 history), golem vs pydantic-ai; and,
 per size up to 10,000, the peak memory of one decode (``tracemalloc``) vs input bytes.
@@ -48,6 +50,7 @@ from typing import Any
 from bench.convert import to_golem
 from bench.peers import Peers, load_peers
 from bench.startup import startup_records
+from bench.store import store_records, store_verdicts
 from bench.streaming import stream_ops
 from bench.timing import CLOCKS, Clock, Op, Record, measure, measure_async, peak_memory
 from bench.tracing import HISTORY_SIZES, history_ops
@@ -109,7 +112,7 @@ def floor_pass(messages: Sequence[NeutralMessage]) -> dict[str, object]:
 
 
 def _stdlib_decode(data: bytes) -> object:
-    """``decode_history`` without its optional accelerator (as without ``golem[fast]``)."""
+    """``decode_history`` without its optional accelerator (as without ``golem-agents[fast]``)."""
     accelerator, codec._ORJSON = codec._ORJSON, None
     try:
         return decode_history(data)
@@ -729,8 +732,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for r in startup_records(args.repeat):
             emit({"kind": "time", **r.as_json()})
             records.append(r)
+    store_args = {"repeat": args.repeat, "min_repeat_s": min_repeat_s, "clock": clock}
+    for r in store_records(quick=args.quick, postgres=not args.quick, **store_args):
+        emit({"kind": "time", **r.as_json()})
+        records.append(r)
 
-    verdicts = judge(records, memory) + tracing_verdicts(records)
+    verdicts = judge(records, memory) + tracing_verdicts(records) + store_verdicts(records)
     for v in verdicts:
         emit(v.as_json())
     env = environment(peers)
