@@ -7,14 +7,19 @@ folds the outcome in and returns the next state. The driver (``golem_shell``) pe
 commands and feeds outcomes back; it has no policy of its own, so the loop can be
 embedded in any runtime (asyncio, a job queue, a durable workflow, a test).
 
+Over 600 lines because it is one concept: the transition table, the states it moves
+between and every handler, kept beside the table (h11's rule: whatever affects a
+transition lives next to it), so no runtime holds a rule of its own.
+
 Transitions (``Phase`` -> command -> outcome -> phase)::
 
     REQUEST   -> RequestModel    -> ModelResponded  -> TOOLS | VALIDATE | REQUEST | PAUSED | FAILED
                                  -> ModelFailed     -> FAILED (stage request)
-    TOOLS     -> ExecuteTools    -> ToolsReturned   -> REQUEST | PAUSED | FAILED (tool, canceled)
+    TOOLS     -> ExecuteTools    -> ToolDone        -> TOOLS (more to come) | REQUEST | PAUSED | FAILED
+                                 -> ToolsReturned   -> REQUEST | PAUSED | FAILED (tool, canceled)
     VALIDATE  -> ValidateOutput  -> OutputValid     -> DONE
                                  -> OutputInvalid   -> REQUEST (correction) | FAILED (output)
-    PAUSED    -> Pause           (the run ends; ``resume_run`` continues it)
+    PAUSED    -> Pause           -> Answered        -> TOOLS | REQUEST | PAUSED (refused: ``rejected``)
     DONE      -> Finish
     FAILED    -> Fail
 
@@ -36,6 +41,12 @@ Rules the loop keeps:
 - Structured output arrives through the output tool, or as a text answer (JSON) that
   the driver validates (native structured output, ``output_schema``); a bad value or an
   answer that is neither gets a correction round, bounded by ``output_retries``.
+- Each tool outcome lands as it completes (``ToolDone``); an interrupted run's partial
+  (``RunState.partial_messages``) keeps every completed outcome and tells a call that
+  was running (``unfinished_result``) from one that never started.
+- A paused run goes on when it receives ``Answered`` (a row of the table, like every
+  other step), bound to the pause it answers, so counters and stamps carry across a
+  pause in every runtime alike; ``resume_run`` starts from a stored history.
 - A failure inside a tool batch leaves the evidence ending at the assistant turn that
   requested it. A deliberate stop (``ToolCanceled``) keeps results recorded before it
   and closes every unanswered call with the synthesized no-result result, so the

@@ -7,11 +7,14 @@ run adds carry its identity, and a failed run's evidence is resume-ready.
 
 from __future__ import annotations
 
+import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from golem_core import (
     INTERRUPTED_RESULT_TEXT,
+    Approved,
+    Denied,
     Message,
     TextPart,
     ToolCallPart,
@@ -21,6 +24,7 @@ from golem_core import (
 )
 from golem_core.loop import (
     TRANSITIONS,
+    Answered,
     ExecuteTools,
     ModelFailed,
     ModelResponded,
@@ -32,6 +36,7 @@ from golem_core.loop import (
     RunState,
     ToolCanceled,
     ToolCrashed,
+    ToolDone,
     ToolRetry,
     ToolReturned,
     ToolSpec,
@@ -48,6 +53,7 @@ CONFIG = RunConfig(
     tools=(
         ToolSpec(ToolDefinition("a")),
         ToolSpec(ToolDefinition("b"), max_retries=1),
+        ToolSpec(ToolDefinition("c"), kind="approval"),
         ToolSpec(ToolDefinition("final_result"), kind="output"),
     ),
     output_tool="final_result",
@@ -58,7 +64,7 @@ CONFIG = RunConfig(
 tool_calls = st.builds(
     ToolCallPart,
     st.one_of(st.none(), st.sampled_from(["x1", "x2", "x3", "x4"])),
-    st.sampled_from(["a", "b", "final_result", "unknown"]),
+    st.sampled_from(["a", "b", "c", "final_result", "unknown"]),
     st.sampled_from(['{"k":1}', "{}", '{"cut', "[]"]),
 )
 answers = st.one_of(
@@ -124,6 +130,45 @@ class LoopMachine(RuleBasedStateMachine):
             ]
         self._step(ToolsReturned(tuple(outcomes)))  # type: ignore[arg-type]
 
+    @precondition(lambda self: self.state.phase is Phase.TOOLS)
+    @rule(data=st.data())
+    def tools_land_one_by_one(self, data: st.DataObject) -> None:
+        """Outcomes land as they complete, in any order; the partial is paired at every
+        moment (issue 28.1: a cancel never loses a finished tool)."""
+        command = next_command(self.state)
+        assert isinstance(command, ExecuteTools)
+        order = data.draw(st.permutations(command.calls))
+        for c in order:
+            if self.state.phase is not Phase.TOOLS:
+                break
+            kind = data.draw(st.sampled_from(["ok", "ok", "retry", "cancel", "crash"]))
+            cid = c.id or ""
+            outcome: object = {
+                "ok": ToolReturned(cid, (TextPart("r"),)),
+                "retry": ToolRetry(cid, "bad args"),
+                "cancel": ToolCanceled(cid, "stop"),
+                "crash": ToolCrashed(cid, "oops"),
+            }[kind]
+            self._step(ToolDone(outcome))  # type: ignore[arg-type]
+
+    @precondition(lambda self: self.state.phase is Phase.PAUSED)
+    @rule(data=st.data(), stale=st.booleans())
+    def answers_arrive(self, data: st.DataObject, stale: bool) -> None:
+        """Answers bound to the current pause apply; answers for another pause change
+        nothing but ``rejected`` (issue 28.4)."""
+        waiting = self.state.deferred
+        answers = {
+            str(d.call.id): data.draw(st.sampled_from([Approved(), Denied("no")]))
+            for d in waiting
+            if data.draw(st.booleans())
+        }
+        before = self.state
+        pause = before.pauses - 1 if stale else before.pauses
+        self._step(Answered(answers, pause=pause))
+        if stale:
+            assert self.state.rejected is not None
+            assert attrs.evolve(self.state, rejected=None) == attrs.evolve(before, rejected=None)
+
     @precondition(lambda self: self.state.phase is Phase.VALIDATE)
     @rule(valid=st.booleans())
     def validate(self, valid: bool) -> None:
@@ -156,6 +201,14 @@ class LoopMachine(RuleBasedStateMachine):
                 assert m.run_id is None
             else:
                 assert (m.run_id, m.conversation_id) == ("run-1", "conv-1")
+
+    @invariant()
+    def the_partial_is_paired_at_every_moment(self) -> None:
+        partial = self.state.partial_messages
+        repaired, report = normalize_history(partial)
+        assert check_pairing(repaired) == ()
+        if self.state.phase is Phase.TOOLS:  # the batch in flight is closed, not repaired
+            assert not report.synthesized
 
     @invariant()
     def evidence_is_resume_ready(self) -> None:
