@@ -13,11 +13,12 @@ Ops per size ``n`` (seconds per call):
   floor pass (one pass that pairs results with calls by id in a dict and parses every
   call's arguments: the least work a repair can do);
 - golem: ``decode_history`` (also ``decode_json_stdlib``: without the optional orjson
-  accelerator, as without ``golem-agents[fast]``) / ``encode_history``; ``normalize_history`` on the clean
-  and the damaged workload and ``sanitize_history``, each both on one history called
-  again and again (the plain name) and ``_cold``: on a freshly built history whose
-  tool-call arguments were never parsed (golem parses them once per part and caches
-  the result); ``trim_history(n // 2)``; ``budget_history(approximate_tokens, half)``;
+  accelerator, as without ``golem-agents[fast]``) / ``encode_history``;
+  ``normalize_history`` on the clean and the damaged workload and ``sanitize_history``,
+  each both on one history called again and again (the plain name) and ``_cold``: on a
+  freshly built history whose tool-call arguments were never parsed (golem parses them
+  once per part and caches the result); ``trim_history(n // 2)``;
+  ``budget_history(approximate_tokens, half)``;
 - pydantic-ai: its JSON codec, ``repair_messages``, ``sanitize_messages``; langchain-core:
   ``trim_messages`` by message count and by approximate tokens. Above 10,000 messages
   the peers' encoder and token trim are skipped (seconds per call).
@@ -624,6 +625,17 @@ def report(
             "  `repair_messages` (neither parses).",
             "- `stdlib-json json_loads` / `json_dumps` read and write the very bytes",
             "  `decode_history` reads and `encode_history` writes.",
+            "- `decode_json` uses the optional orjson accelerator when it is installed (it",
+            "  is here); `decode_json_stdlib` is the same decode without it (ADR 0074).",
+            "- `stream_*`: a recorded stream (`tests/fixtures`) from bytes to the final",
+            "  message, against the official SDK's own SSE decoding, event types and stream",
+            "  accumulation on the same bytes (`bench/streaming.py`).",
+            "- `import_*`, `cli_help`, `first_request`: wall time in fresh processes after",
+            "  interpreter start, against `import pydantic_ai` and pydantic-ai's first",
+            "  `FunctionModel` run (`bench/startup.py`).",
+            "- `otel_content_per_request`: what tracing costs per request (SDK tracer",
+            "  provider, content captured) after a history of n messages: the traced run",
+            "  minus the untraced one, over its two requests (`bench/tracing.py`).",
             "- A target applies at every size unless it names one; other rows are context.",
             "",
             f"- Machine: {machine}",
