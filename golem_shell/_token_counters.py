@@ -19,15 +19,17 @@ do not matter), least recently used first out.
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import json
-import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Protocol, TypeAlias, cast
 
+import attrs
 import httpx
-from returns.result import Failure, Result
+from returns.result import Failure, Result, Success
 
 from golem_core import (
     HistoryError,
@@ -35,17 +37,27 @@ from golem_core import (
     ModelErrorKind,
     ModelRequest,
     ModelSettings,
+    RetryPolicy,
     Role,
     TokenCounter,
+    Usage,
     budget_history,
 )
 from golem_core.wire import WireError
 from golem_core.wire import anthropic as anthropic_wire
 from golem_core.wire import gemini as gemini_wire
-from golem_shell._errors import ModelError, UsageError
+from golem_shell._errors import UsageError
 from golem_shell._summarize import AsyncHistoryProcessor
-from golem_shell.models._adapter import check_base_url, env_value
-from golem_shell.models._http import DEFAULT_TIMEOUT, encode_json, redact
+from golem_shell.models._adapter import HTTPModel
+from golem_shell.models._http import (
+    DEFAULT_RETRY,
+    DEFAULT_TIMEOUT,
+    ErrorDecoder,
+    ProviderHTTP,
+    encode_json,
+)
+from golem_shell.models.anthropic import AnthropicModel
+from golem_shell.models.gemini import GeminiModel
 
 __all__ = [
     "AsyncTokenCounter",
@@ -72,16 +84,16 @@ Counter: TypeAlias = TokenCounter | AsyncTokenCounter | Callable[[Message], Awai
 """Any counter ``async_budget_history`` takes: sync or async."""
 
 _Encode: TypeAlias = Callable[[tuple[Message, ...]], Result[dict[str, Any], WireError]]
-_Decode: TypeAlias = Callable[..., WireError]
 
 
 class ProviderTokenCounter:
     """An ``AsyncTokenCounter`` backed by a provider's token-counting endpoint.
 
-    Made by ``anthropic_token_counter`` and ``gemini_token_counter``. Call it with a
-    message to get its count; ``hits`` and ``misses`` say how often the cache answered.
-    A counter that made its own HTTP client closes it with ``aclose()`` (or
-    ``async with``); a client you passed stays yours.
+    Made by ``anthropic_token_counter`` and ``gemini_token_counter``, on the model's own
+    ``ProviderHTTP`` (its credential rules, its retries, an HTTP client per event loop,
+    keys scrubbed from errors). Call it with a message to get its count; ``hits`` and
+    ``misses`` say how often the cache answered. ``aclose()`` (or ``async with``) closes
+    the client it made for the running event loop; a client you passed stays yours.
 
     Raises (when called):
         ModelError: the endpoint failed (status, provider's message; the key never
@@ -94,29 +106,18 @@ class ProviderTokenCounter:
         *,
         provider: str,
         model: str,
-        url: str,
-        headers: Mapping[str, str],
-        secret: str | None,
+        http: ProviderHTTP,
         encode: _Encode,
         count_field: str,
-        decode_error: _Decode,
-        http_client: httpx.AsyncClient | None,
-        timeout: float | httpx.Timeout,
         cache_size: int,
     ) -> None:
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise UsageError(f"cache_size must be an int of at least 0, got {cache_size!r}")
         self.provider = provider
         self.model = model
-        self._url = url
-        self._headers = dict(headers)
-        self._secret = secret
+        self._http = http
         self._encode = encode
         self._count_field = count_field
-        self._decode_error = decode_error
-        self._client = http_client
-        self._owns_client = http_client is None
-        self._timeout = timeout
         self._cache: OrderedDict[bytes, int] = OrderedDict()
         self._cache_size = cache_size
         self._baseline: int | None = None
@@ -133,10 +134,9 @@ class ProviderTokenCounter:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the HTTP client this counter made (never one you passed)."""
-        client, self._client = self._client, None
-        if client is not None and self._owns_client:
-            await client.aclose()
+        """Close the HTTP client this counter made for the running event loop (never
+        one you passed)."""
+        await self._http.aclose()
 
     async def __call__(self, message: Message) -> int:
         if message.role is Role.SYSTEM:
@@ -172,51 +172,46 @@ class ProviderTokenCounter:
                 body: dict[str, Any] = encoded.value_or({})
                 return body
 
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout)
-            self._owns_client = True
-        return self._client
-
-    def _fail(self, kind: ModelErrorKind, message: str, status: int | None = None) -> ModelError:
-        return ModelError(
-            kind, redact(message, self._secret), status=status, provider=self.provider
-        )
+    def _read_count(self, payload: object) -> Result[Message, WireError]:
+        """The answer's count, carried as the input tokens of an empty message (the
+        shape ``ProviderHTTP.post`` decodes to)."""
+        count = payload.get(self._count_field) if isinstance(payload, dict) else None
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            return Failure(
+                WireError(
+                    ModelErrorKind.BAD_RESPONSE,
+                    f"the token count answer has no non-negative integer {self._count_field!r}:"
+                    f" {json.dumps(payload)[:200]}",
+                )
+            )
+        return Success(Message(Role.ASSISTANT, (), usage=Usage(input_tokens=count)))
 
     async def _post(self, body: bytes) -> int:
-        headers = {**self._headers, "content-type": "application/json"}
-        try:
-            response = await self._http().post(self._url, content=body, headers=headers)
-        except httpx.TimeoutException as e:
-            raise self._fail(ModelErrorKind.TIMEOUT, f"counting tokens timed out ({e})") from None
-        except httpx.HTTPError as e:
-            raise self._fail(
-                ModelErrorKind.CONNECTION, f"counting tokens failed: {type(e).__name__}: {e}"
-            ) from None
-        if response.status_code >= 400:
-            error = self._decode_error(
-                response.status_code, response.headers, response.content, now_unix=time.time()
-            )
-            raise ModelError(
-                error.kind,
-                redact(f"counting tokens failed: {error.message}", self._secret),
-                status=error.status if error.status is not None else response.status_code,
-                request_id=error.request_id,
-                retry_after=error.retry_after,
-                provider=self.provider,
-            ) from None
-        try:
-            count = json.loads(response.content).get(self._count_field)
-        except (ValueError, AttributeError):
-            count = None
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise self._fail(
-                ModelErrorKind.BAD_RESPONSE,
-                f"the token count answer has no non-negative integer {self._count_field!r}: "
-                f"{response.content[:200]!r}",
-                response.status_code,
-            )
-        return count
+        answer = await self._http.post(body, self._read_count)
+        assert answer.usage is not None  # _read_count always sets it
+        return answer.usage.input_tokens
+
+
+def _counting(decode_error: ErrorDecoder) -> ErrorDecoder:
+    """``decode_error`` whose messages say that counting tokens failed."""
+
+    def decode(
+        status: int, headers: Mapping[str, str], body: bytes, *, now_unix: float | None
+    ) -> WireError:
+        error = decode_error(status, headers, body, now_unix=now_unix)
+        return attrs.evolve(error, message=f"counting tokens failed: {error.message}")
+
+    return decode
+
+
+def _endpoint(model: HTTPModel, url: str, decode_error: ErrorDecoder) -> ProviderHTTP:
+    """The model's ``ProviderHTTP`` (credentials, headers, client, timeout, retries) sent
+    to ``url`` instead, its errors saying that counting tokens failed."""
+    http = copy.copy(model._http)  # a copy: the model's own endpoint stays as it was
+    http.url = url
+    http._decode_error = _counting(decode_error)
+    http._clients = weakref.WeakKeyDictionary()  # clients of its own, one per event loop
+    return http
 
 
 _NO_CACHE: Final = ModelSettings(cache=None)
@@ -230,6 +225,7 @@ def anthropic_token_counter(
     base_url: str | None = None,
     http_client: httpx.AsyncClient | None = None,
     timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+    retry: RetryPolicy = DEFAULT_RETRY,
     cache_size: int = DEFAULT_CACHE_SIZE,
 ) -> ProviderTokenCounter:
     """A counter that asks Anthropic: ``POST {base_url}/v1/messages/count_tokens``.
@@ -237,10 +233,11 @@ def anthropic_token_counter(
     Args:
         model: The model whose tokenizer counts (``"claude-sonnet-4-5"``).
         api_key: Sent as ``x-api-key``; default ``ANTHROPIC_API_KEY`` (a custom base URL
-            may need none).
+            may need none): ``AnthropicModel``'s rules.
         base_url: Default ``ANTHROPIC_BASE_URL``, else ``https://api.anthropic.com``.
         http_client: Your ``httpx.AsyncClient`` (it stays yours to close).
-        timeout: Seconds for each counting request, when the counter makes its client.
+        timeout: Seconds for each counting request.
+        retry: What is retried (a 429, a 5xx), as for the model's requests.
         cache_size: How many counts to remember (0: none).
 
     Returns:
@@ -249,17 +246,14 @@ def anthropic_token_counter(
     Raises:
         UsageError: no key for the default base URL, or a base URL that is not http(s).
     """
-    key = api_key or env_value("ANTHROPIC_API_KEY")
-    custom = base_url or env_value("ANTHROPIC_BASE_URL")
-    if key is None and custom is None:
-        raise UsageError(
-            "no Anthropic API key: pass api_key= or set ANTHROPIC_API_KEY "
-            "(a custom base_url / ANTHROPIC_BASE_URL needs none)"
-        )
-    base = check_base_url(custom or "https://api.anthropic.com", "the Anthropic base URL")
-    headers = {"anthropic-version": anthropic_wire.ANTHROPIC_VERSION}
-    if key:
-        headers["x-api-key"] = key
+    source = AnthropicModel(
+        model,
+        api_key=api_key,
+        base_url=base_url,
+        http_client=http_client,
+        timeout=timeout,
+        retry=retry,
+    )
 
     def encode(messages: tuple[Message, ...]) -> Result[dict[str, Any], WireError]:
         encoded = anthropic_wire.encode_request(
@@ -272,14 +266,9 @@ def anthropic_token_counter(
     return ProviderTokenCounter(
         provider="anthropic",
         model=model,
-        url=f"{base}/v1/messages/count_tokens",
-        headers=headers,
-        secret=key,
+        http=_endpoint(source, f"{source.url}/count_tokens", anthropic_wire.decode_error),
         encode=encode,
         count_field="input_tokens",
-        decode_error=anthropic_wire.decode_error,
-        http_client=http_client,
-        timeout=timeout,
         cache_size=cache_size,
     )
 
@@ -291,6 +280,7 @@ def gemini_token_counter(
     base_url: str | None = None,
     http_client: httpx.AsyncClient | None = None,
     timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+    retry: RetryPolicy = DEFAULT_RETRY,
     cache_size: int = DEFAULT_CACHE_SIZE,
 ) -> ProviderTokenCounter:
     """A counter that asks Gemini: ``POST {base_url}/models/{model}:countTokens``.
@@ -298,11 +288,12 @@ def gemini_token_counter(
     Args:
         model: The model (``"gemini-2.5-flash"``; a name with ``/`` is a resource name).
         api_key: Sent as ``x-goog-api-key``; default ``GOOGLE_API_KEY``, else
-            ``GEMINI_API_KEY`` (a custom base URL may need none).
+            ``GEMINI_API_KEY`` (a custom base URL may need none): ``GeminiModel``'s rules.
         base_url: The API version's base URL; default ``GEMINI_BASE_URL``, else
             ``https://generativelanguage.googleapis.com/v1beta``.
         http_client: Your ``httpx.AsyncClient`` (it stays yours to close).
-        timeout: Seconds for each counting request, when the counter makes its client.
+        timeout: Seconds for each counting request.
+        retry: What is retried (a 429, a 5xx), as for the model's requests.
         cache_size: How many counts to remember (0: none).
 
     Returns:
@@ -311,18 +302,15 @@ def gemini_token_counter(
     Raises:
         UsageError: no key for the default base URL, or a base URL that is not http(s).
     """
-    key = api_key or env_value("GOOGLE_API_KEY") or env_value("GEMINI_API_KEY")
-    custom = base_url or env_value("GEMINI_BASE_URL")
-    if key is None and custom is None:
-        raise UsageError(
-            "no Gemini API key: pass api_key= or set GOOGLE_API_KEY or GEMINI_API_KEY "
-            "(a custom base_url / GEMINI_BASE_URL needs none)"
-        )
-    base = check_base_url(
-        custom or "https://generativelanguage.googleapis.com/v1beta", "the Gemini base URL"
+    source = GeminiModel(
+        model,
+        api_key=api_key,
+        base_url=base_url,
+        http_client=http_client,
+        timeout=timeout,
+        retry=retry,
     )
-    headers = {"x-goog-api-key": key} if key else {}
-    path = gemini_wire.request_path(model, stream=False).removesuffix(":generateContent")
+    url = source.url.removesuffix(":generateContent") + ":countTokens"
 
     def encode(messages: tuple[Message, ...]) -> Result[dict[str, Any], WireError]:
         encoded = gemini_wire.encode_request(ModelRequest(messages=messages))
@@ -331,14 +319,9 @@ def gemini_token_counter(
     return ProviderTokenCounter(
         provider="gemini",
         model=model,
-        url=f"{base}/{path}:countTokens",
-        headers=headers,
-        secret=key,
+        http=_endpoint(source, url, gemini_wire.decode_error),
         encode=encode,
         count_field="totalTokens",
-        decode_error=gemini_wire.decode_error,
-        http_client=http_client,
-        timeout=timeout,
         cache_size=cache_size,
     )
 

@@ -20,6 +20,7 @@ from golem_core import (
     HistoryError,
     Message,
     ModelErrorKind,
+    RetryPolicy,
     TextPart,
     ToolCallPart,
     URLPart,
@@ -160,18 +161,20 @@ async def test_what_is_never_sent_counts_zero_without_a_request() -> None:
     assert provider.requests == []
 
 
-async def test_content_anthropic_cannot_take_is_a_usage_error() -> None:
+async def test_content_anthropic_cannot_take_counts_as_its_stand_in() -> None:
     provider = Provider("input_tokens")
     counter = anthropic_token_counter("claude-x", api_key=KEY, http_client=provider.client())
     audio = Message.user("listen", URLPart("https://example.com/a.mp3", "audio"))
-    with pytest.raises(UsageError, match="cannot count this message"):
-        await counter(audio)
+    assert await counter(audio) == expected(provider, counter, audio)  # ADR 0067
+    assert "not sent, Anthropic cannot take it" in json.dumps(provider.bodies())
 
 
 async def test_an_error_answer_is_a_model_error_without_the_key() -> None:
     answer = {"type": "error", "error": {"type": "rate_limit_error", "message": f"slow {KEY}"}}
     provider = Provider("input_tokens", status=429, answer=answer)
-    counter = anthropic_token_counter("claude-x", api_key=KEY, http_client=provider.client())
+    counter = anthropic_token_counter(
+        "claude-x", api_key=KEY, http_client=provider.client(), retry=RetryPolicy.never()
+    )
     with pytest.raises(ModelError) as caught:
         await counter(LONG)
     assert caught.value.kind is ModelErrorKind.RATE_LIMIT
@@ -193,7 +196,9 @@ async def test_a_connection_failure_is_a_model_error() -> None:
         raise httpx.ConnectError("refused", request=request)
 
     client = httpx.AsyncClient(transport=httpx.MockTransport(refuse))
-    counter = anthropic_token_counter("claude-x", api_key=KEY, http_client=client)
+    counter = anthropic_token_counter(
+        "claude-x", api_key=KEY, http_client=client, retry=RetryPolicy.never()
+    )
     with pytest.raises(ModelError) as caught:
         await counter(LONG)
     assert caught.value.kind is ModelErrorKind.CONNECTION
