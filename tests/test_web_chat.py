@@ -18,7 +18,7 @@ from golem_shell import SQLiteHistoryStore
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[WebChatServer]:
-    served = serve_web_chat(tmp_path / "chat.db", delay=0.01)
+    served = serve_web_chat(tmp_path / "chat.db", delay=0.02)
     yield served
     served.close()
 
