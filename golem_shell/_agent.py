@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, cast, overload
 
 import attrs
 from returns.result import Failure, Result
-from typing_extensions import TypeVar
+from typing_extensions import TypeForm, TypeVar
 
 from golem_core import (
     HistoryProcessor,
@@ -112,8 +112,10 @@ class Agent(Generic[DepsT, OutputT]):
         dynamic_instructions: a function (sync or async) of the ``RunContext`` whose
             result joins the static instructions (static first, a blank line between).
         tools: functions or ``Tool`` values the model may call.
-        output_type: ``str`` (the default) or a structured type (attrs class,
-            dataclass, TypedDict, pydantic model, ...) the model must produce.
+        output_type: ``str`` (the default) or any type the model must produce: a class
+            (attrs, dataclass, TypedDict, pydantic model, ...), ``Literal[...]``, a union
+            such as ``int | None``; a type checker reads it as a type form (PEP 747), so
+            ``result.output`` has that type.
         output_mode: how structured output is asked for: ``"tool"`` (the default, the
             ``final_result`` tool) or ``"native"`` (the provider's own structured output,
             e.g. OpenAI ``response_format``; models without it keep the tool). A text
@@ -157,7 +159,7 @@ class Agent(Generic[DepsT, OutputT]):
         self,
         model: Model | str,
         *,
-        output_type: type[OutputT],
+        output_type: TypeForm[OutputT],
         output_mode: OutputMode = "tool",
         instructions: str | None = None,
         dynamic_instructions: InstructionsFunction | None = None,

@@ -16,7 +16,7 @@ from typing_extensions import TypeVar
 from golem_core import Message, ModelDelta, Usage
 from golem_core._deferred import DeferredCall
 from golem_core._loop import RunState, ToolRetry
-from golem_shell._errors import PartialResult, RunError
+from golem_shell._errors import PartialResult, RunError, UsageError
 
 __all__ = ["DeltaEvent", "DeltaHandler", "OutputT", "RunResult", "partial_from", "partial_of"]
 
@@ -36,17 +36,19 @@ class DeltaEvent:
 DeltaHandler = Callable[[DeltaEvent], Awaitable[None] | None]
 
 
-@frozen
+@frozen(repr=False)
 class RunResult(Generic[OutputT]):
     """What a finished (or paused) run produced.
 
     ``messages`` is the full canonical conversation, ready to pass back as history;
     ``new_messages`` what this run added. A paused run (a tool needs approval or an
-    external result) has ``deferred`` calls and no output yet: answer them with
+    external result) has ``deferred`` calls and no output yet: check ``paused`` before
+    reading ``output`` (on a paused run it raises ``UsageError``, never hands out a
+    ``None`` the type does not admit), and answer the calls with
     ``Agent.run_with_deferred_results``.
     """
 
-    output: OutputT
+    _output: OutputT = field(alias="output")
     messages: tuple[Message, ...] = field(repr=False)
     new_messages: tuple[Message, ...] = field(repr=False)
     usage: Usage
@@ -58,8 +60,33 @@ class RunResult(Generic[OutputT]):
 
     @property
     def paused(self) -> bool:
-        """Whether the run waits for deferred tool results."""
+        """Whether the run waits for deferred tool results (and so has no output yet)."""
         return bool(self.deferred)
+
+    @property
+    def output(self) -> OutputT:
+        """The run's output, of the agent's output type.
+
+        Raises:
+            UsageError: the run paused: it has no output until its ``deferred`` calls are
+                answered (``Agent.run_with_deferred_results``). Check ``paused`` first.
+        """
+        if self.deferred:
+            waiting = ", ".join(f"{d.call.id} ({d.call.name}, {d.kind})" for d in self.deferred)
+            raise UsageError(
+                f"this run paused and has no output yet: {len(self.deferred)} call(s) wait"
+                f" ({waiting}). Check result.paused before reading result.output, and answer"
+                " result.deferred with agent.run_with_deferred_results(result.messages, ...)"
+            )
+        return self._output
+
+    def __repr__(self) -> str:
+        shown = f"deferred={self.deferred!r}" if self.deferred else f"output={self._output!r}"
+        return (
+            f"RunResult({shown}, usage={self.usage!r}, run_id={self.run_id!r},"
+            f" conversation_id={self.conversation_id!r}, requests={self.requests},"
+            f" tool_executions={self.tool_executions})"
+        )
 
 
 def partial_from(error: BaseException) -> PartialResult | None:

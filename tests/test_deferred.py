@@ -27,6 +27,7 @@ from golem_shell import (
     RunError,
     ScriptedModel,
     Stage,
+    UsageError,
     tool,
 )
 
@@ -75,7 +76,8 @@ async def test_a_call_needing_approval_pauses_the_run() -> None:
     agent = Agent(ScriptedModel([two_transfers()]), tools=[transfer])
     result = await agent.run("pay my bills")
     assert result.paused
-    assert result.output is None
+    with pytest.raises(UsageError, match="paused and has no output yet: 2 call"):
+        result.output  # noqa: B018 - reading it is the point
     assert [(d.call.id, d.call.name, d.kind) for d in result.deferred] == [
         ("t1", "transfer", "approval"),
         ("t2", "transfer", "approval"),

@@ -329,3 +329,17 @@ async def test_an_exception_in_on_delta_is_reported_as_the_handlers() -> None:
     assert "the on_delta handler raised RuntimeError: ui closed" in message
     assert "model request raised" not in message
     assert isinstance(caught.value.cause, RuntimeError)
+
+
+# -- 2-4. the typing cases run as written ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "case", sorted(p.name for p in (ROOT / "tests" / "typing_cases").glob("*.py"))
+)
+def test_the_typing_cases_run_as_written(case: str, tmp_path: Path) -> None:
+    script = ROOT / "tests" / "typing_cases" / case
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr

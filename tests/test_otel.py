@@ -473,7 +473,7 @@ def test_instrument_without_opentelemetry_is_a_usage_error(
 ) -> None:
     monkeypatch.setitem(sys.modules, "opentelemetry", None)
     monkeypatch.delitem(sys.modules, "golem_shell._otel", raising=False)
-    with pytest.raises(UsageError, match=r"golem\[otel\]"):
+    with pytest.raises(UsageError, match=r"golem-agents\[otel\]"):
         instrument()
 
 

@@ -40,4 +40,7 @@ def test_users_code_passes_mypy_strict(tmp_path: Path) -> None:
         path.write_text(block, encoding="utf-8")
         paths.append(str(path))
     examples = sorted(str(p) for p in (ROOT / "examples").glob("*.py"))
-    _run("mypy", "--strict", "--no-incremental", *paths, *examples)
+    # user code pinning what a type checker infers (output types, tools, results: issue 26)
+    cases = sorted(str(p) for p in (ROOT / "tests" / "typing_cases").glob("*.py"))
+    assert cases, "no typing cases"
+    _run("mypy", "--strict", "--no-incremental", *paths, *examples, *cases)
