@@ -27,6 +27,7 @@ __all__ = [
     "Config",
     "Segment",
     "branch_row",
+    "decode_joined",
     "decode_rows",
     "head_of",
     "link_at",
@@ -237,6 +238,16 @@ def decode_rows(
             case _:
                 pass
     raise CorruptHistoryError(cid, 0, "the rows do not decode together")  # pragma: no cover
+
+
+def decode_joined(joined: str, length: int) -> tuple[Message, ...] | None:
+    """The rows joined by the database (``a,b,c``), decoded at once; ``None`` when they
+    do not decode to ``length`` messages (the caller reads row by row to say where)."""
+    match decode_history("[" + joined + "]"):
+        case Success(messages) if len(messages) == length:
+            return cast(tuple[Message, ...], messages)
+        case _:
+            return None
 
 
 def checked(owner: str, cid: str, branch: str) -> None:

@@ -1,0 +1,176 @@
+"""Stored conversations: what a user pays per turn as a conversation grows (issue 29 item 2).
+
+``python -m bench.store`` (and every ``python -m bench``) measures on SQLite (a file in a
+temporary directory, WAL, ``synchronous=FULL``: each append is a durable commit) and on
+PostgreSQL (a real server on 127.0.0.1 from ``tests/postgres_server.py``, ``fsync=off``):
+
+- ``store_append_<engine>`` at n = 100, 10,000, 100,000: appending one message to a
+  stored conversation of n messages (compare-and-set, hash chain link, signed head,
+  one commit). Target: flat, the time at 100,000 at most 3x the time at 100;
+- ``store_load_<engine>`` at n = 10,000: loading the conversation, against
+  ``store_decode_same_bytes_<engine>``: ``decode_history`` of the very JSON bytes the
+  load returns (``encode_history`` of it), timed in the same rounds. Target: at most 2x.
+
+``--quick`` (the smoke test): SQLite only, n = 100 and 1,000. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bench.convert import to_golem
+from bench.timing import CLOCKS, Clock, Op, Record, measure
+from bench.workload import conversation
+from golem_core import Message, Role, TextPart, decode_history, encode_history
+from golem_shell.store import PostgresHistoryStore, SQLiteHistoryStore
+
+if TYPE_CHECKING:
+    from bench.run import Verdict
+
+__all__ = ["LOAD_N", "SIZES", "store_records", "store_verdicts"]
+
+SIZES = (100, 10_000, 100_000)
+QUICK_SIZES = (100, 1_000)
+LOAD_N = 10_000
+FLAT_LIMIT = 3.0
+LOAD_LIMIT = 2.0
+OWNER = "bench"
+KEY = b"bench-signing-key-0123456789abcd"
+
+Store = SQLiteHistoryStore | PostgresHistoryStore
+
+
+@contextmanager
+def _engines(postgres: bool) -> Iterator[list[tuple[str, Callable[[], Store]]]]:
+    with ExitStack() as stack:
+        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="golem-bench-store-"))
+        engines: list[tuple[str, Callable[[], Store]]] = [
+            ("sqlite", lambda: SQLiteHistoryStore(Path(folder) / "bench.db", signing_keys=KEY))
+        ]
+        if postgres:
+            tests = Path(__file__).resolve().parents[1] / "tests"
+            if str(tests) not in sys.path:
+                sys.path.insert(0, str(tests))
+            from postgres_server import PostgresUnavailable, start_postgres
+
+            try:
+                server = stack.enter_context(start_postgres())
+            except PostgresUnavailable as e:
+                print(json.dumps({"kind": "note", "store": f"no PostgreSQL here: {e}"}))
+            else:
+                url = server.url
+                engines.append(("postgres", lambda: PostgresHistoryStore(url, signing_keys=KEY)))
+        yield engines
+
+
+def _appender(store: Store, cid: str, length: int) -> Callable[[], None]:
+    state = {"length": length}
+    message = Message(Role.USER, (TextPart("one more message, as a user would type it"),))
+
+    def append_one() -> None:
+        state["length"] = store.append_sync(OWNER, cid, (message,), state["length"])
+
+    return append_one
+
+
+def store_records(
+    *, quick: bool, repeat: int, min_repeat_s: float, clock: Clock, postgres: bool
+) -> list[Record]:
+    """Time appends at each size and the load at ``LOAD_N`` on every engine available."""
+    sizes = QUICK_SIZES if quick else SIZES
+    load_n = max(sizes) if quick else LOAD_N
+    records: list[Record] = []
+    with _engines(postgres and not quick) as engines:
+        for engine, open_store in engines:
+            store = open_store()
+            try:
+                ops: list[Op] = []
+                for n in sizes:
+                    cid = f"conversation-{n}"
+                    store.append_sync(OWNER, cid, to_golem(conversation(n)), 0)
+                    ops.append(Op("golem", f"store_append_{engine}", n, _appender(store, cid, n)))
+                load_cid = f"load-{load_n}"
+                store.append_sync(OWNER, load_cid, to_golem(conversation(load_n)), 0)
+                data = encode_history(store.load_sync(OWNER, load_cid))
+                ops.append(
+                    Op(
+                        "golem",
+                        f"store_load_{engine}",
+                        load_n,
+                        lambda s=store, c=load_cid: s.load_sync(OWNER, c),  # type: ignore[misc]
+                    )
+                )
+                decode = f"store_decode_same_bytes_{engine}"
+                ops.append(Op("golem", decode, load_n, lambda d=data: decode_history(d)))
+                records += measure(ops, repeat, min_repeat_s, clock)
+            finally:
+                store.close()
+    return records
+
+
+def store_verdicts(records: Sequence[Record]) -> list[Verdict]:
+    """Appends flat (largest size vs 100), loads at most 2x ``decode_history``."""
+    from bench.run import Verdict
+
+    by_key = {(r.op, r.n): r for r in records if r.lib == "golem"}
+    verdicts: list[Verdict] = []
+    for engine in ("sqlite", "postgres"):
+        op = f"store_append_{engine}"
+        sizes = sorted(n for o, n in by_key if o == op)
+        if len(sizes) >= 2:
+            small, big = by_key[(op, sizes[0])], by_key[(op, sizes[-1])]
+            ratio = big.median_s / small.median_s
+            judged = big.n >= SIZES[-1]
+            label = f"flat (<= {FLAT_LIMIT:g})" if judged else "flat (info: judged at 100,000)"
+            verdicts.append(
+                Verdict(
+                    op, big.n, big.median_s, f"golem {op} n={small.n:,}", small.median_s, ratio,
+                    label, ratio <= FLAT_LIMIT if judged else None,
+                )
+            )  # fmt: skip
+        load = next((r for (o, _), r in by_key.items() if o == f"store_load_{engine}"), None)
+        decode = by_key.get((f"store_decode_same_bytes_{engine}", load.n)) if load else None
+        if load is not None and decode is not None:
+            ratio = load.median_s / decode.median_s
+            judged = load.n == LOAD_N
+            verdicts.append(
+                Verdict(
+                    load.op, load.n, load.median_s, "golem decode_history (same bytes)",
+                    decode.median_s, ratio,
+                    f"<= {LOAD_LIMIT:g}x decode" if judged else "info (judged at 10,000)",
+                    ratio <= LOAD_LIMIT if judged else None,
+                )
+            )  # fmt: skip
+    return verdicts
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.store", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="SQLite only, small sizes")
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
+    args = parser.parse_args(argv)
+    records = store_records(
+        quick=args.quick,
+        repeat=args.repeat,
+        min_repeat_s=0.0 if args.quick else 0.02,
+        clock=CLOCKS[args.clock],
+        postgres=not args.no_postgres,
+    )
+    for r in records:
+        print(json.dumps({"kind": "time", **r.as_json()}))
+    for v in store_verdicts(records):
+        print(json.dumps(v.as_json()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
