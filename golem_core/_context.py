@@ -53,6 +53,12 @@ __all__ = [
 DEFAULT_CLEARED_PLACEHOLDER: Final = "[tool result cleared to save context]"
 """The text an old tool result is replaced with, unless the caller names another."""
 
+DEFAULT_CLEAR_STEP: Final = 8
+"""How many tool results one stepped clear handles (ADR 0078)."""
+
+DEFAULT_THINKING_STEP: Final = 4
+"""How many turns one stepped ``drop_thinking`` handles (ADR 0078)."""
+
 SUMMARY_KEY: Final = "summary"
 """The JSON field that marks a summary message (kept in ``Message.extra``)."""
 
@@ -62,6 +68,12 @@ def _check_count(function: str, name: str, value: object) -> int:
         raise ValueError(f"{function}({name}): {name} must be an int of at least 0, got {value!r}")
     if value < 0:
         raise ValueError(f"{function}({name}): {name} must be at least 0, got {value}")
+    return value
+
+
+def _check_step(function: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{function}(step): step must be an int of at least 1, got {value!r}")
     return value
 
 
@@ -86,12 +98,17 @@ def turn_starts(history: Sequence[Message]) -> tuple[int, ...]:
     return tuple(starts)
 
 
-def _newest_turns_start(history: Sequence[Message], turns: int) -> int:
-    """The index where the newest ``turns`` turns start (``len`` for 0, 0 for all)."""
-    if turns == 0:
-        return len(history)
-    starts = turn_starts(history)
-    return 0 if len(starts) <= turns else starts[-turns]
+def _stepped(done: int, total: int, keep: int, step: int) -> int:
+    """How many of ``total`` items (oldest first) a stepped processor leaves processed.
+
+    ``done`` leading items need nothing (already processed, or nothing to process); the
+    rest are processed in whole steps of ``step``, the most that leave at least ``keep``
+    untouched. The result moves only when ``step`` more items have aged, so between two
+    steps every request repeats the previous one's history (ADR 0078). Idempotent: once
+    applied, ``(total - done - keep) < step``.
+    """
+    waiting = total - done - keep
+    return done + (waiting // step) * step if waiting >= step else done
 
 
 # -- clearing old tool results ----------------------------------------------------------
@@ -140,8 +157,16 @@ def clear_old_tool_results(
     *,
     keep_last: int = 3,
     placeholder: str = DEFAULT_CLEARED_PLACEHOLDER,
+    step: int = DEFAULT_CLEAR_STEP,
 ) -> tuple[tuple[Message, ...], ClearReport]:
-    """Replace the content of every tool result but the newest ``keep_last``; report it.
+    """Clear the content of old tool results in steps, keeping the newest; report it.
+
+    The oldest results already cleared need nothing; of the rest, whole steps of
+    ``step`` results are cleared, the most that leave at least ``keep_last`` results
+    with their content. So at most ``keep_last + step - 1`` results hold content, and
+    a clear happens once per ``step`` new results: between two clears every history is
+    the previous one plus new messages, which a prompt cache serves (ADR 0078).
+    ``step=1`` clears every result as soon as ``keep_last`` newer ones exist.
 
     A cleared result keeps its place, ``tool_call_id``, ``tool_name``, ``failed`` flag,
     stamps and unknown fields; only its parts become one ``TextPart(placeholder)``. A
@@ -149,9 +174,10 @@ def clear_old_tool_results(
 
     Args:
         history: Any history (broken pairing included: nothing is paired or dropped).
-        keep_last: How many of the newest ``tool`` messages keep their content; 0
-            clears them all.
+        keep_last: How many of the newest ``tool`` messages keep their content at least;
+            0 lets a step clear them all.
         placeholder: The text a cleared result holds; not blank.
+        step: How many results one clear handles, at least 1.
 
     Returns:
         The history and a ``ClearReport`` whose indices refer to ``history``. Total,
@@ -164,9 +190,13 @@ def clear_old_tool_results(
     """
     keep = _check_count("clear_tool_results", "keep_last", keep_last)
     text = _check_placeholder("clear_tool_results", placeholder)
+    every = _check_step("clear_tool_results", step)
     cleared_parts: tuple[Part, ...] = (TextPart(text),)
     results = [i for i, m in enumerate(history) if m.role is Role.TOOL]
-    old = results[: max(0, len(results) - keep)]
+    done = 0
+    while done < len(results) and history[results[done]].parts == cleared_parts:
+        done += 1
+    old = results[: _stepped(done, len(results), keep, every)]
     out: list[Message] | None = None
     report: list[ClearedResult] = []
     for index in old:
@@ -188,33 +218,43 @@ def clear_old_tool_results(
 class _ClearToolResults:
     keep_last: int
     placeholder: str
+    step: int = DEFAULT_CLEAR_STEP
 
     def __call__(self, history: Sequence[Message]) -> Result[tuple[Message, ...], HistoryError]:
         cleared, _ = clear_old_tool_results(
-            history, keep_last=self.keep_last, placeholder=self.placeholder
+            history, keep_last=self.keep_last, placeholder=self.placeholder, step=self.step
         )
         return Success(cleared)
 
     def __repr__(self) -> str:
-        if self.placeholder == DEFAULT_CLEARED_PLACEHOLDER:
-            return f"clear_tool_results(keep_last={self.keep_last})"
-        return f"clear_tool_results(keep_last={self.keep_last}, placeholder={self.placeholder!r})"
+        text = f"keep_last={self.keep_last}"
+        if self.placeholder != DEFAULT_CLEARED_PLACEHOLDER:
+            text += f", placeholder={self.placeholder!r}"
+        if self.step != DEFAULT_CLEAR_STEP:
+            text += f", step={self.step}"
+        return f"clear_tool_results({text})"
 
 
 def clear_tool_results(
-    *, keep_last: int = 3, placeholder: str = DEFAULT_CLEARED_PLACEHOLDER
+    *,
+    keep_last: int = 3,
+    placeholder: str = DEFAULT_CLEARED_PLACEHOLDER,
+    step: int = DEFAULT_CLEAR_STEP,
 ) -> _ClearToolResults:
-    """A processor that clears the content of all but the newest ``keep_last`` tool results.
+    """A processor that clears the content of old tool results in steps, keeping the newest.
 
     Tool results are usually the bulk of an agent's context and the part least needed
     once the model has acted on them. The pairs stay: a cleared result still answers
     its call, with its ids, ``failed`` flag and stamps, so the history stays
-    provider-valid and the model still sees which tools ran. For the report of what was
-    cleared, call ``clear_old_tool_results`` with the same arguments.
+    provider-valid and the model still sees which tools ran. Results are cleared
+    ``step`` at a time (``clear_old_tool_results``), so a prompt cache keeps serving
+    the history between two clears; ``step=1`` clears each result as it ages. For the
+    report of what was cleared, call ``clear_old_tool_results`` with the same arguments.
 
     Args:
-        keep_last: How many of the newest results keep their content (0: none).
+        keep_last: How many of the newest results keep their content at least (0: none).
         placeholder: The text a cleared result holds.
+        step: How many results one clear handles (``DEFAULT_CLEAR_STEP``), at least 1.
 
     Returns:
         The processor: always ``Success``; total, deterministic, idempotent, and
@@ -227,37 +267,52 @@ def clear_tool_results(
     return _ClearToolResults(
         _check_count("clear_tool_results", "keep_last", keep_last),
         _check_placeholder("clear_tool_results", placeholder),
+        _check_step("clear_tool_results", step),
     )
 
 
 # -- dropping old thinking ---------------------------------------------------------------
 
 
+def _droppable(message: Message) -> tuple[Part, ...] | None:
+    """``message``'s parts without thinking, when that removes something and leaves some."""
+    if message.role is not Role.ASSISTANT:
+        return None
+    kept = tuple(p for p in message.parts if type(p) is not ThinkingPart)
+    return None if len(kept) == len(message.parts) or not kept else kept
+
+
 @frozen(repr=False)
 class _DropThinking:
     keep_last_turns: int
+    step: int = DEFAULT_THINKING_STEP
 
     def __call__(self, history: Sequence[Message]) -> Result[tuple[Message, ...], HistoryError]:
-        end = _newest_turns_start(history, self.keep_last_turns)
+        starts = [*turn_starts(history), len(history)]
+        turns = len(starts) - 1
+        done = 0
+        while done < turns and not any(
+            _droppable(history[i]) for i in range(starts[done], starts[done + 1])
+        ):
+            done += 1
+        end = starts[_stepped(done, turns, self.keep_last_turns, self.step)] if turns else 0
         out: list[Message] | None = None
         for index in range(end):
-            message = history[index]
-            if message.role is not Role.ASSISTANT:
-                continue
-            kept = tuple(p for p in message.parts if type(p) is not ThinkingPart)
-            if len(kept) == len(message.parts) or not kept:
+            kept = _droppable(history[index])
+            if kept is None:
                 continue  # no thinking, or nothing but thinking: left as it is
             if out is None:
                 out = list(history)
-            out[index] = attrs.evolve(message, parts=kept)
+            out[index] = attrs.evolve(history[index], parts=kept)
         return Success(_as_tuple(history) if out is None else tuple(out))
 
     def __repr__(self) -> str:
-        return f"drop_thinking(keep_last_turns={self.keep_last_turns})"
+        step = "" if self.step == DEFAULT_THINKING_STEP else f", step={self.step}"
+        return f"drop_thinking(keep_last_turns={self.keep_last_turns}{step})"
 
 
-def drop_thinking(*, keep_last_turns: int = 1) -> _DropThinking:
-    """A processor that removes thinking from every assistant message but the newest turns'.
+def drop_thinking(*, keep_last_turns: int = 1, step: int = DEFAULT_THINKING_STEP) -> _DropThinking:
+    """A processor that removes thinking from old assistant messages in steps of turns.
 
     Reasoning is rarely worth replaying once its turn is over (Anthropic strips it from
     earlier turns itself, and bills it where it does not); the newest turns keep theirs,
@@ -265,9 +320,16 @@ def drop_thinking(*, keep_last_turns: int = 1) -> _DropThinking:
     that holds nothing but thinking keeps it: removing the message, or leaving it empty,
     would change the shape of the conversation.
 
+    Turns are handled ``step`` at a time: the oldest turns with nothing to drop need
+    nothing; of the rest, whole steps of ``step`` turns lose their thinking, the most
+    that leave at least ``keep_last_turns`` turns untouched, so a prompt cache keeps
+    serving the history between two steps (ADR 0078). ``step=1`` drops it from every
+    turn as soon as it is older than the newest ``keep_last_turns``.
+
     Args:
         keep_last_turns: How many of the newest turns (each starting at a user
-            message) keep their thinking; 0 drops it everywhere.
+            message) keep their thinking at least; 0 lets a step drop it everywhere.
+        step: How many turns one step handles (``DEFAULT_THINKING_STEP``), at least 1.
 
     Returns:
         The processor: always ``Success``; total, deterministic, idempotent, and
@@ -276,7 +338,10 @@ def drop_thinking(*, keep_last_turns: int = 1) -> _DropThinking:
     Raises:
         ValueError: ``keep_last_turns`` is not an ``int`` of at least 0.
     """
-    return _DropThinking(_check_count("drop_thinking", "keep_last_turns", keep_last_turns))
+    return _DropThinking(
+        _check_count("drop_thinking", "keep_last_turns", keep_last_turns),
+        _check_step("drop_thinking", step),
+    )
 
 
 # -- planning a summary ------------------------------------------------------------------

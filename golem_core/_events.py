@@ -19,8 +19,10 @@ from attrs import frozen
 
 from golem_core._loop import DeferredCall
 from golem_core._messages import Usage
+from golem_core._prefix import HistoryChange
 
 __all__ = [
+    "HistoryProcessed",
     "LifecycleEvent",
     "RequestFailed",
     "RequestFinished",
@@ -48,6 +50,21 @@ class RunStarted:
     conversation_id: str
     model: str
     resumed: bool = False
+
+
+@frozen
+class HistoryProcessed:
+    """The run's history processor changed the history it was given (ADR 0080).
+
+    ``change`` says what it removed, summarized or rewrote (input indices), the tokens
+    before and after, the pairs and pending calls it kept, and ``first_change``: where
+    the prompt cache stops serving. Emitted once per run, before the first request,
+    only when the processor changed something. Counts and ids only, no content.
+    """
+
+    run_id: str
+    conversation_id: str
+    change: HistoryChange
 
 
 @frozen
@@ -181,6 +198,7 @@ class RunFailed:
 
 LifecycleEvent: TypeAlias = (
     RunStarted
+    | HistoryProcessed
     | RequestStarted
     | RequestFinished
     | RequestFailed

@@ -4,14 +4,25 @@ Owns ``HistoryProcessor`` (a function from history to ``Result[history, HistoryE
 the builtins ``trim_history`` (a message count) and ``budget_history`` (a token budget),
 ``compose``, and token counting: ``TokenCounter``, the deterministic ``approximate_tokens``
 and ``token_counter``, which applies the same per-part rules to any text tokenizer (the
-shell's exact ``tiktoken_counter`` is one).
+shell's exact ``tiktoken_counter`` is one). Over 600 lines because the two builtins share
+one cut, one boundary rule and one set of error messages, which belong together.
 
 Both builtins follow one rule, and keep these invariants:
 
-- **The cut.** Keep the newest messages that fit the bound. System messages are free:
+- **The cut, in steps** (ADR 0078). A history within the bound comes back unchanged.
+  Past it, the cut removes whole steps of ``limit - low_water`` (messages or tokens)
+  counted from the start of the history, the fewest that bring it within the bound;
+  ``low_water`` defaults to half the bound. Prefix counts never change as a
+  conversation grows, so the cut point moves only once per step of growth, and between
+  two moves every request's history is the previous one's plus new messages: a prompt
+  cache serves it. ``low_water == limit`` is the sliding window (keep the newest
+  messages that fit, cutting on every request once full). System messages are free:
   they never count toward the bound (a run replaces every system message of its
   history with its own instructions, so they are never sent), are kept where they sit
   inside the kept suffix, and so keeping or skipping one never costs the cut a message.
+- **A pending call is never cut**: the newest assistant turn whose calls have no
+  result after it (waiting for approval, a deferred result or execution) is kept, the
+  cut moving back to the message that opens its turn.
 - **The boundary.** When a cut happens, advance past every message that cannot open a
   request, so that the cut leaves repair nothing to synthesize or drop at the start. A
   message can open a request when it is a user message, or an assistant message each of
@@ -25,8 +36,8 @@ Both builtins follow one rule, and keep these invariants:
   (the boundary rule applies only when a cut happens). A cut that leaves nothing able
   to open a request is ``Failure(HistoryError)``; a successful cut is never empty.
 - The output is a suffix of the input: no kept message is changed, none reordered.
-- Linear in the kept suffix, whatever the length of the history: the cut reads the
-  kept suffix once from the newest back (plus the one message that did not fit), and
+- Linear: a history within the bound is read from the newest back only as far as the
+  bound (plus the one message that did not fit); a stepped cut then reads the rest once.
   ``budget_history`` calls its counter at most once per message; the boundary rule
   reads the messages it skips and the block of the message that opens, and only for a
   turn whose results are not in its block, one more backward pass to pair them.

@@ -43,6 +43,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvid
 
 from golem_core import (
     DataPart,
+    HistoryChange,
     Message,
     ModelRequest,
     Part,
@@ -483,6 +484,26 @@ class RunTrace:
         if isinstance(status, int):
             attributes["http.response.status_code"] = status
         span.add_event("golem.retry", attributes)
+
+    def history_processed(self, change: HistoryChange) -> None:
+        """A ``golem.history.processed`` event on the run span: what the history processor
+        removed, summarized or rewrote, and where the cached prefix ends (ADR 0080)."""
+        self.span.add_event(
+            "golem.history.processed",
+            {
+                "golem.processor": change.processor,
+                "golem.history.removed": [f"{a}..{b - 1}" for a, b in change.removed],
+                "golem.history.summarized": [f"{a}..{b - 1}" for a, b in change.summarized],
+                "golem.history.rewritten": len(change.rewritten),
+                "golem.history.first_change": change.first_change,
+                "golem.history.messages_before": change.messages_before,
+                "golem.history.messages_after": change.messages_after,
+                "golem.history.tokens_before": change.tokens_before,
+                "golem.history.tokens_after": change.tokens_after,
+                "golem.history.pairs_kept": change.pairs_kept,
+                "golem.history.pending_kept": len(change.pending_kept),
+            },
+        )
 
     def request_finished(self, message: Message, duration: float) -> None:
         span = self._chat

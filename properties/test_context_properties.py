@@ -90,7 +90,7 @@ def test_clearing_is_idempotent_and_monotone(history: tuple[Message, ...], a: in
 def test_dropping_thinking_touches_only_old_assistant_thinking(
     history: tuple[Message, ...], keep: int
 ) -> None:
-    out = drop_thinking(keep_last_turns=keep)(history).unwrap()
+    out = drop_thinking(keep_last_turns=keep, step=1)(history).unwrap()
     starts = turn_starts(history)
     boundary = len(history) if keep == 0 else (0 if len(starts) <= keep else starts[-keep])
     assert len(out) == len(history)
@@ -102,7 +102,7 @@ def test_dropping_thinking_touches_only_old_assistant_thinking(
         else:
             assert after.parts == kept
     assert check_pairing(out) == check_pairing(history)
-    assert drop_thinking(keep_last_turns=keep)(out).unwrap() == out
+    assert drop_thinking(keep_last_turns=keep, step=1)(out).unwrap() == out
 
 
 # -- plan_summary ------------------------------------------------------------------------------

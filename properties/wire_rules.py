@@ -239,3 +239,74 @@ def gemini_violations(body: dict[str, Any], *, paired: bool = True) -> list[str]
     if open_calls:
         problems.append(f"calls left unanswered at the end: {open_calls}")
     return problems
+
+
+MAX_CACHE_BREAKPOINTS = 4
+"""Anthropic: "A maximum of 4 blocks with cache_control may be provided"."""
+
+
+def anthropic_cache_violations(body: dict[str, Any]) -> list[str]:
+    """Messages prompt caching: at most 4 ``cache_control`` blocks across tools, system and
+    messages; each ``{"type": "ephemeral"}`` with an optional ``ttl`` of ``5m`` or ``1h``;
+    a 1-hour entry never after a 5-minute one (longer TTLs come first); never on a
+    thinking block or an empty text block."""
+    problems: list[str] = []
+    marked: list[tuple[str, dict[str, Any]]] = []
+
+    def visit(path: str, block: Any) -> None:
+        if not isinstance(block, dict) or "cache_control" not in block:
+            return
+        marker = block["cache_control"]
+        marked.append((path, marker))
+        if block.get("type") in ("thinking", "redacted_thinking"):
+            problems.append(f"{path}: a thinking block cannot carry cache_control")
+        if block.get("type") == "text" and not block.get("text"):
+            problems.append(f"{path}: an empty text block cannot carry cache_control")
+
+    for k, tool in enumerate(body.get("tools") or []):
+        visit(f"tools.{k}", tool)
+    system = body.get("system")
+    if isinstance(system, list):
+        for k, block in enumerate(system):
+            visit(f"system.{k}", block)
+    for k, message in enumerate(body.get("messages") or []):
+        content = message.get("content")
+        if isinstance(content, list):
+            for j, block in enumerate(content):
+                visit(f"messages.{k}.content.{j}", block)
+    if len(marked) > MAX_CACHE_BREAKPOINTS:
+        problems.append(
+            f"{len(marked)} blocks with cache_control; at most {MAX_CACHE_BREAKPOINTS} allowed"
+        )
+    seen_short = False
+    for path, marker in marked:
+        if not isinstance(marker, dict) or marker.get("type") != "ephemeral":
+            problems.append(f"{path}: cache_control must be {{'type': 'ephemeral'}}")
+            continue
+        ttl = marker.get("ttl", "5m")
+        if ttl not in ("5m", "1h"):
+            problems.append(f"{path}: cache_control.ttl must be '5m' or '1h', got {ttl!r}")
+        if ttl == "5m":
+            seen_short = True
+        elif seen_short:
+            problems.append(f"{path}: a 1h cache entry after a 5m one (longer TTLs first)")
+    return problems
+
+
+def openai_cache_violations(body: dict[str, Any]) -> list[str]:
+    """Chat Completions and Responses prompt caching: ``prompt_cache_key`` a non-empty
+    string, ``prompt_cache_retention`` ``in_memory`` or ``24h``."""
+    problems: list[str] = []
+    if "prompt_cache_key" in body:
+        key = body["prompt_cache_key"]
+        if not isinstance(key, str) or not key:
+            problems.append(f"prompt_cache_key must be a non-empty string, got {key!r}")
+    if "prompt_cache_retention" in body and body["prompt_cache_retention"] not in (
+        "in_memory",
+        "24h",
+    ):
+        problems.append(
+            f"prompt_cache_retention must be 'in_memory' or '24h', "
+            f"got {body['prompt_cache_retention']!r}"
+        )
+    return problems

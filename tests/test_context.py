@@ -68,7 +68,7 @@ def conversation() -> tuple[Message, ...]:
 
 def test_clear_keeps_the_newest_results_and_every_pair() -> None:
     history = conversation()
-    out, report = clear_old_tool_results(history, keep_last=1)
+    out, report = clear_old_tool_results(history, keep_last=1, step=1)
     assert [m.parts == CLEARED for m in out] == [i in (3, 4) for i in range(len(history))]
     assert out[8] is history[8]
     cleared = out[4]
@@ -79,7 +79,7 @@ def test_clear_keeps_the_newest_results_and_every_pair() -> None:
     )
     assert report.changed
     assert check_pairing(out) == ()
-    assert clear_tool_results(keep_last=1)(history) == Success(out)
+    assert clear_tool_results(keep_last=1, step=1)(history) == Success(out)
 
 
 def test_clear_reports_nothing_the_second_time_and_returns_the_same_tuple() -> None:
@@ -98,10 +98,10 @@ def test_clear_keeps_everything_when_there_are_fewer_results_than_kept() -> None
 
 
 def test_clear_with_a_custom_placeholder() -> None:
-    processor = clear_tool_results(keep_last=0, placeholder="[gone]")
+    processor = clear_tool_results(keep_last=0, step=1, placeholder="[gone]")
     out = processor(conversation()).unwrap()
     assert {m.text for m in out if m.role is Role.TOOL} == {"[gone]"}
-    assert repr(processor) == "clear_tool_results(keep_last=0, placeholder='[gone]')"
+    assert repr(processor) == "clear_tool_results(keep_last=0, placeholder='[gone]', step=1)"
     assert repr(clear_tool_results()) == "clear_tool_results(keep_last=3)"
 
 
@@ -130,7 +130,7 @@ def test_turns_start_at_user_messages_and_a_leading_turn() -> None:
 
 def test_drop_thinking_keeps_the_newest_turns_thinking() -> None:
     history = conversation()
-    out = drop_thinking(keep_last_turns=2)(history).unwrap()
+    out = drop_thinking(keep_last_turns=2, step=1)(history).unwrap()
     thinking = [any(type(p) is ThinkingPart for p in m.parts) for m in out]
     assert thinking == [i in (7, 11) for i in range(len(history))]
     assert out[2].parts == (TextPart("looking"), call(0), call(1))
@@ -138,11 +138,11 @@ def test_drop_thinking_keeps_the_newest_turns_thinking() -> None:
 
 
 def test_drop_thinking_everywhere_and_idempotent() -> None:
-    processor = drop_thinking(keep_last_turns=0)
+    processor = drop_thinking(keep_last_turns=0, step=1)
     out = processor(conversation()).unwrap()
     assert not any(type(p) is ThinkingPart for m in out for p in m.parts)
     assert processor(out).unwrap() is out
-    assert repr(processor) == "drop_thinking(keep_last_turns=0)"
+    assert repr(processor) == "drop_thinking(keep_last_turns=0, step=1)"
 
 
 def test_drop_thinking_leaves_a_message_of_nothing_but_thinking() -> None:
@@ -158,14 +158,14 @@ def test_drop_thinking_keeps_everything_when_there_are_few_turns() -> None:
 
 def test_drop_thinking_drops_redacted_thinking_too() -> None:
     turn = Message.assistant("x", thinking=[ThinkingPart("opaque", redacted=True)])
-    out = drop_thinking(keep_last_turns=0)((Message.user("q"), turn)).unwrap()
+    out = drop_thinking(keep_last_turns=0, step=1)((Message.user("q"), turn)).unwrap()
     assert out[1].parts == (TextPart("x"),)
 
 
 def test_the_context_processors_compose() -> None:
     processor = compose(
-        clear_tool_results(keep_last=0),
-        drop_thinking(keep_last_turns=1),
+        clear_tool_results(keep_last=0, step=1),
+        drop_thinking(keep_last_turns=1, step=1),
         trim_history(6, low_water=6),
     )
     out = processor(conversation()).unwrap()
