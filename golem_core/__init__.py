@@ -33,7 +33,6 @@ from golem_core._deferred import (
     ExternalResult,
 )
 from golem_core._events import (
-    HistoryProcessed,
     LifecycleEvent,
     RequestFailed,
     RequestFinished,
@@ -95,7 +94,6 @@ from golem_core._model import (
     ModelErrorKind,
     ModelRequest,
     ModelSettings,
-    PromptCache,
     StreamDone,
     StreamEvent,
     TextDelta,
@@ -112,12 +110,6 @@ from golem_core._processors import (
     compose,
     token_counter,
     trim_history,
-)
-from golem_core._prefix import (
-    HistoryChange,
-    PrefixBreak,
-    describe_cut,
-    describe_processing,
 )
 from golem_core._provenance import (
     MIN_KEY_BYTES,
@@ -156,10 +148,8 @@ __all__ = [
     "Denied",
     "ExternalResult",
     "Extra",
-    "HistoryChange",
     "HistoryDecodeError",
     "HistoryError",
-    "HistoryProcessed",
     "HistoryProcessor",
     "HistoryRepair",
     "INTERRUPTED_RESULT_TEXT",
@@ -177,8 +167,6 @@ __all__ = [
     "PairingProblem",
     "Part",
     "PartKind",
-    "PrefixBreak",
-    "PromptCache",
     "ProvenanceReport",
     "RepairEntry",
     "RepairReason",
@@ -227,8 +215,6 @@ __all__ = [
     "decode_history_or_raise",
     "decode_message",
     "decode_message_or_raise",
-    "describe_cut",
-    "describe_processing",
     "drop_thinking",
     "encode_history",
     "encode_message",

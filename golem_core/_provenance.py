@@ -17,11 +17,9 @@ What a ``v2`` MAC covers (ADR 0054, ADR 0068):
   id before it) and that call's digest. A fork sharing the prefix verifies; a message
   moved into another history or to another place does not;
 - the canonical JSON bytes of the message (or call) without its own ``provenance``
-  field: the object ``encode_message`` writes, serialized with sorted keys, no
-  whitespace, ASCII escapes, no NaN. The canonical form depends on the JSON value only,
-  so it survives decode/encode round trips, key reordering by another JSON library, and
-  versions that know fields this one keeps as unknown. A message's canonical form
-  includes its calls' ``provenance`` fields.
+  field (``canonical_bytes``): a function of the JSON value only, so it survives round
+  trips, other JSON libraries, and versions that know fields this one keeps as unknown.
+  A message's canonical form includes its calls' ``provenance`` fields.
 
 ``v1`` signatures (golem before ADR 0068, and ``sign_message`` without ``before``) cover
 the same minus the place: they still verify (``ProvenanceReport.unbound`` lists them),
@@ -57,6 +55,7 @@ __all__ = [
     "ProvenanceReport",
     "SigningKeys",
     "canonical_bytes",
+    "carry_signatures",
     "sign_message",
     "signed_calls",
     "signing_keys",
@@ -230,15 +229,11 @@ def _digest(canonical: bytes | None) -> bytes:
 
 
 def _chain_link(message: Message) -> bytes | None:
-    """What ``message`` adds to the chain of the messages after it, or ``None``.
-
-    Only user and assistant messages count, as a keyed ``sanitize_history`` leaves them:
-    URL parts ``is_safe_url`` rejects and every ``provenance`` field are left out, and a
-    message then holding nothing counts for nothing (sanitizing would remove it). System
-    messages (instructions replace them; sanitizing drops them) and ``tool`` messages
-    (repair synthesizes, moves and drops them; a result is bound to its call instead)
-    never count. So sanitizing and repairing a history never moves a signed message.
-    """
+    """What ``message`` adds to the chain of the messages after it, or ``None``: user and
+    assistant messages as sanitizing leaves them (no unsafe URL part, no ``provenance``
+    field; holding nothing, they count for nothing). System messages (sanitize drops
+    them) and ``tool`` messages (repair moves them) never count, so sanitizing and
+    repairing a history never moves a signed message."""
     role = message.role
     if role is Role.SYSTEM or role is Role.TOOL:
         return None
@@ -261,12 +256,9 @@ def _chain_link(message: Message) -> bytes | None:
 
 
 class _Walk:
-    """The place of each message while a history is read in order (private, mutable).
-
-    ``chain`` digests every counting message read so far (``_chain_link``); ``calls``
-    maps a call id to where the latest call carrying it stands: the chain just after its
-    assistant message, and the call's digest (without its signature).
-    """
+    """The place of each message while a history is read in order (private, mutable):
+    ``chain`` digests the counting messages read so far; ``calls`` maps a call id to the
+    chain just after the latest call carrying it, and that call's digest."""
 
     __slots__ = ("calls", "chain")
 
@@ -275,10 +267,9 @@ class _Walk:
         self.calls: dict[str, bytes] = {}
 
     def place(self, message: Message) -> bytes:
-        """The place ``message`` takes when it follows what was read. A ``tool`` message
-        answering a call stands where that call stands (so repair moving it into its
-        call's block, or a sibling result before it, changes nothing); any other message
-        stands after the chain read so far."""
+        """The place ``message`` takes after what was read: a ``tool`` message answering a
+        call stands where that call stands (repair may move it within its call's block),
+        any other message after the chain."""
         if message.role is Role.TOOL and message.tool_call_id is not None:
             answered = self.calls.get(message.tool_call_id)
             if answered is not None:
@@ -403,11 +394,6 @@ def _verified_by(
     return found
 
 
-def _place_for(signature: str, place: bytes) -> bytes | None:
-    """The place a signature is checked against: ``v1`` has none."""
-    return None if signature.startswith(_V1) else place
-
-
 def _check_message(
     message: Message, keys: tuple[bytes, ...], place: bytes
 ) -> tuple[MessageProvenance, int | None, bool]:
@@ -423,7 +409,7 @@ def _check_message(
     if canonical is None or not signature.isascii():
         return MessageProvenance.TAMPERED, None, False
     context = _context(message.run_id, message.conversation_id)
-    at = _place_for(signature, place)
+    at = None if signature.startswith(_V1) else place  # v1: no place
     index = _verified_by(signature, keys, _MESSAGE, context, at, canonical)
     if index is None:
         return MessageProvenance.TAMPERED, None, False
@@ -480,7 +466,7 @@ def _call_verifies(
     if canonical is None:
         return False
     context = _context(message.run_id, message.conversation_id)
-    at = _place_for(signature, place)
+    at = None if signature.startswith(_V1) else place  # v1: no place
     return _verified_by(signature, keys, _CALL, context, at, canonical) is not None
 
 
@@ -564,3 +550,50 @@ def signed_calls(history: Sequence[Message], keys: SigningKeys) -> frozenset[str
     """
     usable = signing_keys(keys)
     return _vouched(history, usable, _checked(history, usable))
+
+
+def carry_signatures(
+    supplied: Sequence[Message], processed: Sequence[Message], keys: SigningKeys
+) -> tuple[Message, ...]:
+    """``processed`` with the server's own signatures carried to the places it moved them.
+
+    A history processor (``trim_history``, ``summarize_history``, ...) cuts or replaces
+    messages, which moves every message after the cut to another place (ADR 0068), so
+    their ``v2`` signatures stop verifying. This signs again, in its place in
+    ``processed`` and with the newest key, each message that is one of ``supplied`` (the
+    same object, held once: processors pass kept messages through) and was signed
+    (``v2``) and intact in its place there, when its place changed. Nothing else is
+    touched: a message a client wrote, a signed message that did not verify where it
+    stood (a replayed copy) or a rewritten one keeps its bytes (signing it would launder
+    it), and a message whose place did not change keeps its signature (and its key).
+
+    Returns ``processed`` re-signed where needed (the same tuple when nothing moved):
+    ``supplied`` is the history a run received, ``processed`` what its processor (then
+    dropping system messages and repair) made of it. Total and deterministic.
+
+    Raises:
+        ValueError: the keys are not usable (see ``signing_keys``).
+    """
+    usable = signing_keys(keys)
+    places: dict[int, bytes] = {}  # by identity: a copy of a signed message is not it
+    seen: set[int] = set()
+    for m, (verdict, _, bound, place) in zip(supplied, _checked(supplied, usable), strict=True):
+        if id(m) in seen:  # the same object twice: neither place is vouched for
+            places.pop(id(m), None)
+        elif verdict is MessageProvenance.SIGNED and bound:
+            places[id(m)] = place
+        seen.add(id(m))
+    walk = _Walk()
+    out: list[Message] = []
+    changed = False
+    for m in processed:
+        place = walk.place(m)
+        was = places.pop(id(m), None) if places else None  # once: a second copy is not it
+        if was is not None and was != place:
+            m = _sign(m, usable[0], place)
+            changed = True
+        out.append(m)
+        walk.read(m)
+    if not changed and isinstance(processed, tuple):
+        return processed
+    return tuple(out)

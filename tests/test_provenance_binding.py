@@ -23,10 +23,13 @@ from golem_core import (
     TextPart,
     ToolCallPart,
     URLPart,
+    carry_signatures,
     decode_history,
     encode_history,
     sanitize_history,
+    sign_message,
     signed_calls,
+    trim_history,
     verify_history,
 )
 from golem_shell import Agent, DeferredResultsError, FunctionModel, tool
@@ -236,3 +239,65 @@ def test_the_run_never_signs_or_sends_a_clients_unsafe_url() -> None:
     done = agent.run_with_deferred_results_sync(paused.messages, {"c_scan": answer})
     assert "file://" not in seen[-1]
     assert "file://" not in encode_history(done.messages).decode()
+
+
+# -- a history processor's cut: the server's signatures carried to their new place --------
+
+
+def signed_conversation(turns: int) -> tuple[Message, ...]:
+    out: list[Message] = []
+    for i in range(turns):
+        for m in (
+            Message.user(f"question {i}"),
+            Message.assistant(tool_calls=[ToolCallPart(f"c{i}", "lookup", '{"name": "x"}')]),
+            Message.tool_result(f"c{i}", "lookup", "x is known"),
+            Message.assistant(f"answer {i}"),
+        ):
+            out.append(sign_message(m.with_ids("run", "conv"), KEY, before=out))
+    return tuple(out)
+
+
+def test_a_cut_moves_every_kept_message_and_carry_signatures_re_signs_them() -> None:
+    history = signed_conversation(3)
+    cut = history[4:]  # what trim_history keeps: the front turn is gone
+    assert verify_history(cut, KEY).tampered == tuple(range(len(cut)))  # all moved
+    carried = carry_signatures(history, cut, KEY)
+    assert verify_history(carried, KEY).intact and verify_history(carried, KEY).unbound == ()
+    assert [m.text for m in carried] == [m.text for m in cut]  # only signatures changed
+    assert carry_signatures(history, history, KEY) is history  # nothing moved: untouched
+    assert carry_signatures(carried, carried, KEY) is carried
+
+
+def test_carry_signatures_never_launders_a_copy_or_a_clients_message() -> None:
+    history = signed_conversation(2)
+    replay = decode_history(encode_history((history[1],))).unwrap()[0]  # a verbatim copy
+    client = Message.user("a client's message").with_ids("run", "conv")
+    supplied = (*history, client, replay)
+    processed = supplied[4:]  # the cut drops the original call: the copy's id is unique now
+    carried = carry_signatures(supplied, processed, KEY)
+    report = verify_history(carried, KEY)
+    assert report.verdicts[-2] is MessageProvenance.UNSIGNED  # the client's stays unsigned
+    assert report.verdicts[-1] is MessageProvenance.TAMPERED  # the copy is not re-signed
+    assert "c0" not in signed_calls(carried, KEY)
+    assert carry_signatures(supplied, (history[0], history[0]), KEY)[1] == history[0]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="start_run must carry the server's signatures across its history processor:"
+    " repaired = carry_signatures(supplied, repaired, config.signing_key) (ADR 0068)",
+)
+def test_an_agent_that_trims_keeps_its_own_signatures_valid() -> None:
+    def model(request: ModelRequest) -> Message | str:
+        if request.messages[-1].role is Role.USER:
+            return Message.assistant(tool_calls=[ToolCallPart(None, "lookup", '{"name": "x"}')])
+        return "ok"
+
+    agent = Agent(FunctionModel(model), tools=[lookup], signing_key=KEY)
+    trimming = Agent(
+        FunctionModel(model), tools=[lookup], signing_key=KEY, history_processor=trim_history(6)
+    )
+    history = agent.run_sync("q0").messages
+    for i in range(1, 4):
+        history = trimming.run_with_history_sync(history, f"q{i}").messages
+    assert verify_history(history, KEY).tampered == ()
