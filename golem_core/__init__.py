@@ -33,6 +33,7 @@ from golem_core._deferred import (
     ExternalResult,
 )
 from golem_core._events import (
+    HistoryProcessed,
     LifecycleEvent,
     RequestFailed,
     RequestFinished,
@@ -94,6 +95,7 @@ from golem_core._model import (
     ModelErrorKind,
     ModelRequest,
     ModelSettings,
+    PromptCache,
     StreamDone,
     StreamEvent,
     TextDelta,
@@ -110,6 +112,12 @@ from golem_core._processors import (
     compose,
     token_counter,
     trim_history,
+)
+from golem_core._prefix import (
+    HistoryChange,
+    PrefixBreak,
+    describe_cut,
+    describe_processing,
 )
 from golem_core._provenance import (
     MIN_KEY_BYTES,
@@ -148,8 +156,10 @@ __all__ = [
     "Denied",
     "ExternalResult",
     "Extra",
+    "HistoryChange",
     "HistoryDecodeError",
     "HistoryError",
+    "HistoryProcessed",
     "HistoryProcessor",
     "HistoryRepair",
     "INTERRUPTED_RESULT_TEXT",
@@ -167,6 +177,8 @@ __all__ = [
     "PairingProblem",
     "Part",
     "PartKind",
+    "PrefixBreak",
+    "PromptCache",
     "ProvenanceReport",
     "RepairEntry",
     "RepairReason",
@@ -215,6 +227,8 @@ __all__ = [
     "decode_history_or_raise",
     "decode_message",
     "decode_message_or_raise",
+    "describe_cut",
+    "describe_processing",
     "drop_thinking",
     "encode_history",
     "encode_message",
