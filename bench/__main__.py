@@ -1,5 +1,13 @@
-"""``python -m bench``: run the benchmark (``python -m bench --help`` for the options)."""
+"""``python -m bench``: run the benchmark (``python -m bench --help`` for the options),
+then the long-conversation prompt-cache benchmark (``bench/cache.py``), whose section
+``--write`` replaces in the same report."""
 
+import sys
+
+from bench import cache
 from bench.run import main
 
-raise SystemExit(main())
+status = main()
+written = sys.argv[sys.argv.index("--write") + 1] if "--write" in sys.argv[:-1] else None
+cache.main(["--write", written] if written else [])
+raise SystemExit(status)

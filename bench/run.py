@@ -167,8 +167,8 @@ def size_ops(n: int, peers: Peers) -> tuple[list[Op], list[Memory]]:
     assert _stdlib_dumps(value) == data
     keep = max(1, n // 2)
     budget = max(1, sum(approximate_tokens(m) for m in history) // 2)
-    trim = trim_history(keep)
-    fit = budget_history(approximate_tokens, budget)
+    trim = trim_history(keep, low_water=keep)  # the window the peers' ops keep (ADR 0078)
+    fit = budget_history(approximate_tokens, budget, low_water=budget)
 
     ops = [
         Op("stdlib-json", "json_loads", n, lambda: json.loads(data)),

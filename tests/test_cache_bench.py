@@ -1,0 +1,33 @@
+"""`bench/cache.py` on a short conversation (smoke: the measure, not the targets)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # bench/ is not part of the wheel
+    sys.path.insert(0, str(ROOT))
+
+from bench import cache  # noqa: E402
+
+
+def test_the_cache_stable_budget_serves_more_and_costs_less_than_the_window() -> None:
+    outcomes = cache.run(turns=60)
+    stable, sliding = outcomes[0], outcomes[1]
+    assert stable.requests == sliding.requests == 120
+    assert stable.served_share > sliding.served_share
+    assert stable.cost_units < sliding.cost_units
+    names = [o.name for o in outcomes]
+    assert any("langchain" in n for n in names) and any("pydantic-ai" in n for n in names)
+
+
+def test_the_section_replaces_itself_in_the_report(tmp_path: Path) -> None:
+    report = tmp_path / "results.md"
+    report.write_text("# results\n\n## Other\n\nkept\n")
+    text = cache.section(cache.run(turns=20), "python -m bench.cache --turns 20")
+    cache.write_section(report, text)
+    cache.write_section(report, text)
+    written = report.read_text()
+    assert written.count(cache.SECTION) == 1
+    assert "## Other\n\nkept" in written
