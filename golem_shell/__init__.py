@@ -21,7 +21,7 @@ from golem_core import (
     ToolOutcomeKind,
     ToolStarted,
 )
-from golem_shell._agent import Agent, DeltaEvent, RunResult, partial_from
+from golem_shell._agent import Agent
 from golem_shell._errors import (
     DeferredResultsError,
     GolemError,
@@ -33,7 +33,9 @@ from golem_shell._errors import (
 )
 from golem_shell._event_stream import EventStream, RunEvent
 from golem_shell._ids import new_id
+from golem_shell._limits import UsageLimits
 from golem_shell._observe import EventHandler, instrument, uninstrument
+from golem_shell._results import DeltaEvent, RunResult, ToolResultEvent, partial_from
 from golem_shell._summarize import (
     AsyncHistoryProcessor,
     run_history_processor,
@@ -166,9 +168,11 @@ __all__ = [
     "ToolFailure",
     "ToolFinished",
     "ToolOutcomeKind",
+    "ToolResultEvent",
     "ToolStarted",
     "Toolset",
     "UsageError",
+    "UsageLimits",
     "anthropic_token_counter",
     "async_budget_history",
     "gemini_token_counter",

@@ -203,7 +203,7 @@ async def _batch(progress: Progress, effects: Effects, calls: Sequence[ToolCallP
                     state = receive(state, ToolDone(outcome))
                     progress.state = state
                 if observer is not None:
-                    await observer.tool_finished(tasks[task], outcome)
+                    await observer.tool_finished(tasks[task], outcome, content=effects.streaming)
             if together and not pending:
                 outcomes.sort(key=lambda o: order[o.call_id])
                 state = receive(state, ToolsReturned(tuple(outcomes)))

@@ -16,14 +16,14 @@ from types import TracebackType
 from typing import Any, Generic, TypeAlias, TypeVar
 
 from golem_core._events import LifecycleEvent
-from golem_shell._results import DeltaEvent, RunResult, partial_from
 from golem_shell._errors import PartialResult, UsageError
+from golem_shell._results import DeltaEvent, RunResult, ToolResultEvent, partial_from
 
 __all__ = ["EventStream", "RunEvent"]
 
 OutputT = TypeVar("OutputT")
 
-RunEvent: TypeAlias = DeltaEvent | LifecycleEvent
+RunEvent: TypeAlias = DeltaEvent | ToolResultEvent | LifecycleEvent
 """What ``iter_stream`` yields and ``on_event`` receives."""
 
 StartRun: TypeAlias = Callable[

@@ -27,7 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from golem_core import Message, ModelRequest, ToolCallPart
+from golem_core import Message, ModelRequest, TextPart, ToolCallPart
 from golem_core._events import (
     LifecycleEvent,
     RequestFailed,
@@ -56,7 +56,7 @@ from golem_core._loop import (
 )
 from golem_shell._errors import ModelError, RunError, Stage, UsageError
 from golem_shell._hooks import retry_hook
-from golem_shell._results import DeltaEvent, partial_from, partial_of
+from golem_shell._results import DeltaEvent, ToolResultEvent, partial_from, partial_of
 
 if TYPE_CHECKING:
     from golem_shell._otel import Instrumentation, RunTrace
@@ -72,8 +72,11 @@ __all__ = [
 
 End: TypeAlias = Finish | Pause | Fail
 
-EventHandler: TypeAlias = Callable[[DeltaEvent | LifecycleEvent], Awaitable[None] | None]
-"""A run's ``on_event``: every lifecycle event, and in a stream every ``DeltaEvent``."""
+EventHandler: TypeAlias = Callable[
+    [DeltaEvent | ToolResultEvent | LifecycleEvent], Awaitable[None] | None
+]
+"""A run's ``on_event``: every lifecycle event, and in a stream every ``DeltaEvent`` and
+``ToolResultEvent``."""
 
 _tracing: Instrumentation | None = None
 
@@ -192,7 +195,7 @@ class RunObserver:
         """Whether a handler still receives events."""
         return self._handler is not None
 
-    async def emit(self, event: DeltaEvent | LifecycleEvent) -> None:
+    async def emit(self, event: DeltaEvent | ToolResultEvent | LifecycleEvent) -> None:
         """Hand ``event`` to the handler; remember and re-raise what it raises."""
         handler = self._handler
         if handler is None:
@@ -411,8 +414,11 @@ class RunObserver:
                 otel_context.detach(token)
         return outcome
 
-    async def tool_finished(self, call: ToolCallPart, outcome: ToolOutcome) -> None:
-        """The outcome of ``call`` has landed in the run's state: end its span, report it."""
+    async def tool_finished(
+        self, call: ToolCallPart, outcome: ToolOutcome, *, content: bool = False
+    ) -> None:
+        """The outcome of ``call`` has landed in the run's state: end its span, report it
+        (with ``content``, a streamed run's ``ToolResultEvent`` too)."""
         call_id = str(call.id)
         span, duration = self._tools.pop(call_id, (None, 0.0))
         kind, failed = _tool_outcome(outcome)
@@ -423,6 +429,15 @@ class RunObserver:
                 self.run_id, self.conversation_id, call_id, call.name, kind, failed, duration
             )
         )
+        if content and isinstance(outcome, ToolReturned | ToolRetry):
+            parts = (
+                outcome.parts if isinstance(outcome, ToolReturned) else (TextPart(outcome.reason),)
+            )
+            await self.emit(
+                ToolResultEvent(
+                    self.run_id, self.conversation_id, call_id, call.name, parts, failed
+                )
+            )
 
 
 def _attach_partial(

@@ -13,12 +13,20 @@ from typing import Generic
 from attrs import field, frozen
 from typing_extensions import TypeVar
 
-from golem_core import Message, ModelDelta, Usage
+from golem_core import Message, ModelDelta, Part, Usage
 from golem_core._deferred import DeferredCall
 from golem_core._loop import RunState, ToolRetry
 from golem_shell._errors import PartialResult, RunError, UsageError
 
-__all__ = ["DeltaEvent", "DeltaHandler", "OutputT", "RunResult", "partial_from", "partial_of"]
+__all__ = [
+    "DeltaEvent",
+    "DeltaHandler",
+    "OutputT",
+    "RunResult",
+    "ToolResultEvent",
+    "partial_from",
+    "partial_of",
+]
 
 OutputT = TypeVar("OutputT", default=str)
 
@@ -34,6 +42,24 @@ class DeltaEvent:
 
 
 DeltaHandler = Callable[[DeltaEvent], Awaitable[None] | None]
+
+
+@frozen
+class ToolResultEvent:
+    """In a streamed run, the result a tool call gave: what the model will see as the
+    call's result (``failed`` for a failed result, or a retry request with its reason).
+
+    Reported right after the call's ``ToolFinished``, to streamed runs only (``iter_stream``
+    and the ``on_event`` of ``run_stream*``): like ``DeltaEvent`` it carries content, which
+    lifecycle events never do (ADR 0052), so a chat UI shows each result as it exists.
+    """
+
+    run_id: str
+    conversation_id: str
+    call_id: str
+    name: str
+    parts: tuple[Part, ...] = field(repr=False)
+    failed: bool = False
 
 
 @frozen(repr=False)

@@ -383,3 +383,38 @@ async def test_iter_stream_result_before_the_end_is_a_usage_error() -> None:
         _ = stream.result
     await stream.aclose()  # never started: nothing to cancel
     assert stream.done and stream.partial is None
+
+
+async def test_a_stream_carries_each_tool_result_as_it_exists() -> None:
+    """``ToolResultEvent`` follows each ``ToolFinished`` in a stream (content, like a
+    delta); a run that does not stream reports lifecycle events only."""
+    from golem_shell import ToolResultEvent
+
+    def lookup(key: str) -> str:
+        """Look up."""
+        return f"value of {key}"
+
+    def model(request: ModelRequest) -> Message:
+        if any(m.role.value == "tool" for m in request.messages):
+            return Message.assistant("done")
+        return Message.assistant(
+            tool_calls=[
+                ToolCallPart("k1", "lookup", '{"key": "a"}'),
+                ToolCallPart("k2", "nope", "{}"),
+            ]
+        )
+
+    agent = Agent(FunctionModel(model), tools=[lookup])
+    async with agent.iter_stream("go") as stream:
+        events = [e async for e in stream]
+    kinds = [type(e).__name__ for e in events]
+    finished = kinds.index("ToolFinished")
+    assert kinds[finished + 1] == "ToolResultEvent"
+    (result,) = [e for e in events if isinstance(e, ToolResultEvent)]
+    assert (result.call_id, result.name, result.failed) == ("k1", "lookup", False)
+    assert [p.text for p in result.parts] == ["value of a"]  # type: ignore[attr-defined]
+    assert kinds.index("ToolResultEvent") < kinds.index("RunFinished")
+
+    plain: list[object] = []
+    await agent.run("go", on_event=plain.append)
+    assert not any(isinstance(e, ToolResultEvent) for e in plain)
