@@ -16,10 +16,19 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from collections.abc import Awaitable, Callable, Container, Coroutine, Mapping, Sequence
-from contextlib import AsyncExitStack
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Container,
+    Coroutine,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from contextlib import AsyncExitStack, contextmanager
+from contextvars import ContextVar, copy_context
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Generic, Literal, cast, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, Literal, ParamSpec, cast, overload
 
 import attrs
 from returns.result import Failure, Result
@@ -66,11 +75,12 @@ from golem_shell._errors import (
     UsageError,
 )
 from golem_shell._ids import new_id
+from golem_shell._limits import Overrides, UsageLimits, merge_settings
 from golem_shell._observe import EventHandler, observe_run, relay
 from golem_shell._output import OUTPUT_TOOL_NAME, Output, OutputMode
 from golem_shell._results import DeltaEvent, DeltaHandler, RunResult, partial_from, partial_of
 from golem_shell._summarize import AsyncHistoryProcessor
-from golem_shell._tools import RunContext, Tool, Toolset
+from golem_shell._tools import ModelRetry, RunContext, Tool, Toolset
 from golem_shell.models import Model, infer_model
 
 if TYPE_CHECKING:
@@ -87,6 +97,9 @@ __all__ = [
 DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=str)
 T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
+_NONE = Overrides()  # frozen: no override
 
 InstructionsFunction = Callable[[RunContext[Any]], Awaitable[str | None] | str | None]
 Prompt = str | Sequence[Part] | None
@@ -203,7 +216,7 @@ class Agent(Generic[DepsT, OutputT]):
             history_processor=history_processor,
             tools=tools,
         )
-        self.model: Model = infer_model(model)
+        self._model: Model = infer_model(model)
         if name is not None and not isinstance(name, str):
             raise UsageError(f"name must be a string or None, got {type(name).__name__}")
         self.name = name
@@ -214,19 +227,19 @@ class Agent(Generic[DepsT, OutputT]):
         self.output_retries = output_retries
         self.timeout = timeout
         self.settings = settings or ModelSettings()
-        self._output = Output(output_type, output_mode, self.model)
+        self._output = Output(output_type, output_mode, self._model)
+        self._validators: list[Callable[..., Any]] = []
+        # what override() (outermost, for tests) and a run's own keywords put in place
+        self._overridden: ContextVar[Overrides] = ContextVar("golem_override", default=_NONE)
+        self._per_run: ContextVar[Overrides] = ContextVar("golem_run_override", default=_NONE)
         self.tools: dict[str, Tool[Any]] = {}
+        self._specs: tuple[ToolSpec, ...] = ()
         for t in tools:
-            made = t if isinstance(t, Tool) else Tool.from_function(t)
-            if made.name in self.tools or made.name == OUTPUT_TOOL_NAME:
-                raise UsageError(f"two tools are named {made.name!r}")
-            self.tools[made.name] = made
-        specs = [t.spec for t in self.tools.values()]
-        if self._output.definition is not None:
-            specs.append(ToolSpec(self._output.definition, "output", output_retries))
-        self._specs = tuple(specs)
+            self._add_tool(t if isinstance(t, Tool) else Tool.from_function(t))
+        self._refresh_specs()
         self.toolsets: tuple[Toolset, ...] = tuple(toolsets)
         self._open_toolsets: AsyncExitStack | None = None
+        self._sync_holder: tuple[asyncio.Future[None], asyncio.Event] | None = None
         for ts in self.toolsets:
             if not isinstance(ts, Toolset):
                 raise UsageError(f"{ts!r} is not a toolset: it needs an async tools(context)")
@@ -234,6 +247,288 @@ class Agent(Generic[DepsT, OutputT]):
             self._signing_keys = () if signing_key is None else signing_keys(signing_key)
         except ValueError as e:
             raise UsageError(str(e)) from None
+
+    def _add_tool(self, made: Tool[Any]) -> None:
+        if made.name in self.tools or made.name == OUTPUT_TOOL_NAME:
+            raise UsageError(f"two tools are named {made.name!r}")
+        self.tools[made.name] = made
+        self._refresh_specs()
+
+    def _refresh_specs(self) -> None:
+        specs = [t.spec for t in self.tools.values()]
+        if self._output.definition is not None:
+            specs.append(ToolSpec(self._output.definition, "output", self.output_retries))
+        self._specs = tuple(specs)
+
+    @property
+    def model(self) -> Model:
+        """The model runs use: ``override(model=...)``'s, else the run's ``model=``, else
+        the agent's own."""
+        chosen = self._overridden.get().over(self._per_run.get()).model
+        return chosen if chosen is not None else self._model
+
+    @model.setter
+    def model(self, model: Model | str) -> None:
+        self._model = infer_model(model)
+
+    # -- registering tools and validators ------------------------------------------
+
+    @overload
+    def tool(
+        self, function: Callable[Concatenate[RunContext[DepsT], P], R], /
+    ) -> Callable[Concatenate[RunContext[DepsT], P], R]: ...
+
+    @overload
+    def tool(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        requires_approval: bool = False,
+        external: bool = False,
+        max_retries: int = 2,
+    ) -> Callable[
+        [Callable[Concatenate[RunContext[DepsT], P], R]],
+        Callable[Concatenate[RunContext[DepsT], P], R],
+    ]: ...
+
+    def tool(
+        self,
+        function: Callable[..., Any] | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        requires_approval: bool = False,
+        external: bool = False,
+        max_retries: int = 2,
+    ) -> Any:
+        """Register a tool whose first parameter is the run's ``RunContext``:
+        ``@agent.tool`` or ``@agent.tool(requires_approval=True, ...)``. The function is
+        returned unchanged. Keywords as for ``golem_shell.tool``.
+
+        Raises:
+            UsageError: the first parameter is not a ``RunContext`` (use ``tool_plain``),
+                a parameter cannot be described, or the name is taken.
+        """
+        return self._register(
+            function, True, name, description, requires_approval, external, max_retries
+        )
+
+    @overload
+    def tool_plain(self, function: Callable[P, R], /) -> Callable[P, R]: ...
+
+    @overload
+    def tool_plain(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        requires_approval: bool = False,
+        external: bool = False,
+        max_retries: int = 2,
+    ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+    def tool_plain(
+        self,
+        function: Callable[..., Any] | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        requires_approval: bool = False,
+        external: bool = False,
+        max_retries: int = 2,
+    ) -> Any:
+        """Register a tool that takes no ``RunContext``: ``@agent.tool_plain``. The
+        function is returned unchanged.
+
+        Raises:
+            UsageError: the function takes a ``RunContext`` (use ``tool``), a parameter
+                cannot be described, or the name is taken.
+        """
+        return self._register(
+            function, False, name, description, requires_approval, external, max_retries
+        )
+
+    def _register(
+        self,
+        function: Callable[..., Any] | None,
+        with_context: bool,
+        name: str | None,
+        description: str | None,
+        requires_approval: bool,
+        external: bool,
+        max_retries: int,
+    ) -> Any:
+        from golem_shell._tools import tool as make_tool
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            made = make_tool(
+                name=name,
+                description=description,
+                requires_approval=requires_approval,
+                external=external,
+                max_retries=max_retries,
+            )(fn)
+            if made.takes_context != with_context:
+                use = "agent.tool_plain" if made.takes_context is False else "agent.tool"
+                raise UsageError(
+                    f"tool {made.name}: "
+                    + (
+                        "agent.tool functions take a RunContext first"
+                        if with_context
+                        else "agent.tool_plain functions take no RunContext"
+                    )
+                    + f"; use @{use}"
+                )
+            self._add_tool(made)
+            return fn
+
+        return register(function) if function is not None else register
+
+    @overload
+    def output_validator(
+        self, function: Callable[[OutputT], OutputT], /
+    ) -> Callable[[OutputT], OutputT]: ...
+
+    @overload
+    def output_validator(
+        self, function: Callable[[RunContext[DepsT], OutputT], OutputT], /
+    ) -> Callable[[RunContext[DepsT], OutputT], OutputT]: ...
+
+    def output_validator(self, function: Callable[..., Any], /) -> Callable[..., Any]:
+        """Register a check of every valid output: ``@agent.output_validator``.
+
+        The function takes the output (or the ``RunContext`` and the output) and returns
+        it, possibly changed; ``raise ModelRetry("...")`` rejects it, and the model gets
+        the message in a correction round (counted against ``output_retries``; then the
+        run fails at stage ``output``). Validators run in the order registered. Returns
+        the function unchanged.
+
+        Raises:
+            UsageError: the function is async (validators run inside the loop's
+                validation step, which is synchronous) or takes neither 1 nor 2
+                parameters.
+        """
+        if inspect.iscoroutinefunction(function):
+            raise UsageError(
+                "output validators are synchronous: do async checks in a tool, or in the"
+                " code that reads result.output"
+            )
+        try:
+            arity = len(inspect.signature(function).parameters)
+        except (TypeError, ValueError) as e:
+            raise UsageError(f"cannot read the output validator's signature: {e}") from e
+        if arity not in (1, 2):
+            raise UsageError(
+                "an output validator takes (output) or (context, output),"
+                f" {getattr(function, '__name__', function)!r} takes {arity} parameters"
+            )
+        self._validators.append(function)
+        return function
+
+    def _check_output(
+        self, outcome: OutputValid | OutputInvalid, context: RunContext[Any]
+    ) -> OutputValid | OutputInvalid:
+        """``outcome`` after the output validators: a ``ModelRetry`` is a correction round."""
+        if not isinstance(outcome, OutputValid) or not self._validators:
+            return outcome
+        value = outcome.value
+        for validator in self._validators:
+            takes_context = len(inspect.signature(validator).parameters) == 2
+            try:
+                value = validator(context, value) if takes_context else validator(value)
+            except ModelRetry as e:
+                return OutputInvalid(e.message)
+        return OutputValid(value)
+
+    # -- overrides --------------------------------------------------------------------
+
+    @contextmanager
+    def override(
+        self,
+        *,
+        model: Model | str | None = None,
+        settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
+    ) -> Iterator[None]:
+        """Run with another model (settings, limits) within a ``with`` block, for tests:
+        ``with agent.override(model=TestModel()): ...``. The code under test is unchanged;
+        the override wins over a run's own ``model=``. It holds in this context (thread,
+        task) and those started from it, and is undone on leaving the block.
+        """
+        chosen = Overrides(
+            infer_model(model) if model is not None else None, settings, usage_limits
+        )
+        token = self._overridden.set(chosen.over(self._overridden.get()))
+        try:
+            yield
+        finally:
+            self._overridden.reset(token)
+
+    @contextmanager
+    def _run_overrides(
+        self,
+        model: Model | str | None,
+        settings: ModelSettings | None,
+        usage_limits: UsageLimits | None,
+    ) -> Iterator[None]:
+        if model is None and settings is None and usage_limits is None:
+            yield
+            return
+        chosen = Overrides(
+            infer_model(model) if model is not None else None, settings, usage_limits
+        )
+        token = self._per_run.set(chosen)
+        try:
+            yield
+        finally:
+            self._per_run.reset(token)
+
+    def _effective(self) -> Overrides:
+        return self._overridden.get().over(self._per_run.get())
+
+    def __enter__(self) -> Agent[DepsT, OutputT]:
+        """Open the toolsets (MCP connections) for the ``_sync`` methods of this thread:
+        ``with agent: agent.run_sync(...)``.
+
+        The toolsets are entered and exited in one task of the thread's event loop (the
+        loop every ``_sync`` call of the thread runs on), which holds them open between
+        runs: MCP clients must leave their scopes in the task that entered them.
+        """
+        if self._sync_holder is not None:
+            raise UsageError("this agent's toolsets are already open (with agent: ...)")
+
+        async def open_toolsets() -> None:
+            ready, close = asyncio.Event(), asyncio.Event()
+
+            async def hold() -> None:
+                async with self:
+                    ready.set()
+                    await close.wait()
+
+            holder = asyncio.ensure_future(hold())
+            opened = asyncio.ensure_future(ready.wait())
+            await asyncio.wait({holder, opened}, return_when=asyncio.FIRST_COMPLETED)
+            if holder.done():
+                opened.cancel()
+                holder.result()  # entering failed: raise why
+            self._sync_holder = (holder, close)
+
+        _sync(open_toolsets())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close what ``__enter__`` opened."""
+        held, self._sync_holder = self._sync_holder, None
+        if held is None:
+            return
+        holder, close = held
+
+        async def close_toolsets() -> None:
+            close.set()
+            await holder
+
+        _sync(close_toolsets())
 
     def __repr__(self) -> str:
         named = f"name={self.name!r}, " if self.name is not None else ""
@@ -264,6 +559,9 @@ class Agent(Generic[DepsT, OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         on_event: EventHandler | None = None,
+        model: Model | str | None = None,
+        settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult[OutputT]:
         """Run the agent on a fresh prompt, with no history."""
         return await self.run_with_history(
@@ -273,6 +571,9 @@ class Agent(Generic[DepsT, OutputT]):
             run_id=run_id,
             conversation_id=conversation_id,
             on_event=on_event,
+            model=model,
+            settings=settings,
+            usage_limits=usage_limits,
         )
 
     async def run_with_history(
@@ -284,6 +585,9 @@ class Agent(Generic[DepsT, OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         on_event: EventHandler | None = None,
+        model: Model | str | None = None,
+        settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult[OutputT]:
         """Continue a conversation: ``history`` (a previous ``result.messages``), then ``prompt``.
 
@@ -292,7 +596,8 @@ class Agent(Generic[DepsT, OutputT]):
         Raises:
             RunError: the run failed; ``partial`` holds the resume-ready evidence.
         """
-        return await self._run(history, prompt, deps, run_id, conversation_id, None, on_event)
+        with self._run_overrides(model, settings, usage_limits):
+            return await self._run(history, prompt, deps, run_id, conversation_id, None, on_event)
 
     async def run_stream(
         self,
@@ -303,6 +608,9 @@ class Agent(Generic[DepsT, OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         on_event: EventHandler | None = None,
+        model: Model | str | None = None,
+        settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult[OutputT]:
         """Like ``run``, streaming every model answer to ``on_delta`` as it arrives."""
         return await self.run_stream_with_history(
@@ -313,6 +621,9 @@ class Agent(Generic[DepsT, OutputT]):
             run_id=run_id,
             conversation_id=conversation_id,
             on_event=on_event,
+            model=model,
+            settings=settings,
+            usage_limits=usage_limits,
         )
 
     async def run_stream_with_history(
@@ -325,6 +636,9 @@ class Agent(Generic[DepsT, OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         on_event: EventHandler | None = None,
+        model: Model | str | None = None,
+        settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult[OutputT]:
         """Like ``run_with_history``, streaming every model answer to ``on_delta``.
 
@@ -332,7 +646,10 @@ class Agent(Generic[DepsT, OutputT]):
         (``golem_core._events``) and, in a stream, every ``DeltaEvent`` too, in order.
         """
         handler: DeltaHandler = on_delta if on_delta is not None else _ignore
-        return await self._run(history, prompt, deps, run_id, conversation_id, handler, on_event)
+        with self._run_overrides(model, settings, usage_limits):
+            return await self._run(
+                history, prompt, deps, run_id, conversation_id, handler, on_event
+            )
 
     def iter_stream(
         self,
@@ -342,6 +659,9 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
+        model: Model | str | None = None,
+        settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> EventStream[OutputT]:
         """Stream a run as an async iterator of its events (deltas and lifecycle events).
 
@@ -351,11 +671,15 @@ class Agent(Generic[DepsT, OutputT]):
         """
         from golem_shell._event_stream import EventStream
 
-        return EventStream(
-            lambda on_delta, on_event: self._run(
-                history, prompt, deps, run_id, conversation_id, on_delta, on_event
-            )
-        )
+        async def start(
+            on_delta: DeltaHandler | None, on_event: EventHandler | None
+        ) -> RunResult[OutputT]:
+            with self._run_overrides(model, settings, usage_limits):
+                return await self._run(
+                    history, prompt, deps, run_id, conversation_id, on_delta, on_event
+                )
+
+        return EventStream(start)
 
     def run_sync(
         self,
@@ -365,6 +689,9 @@ class Agent(Generic[DepsT, OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         on_event: EventHandler | None = None,
+        model: Model | str | None = None,
+        settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult[OutputT]:
         """``run`` for code without an event loop."""
         return _sync(
@@ -374,6 +701,9 @@ class Agent(Generic[DepsT, OutputT]):
                 run_id=run_id,
                 conversation_id=conversation_id,
                 on_event=on_event,
+                model=model,
+                settings=settings,
+                usage_limits=usage_limits,
             )
         )
 
@@ -386,6 +716,9 @@ class Agent(Generic[DepsT, OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         on_event: EventHandler | None = None,
+        model: Model | str | None = None,
+        settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult[OutputT]:
         """``run_with_history`` for code without an event loop."""
         return _sync(
@@ -396,6 +729,9 @@ class Agent(Generic[DepsT, OutputT]):
                 run_id=run_id,
                 conversation_id=conversation_id,
                 on_event=on_event,
+                model=model,
+                settings=settings,
+                usage_limits=usage_limits,
             )
         )
 
@@ -408,6 +744,9 @@ class Agent(Generic[DepsT, OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         on_event: EventHandler | None = None,
+        model: Model | str | None = None,
+        settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult[OutputT]:
         """``run_stream`` for code without an event loop."""
         return _sync(
@@ -418,6 +757,9 @@ class Agent(Generic[DepsT, OutputT]):
                 run_id=run_id,
                 conversation_id=conversation_id,
                 on_event=on_event,
+                model=model,
+                settings=settings,
+                usage_limits=usage_limits,
             )
         )
 
@@ -431,6 +773,9 @@ class Agent(Generic[DepsT, OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         on_event: EventHandler | None = None,
+        model: Model | str | None = None,
+        settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult[OutputT]:
         """``run_stream_with_history`` for code without an event loop."""
         return _sync(
@@ -442,6 +787,9 @@ class Agent(Generic[DepsT, OutputT]):
                 run_id=run_id,
                 conversation_id=conversation_id,
                 on_event=on_event,
+                model=model,
+                settings=settings,
+                usage_limits=usage_limits,
             )
         )
 
@@ -464,6 +812,9 @@ class Agent(Generic[DepsT, OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         on_event: EventHandler | None = None,
+        model: Model | str | None = None,
+        settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult[OutputT]:
         """Continue a paused run: answer its waiting calls by call id, then go on.
 
@@ -531,12 +882,13 @@ class Agent(Generic[DepsT, OutputT]):
                 )
         run_id, conversation_id = _run_ids(history, run_id, conversation_id)
         context: RunContext[Any] = RunContext(deps, run_id, conversation_id)
-        deadline = self._deadline()
-        config = await self._config(context, run_id, conversation_id, deadline)
-        state = receive(paused_from(config, history), Answered(results, close_unanswered))
-        if state.rejected is not None:
-            raise DeferredResultsError(str(state.rejected), state.rejected.call_ids)
-        return await self._drive(state, context, on_delta, on_event, deadline, resumed=True)
+        with self._run_overrides(model, settings, usage_limits):
+            deadline = self._deadline()
+            config = await self._config(context, run_id, conversation_id, deadline)
+            state = receive(paused_from(config, history), Answered(results, close_unanswered))
+            if state.rejected is not None:
+                raise DeferredResultsError(str(state.rejected), state.rejected.call_ids)
+            return await self._drive(state, context, on_delta, on_event, deadline, resumed=True)
 
     def run_with_deferred_results_sync(
         self,
@@ -549,6 +901,9 @@ class Agent(Generic[DepsT, OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         on_event: EventHandler | None = None,
+        model: Model | str | None = None,
+        settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult[OutputT]:
         """``run_with_deferred_results`` for code without an event loop."""
         return _sync(
@@ -561,6 +916,9 @@ class Agent(Generic[DepsT, OutputT]):
                 run_id=run_id,
                 conversation_id=conversation_id,
                 on_event=on_event,
+                model=model,
+                settings=settings,
+                usage_limits=usage_limits,
             )
         )
 
@@ -626,11 +984,17 @@ class Agent(Generic[DepsT, OutputT]):
             tools=self._specs + toolset_specs,
             output_tool=OUTPUT_TOOL_NAME if self._output.definition is not None else None,
             output_schema=self._output.native,
-            settings=self.settings,
-            max_requests=self.max_requests,
+            settings=merge_settings(self.settings, self._effective().settings),
+            max_requests=self._request_limit(),
             output_retries=self.output_retries,
             signing_key=self._signing_keys[0] if self._signing_keys else None,
         )
+
+    def _request_limit(self) -> int:
+        limits = self._effective().usage_limits
+        if limits is not None and limits.request_limit is not None:
+            return limits.request_limit
+        return self.max_requests
 
     async def _toolset_specs(self, context: RunContext[Any]) -> tuple[ToolSpec, ...]:
         """Ask every toolset for this run's tools; keep them in ``context.toolset_tools``."""
@@ -804,6 +1168,14 @@ class AgentEffects:
 
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
         request = command.request
+        limits = self.agent._effective().usage_limits
+        spent = limits.exceeded(state.usage) if limits is not None else None
+        if spent is not None:
+            raise RunError(
+                Stage.LIMIT,
+                f"usage limit reached before request {state.requests + 1}: {spent}",
+                partial=partial_of(state),
+            )
         try:
             if self.on_delta is None:
                 message = await self.agent.model.request(request)
@@ -874,7 +1246,7 @@ class AgentEffects:
         return works
 
     def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
-        return self.agent._output.check(candidate)
+        return self.agent._check_output(self.agent._output.check(candidate), self.context)
 
     async def wait(self, paused: RunState) -> Literal[None]:
         return None
@@ -929,7 +1301,7 @@ def _ignore(_: DeltaEvent) -> None:
 _runners = threading.local()
 
 
-def _sync(coroutine: Awaitable[RunResult[OutputT]]) -> RunResult[OutputT]:
+def _sync(coroutine: Awaitable[T]) -> T:
     """Run ``coroutine`` to completion for code without an event loop.
 
     Each thread keeps one event loop for its ``_sync`` calls, so a model's connection
@@ -950,4 +1322,6 @@ def _sync(coroutine: Awaitable[RunResult[OutputT]]) -> RunResult[OutputT]:
     runner: asyncio.Runner | None = getattr(_runners, "runner", None)
     if runner is None:
         runner = _runners.runner = asyncio.Runner()
-    return runner.run(cast(Any, coroutine))
+    # the caller's context (an agent.override(...) set after the runner was made)
+    result: T = runner.run(cast(Any, coroutine), context=copy_context())
+    return result

@@ -1,0 +1,93 @@
+"""Per-run usage limits and the overrides a run or a test applies to an agent.
+
+``UsageLimits`` bounds one run: its model requests and the tokens it has used. Requests
+are the loop's own limit (``RunConfig.max_requests``, stage ``limit``); tokens are
+checked before every request against the run's usage so far, so a run stops, with its
+partial, before it spends more once its budget is gone. ``Overrides`` are what
+``Agent.override(...)`` and a run method's ``model=``, ``settings=`` and
+``usage_limits=`` put in place of the agent's own configuration.
+"""
+
+from __future__ import annotations
+
+import attrs
+from attrs import frozen
+
+from golem_core import ModelSettings, Usage
+from golem_shell._errors import UsageError
+from golem_shell.models import Model
+
+__all__ = ["Overrides", "UsageLimits", "merge_settings"]
+
+
+@frozen
+class UsageLimits:
+    """What one run may use; ``None`` is no limit.
+
+    Args:
+        request_limit: the most model requests of the run (in place of the agent's
+            ``max_requests``); one more fails it at stage ``limit``.
+        input_tokens_limit: the most input tokens the run's requests may have used
+            before another request is sent.
+        output_tokens_limit: the same for output tokens.
+        total_tokens_limit: the same for input plus output tokens.
+
+    A token limit is checked before each request against the run's usage so far: once
+    the run has reached it, no further request is sent and the run fails with
+    ``RunError`` at stage ``limit``, whose ``partial`` holds everything it completed (the
+    answer that crossed the limit included).
+    """
+
+    request_limit: int | None = attrs.field(default=None, kw_only=True)
+    input_tokens_limit: int | None = attrs.field(default=None, kw_only=True)
+    output_tokens_limit: int | None = attrs.field(default=None, kw_only=True)
+    total_tokens_limit: int | None = attrs.field(default=None, kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        for field in attrs.fields(UsageLimits):
+            value = getattr(self, field.name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise UsageError(f"UsageLimits.{field.name} must be a positive int or None")
+
+    def exceeded(self, usage: Usage) -> str | None:
+        """Which token limit ``usage`` has reached, in words, or ``None``."""
+        checks = (
+            ("input", usage.input_tokens, self.input_tokens_limit),
+            ("output", usage.output_tokens, self.output_tokens_limit),
+            ("total", usage.input_tokens + usage.output_tokens, self.total_tokens_limit),
+        )
+        for kind, used, limit in checks:
+            if limit is not None and used >= limit:
+                return f"the run has used {used} {kind} tokens, its limit is {limit}"
+        return None
+
+
+@frozen
+class Overrides:
+    """What replaces an agent's own model, settings and limits (``None``: keep it)."""
+
+    model: Model | None = None
+    settings: ModelSettings | None = None
+    usage_limits: UsageLimits | None = None
+
+    def over(self, inner: Overrides) -> Overrides:
+        """These overrides, falling back to ``inner`` where they set nothing."""
+        return Overrides(
+            self.model if self.model is not None else inner.model,
+            self.settings if self.settings is not None else inner.settings,
+            self.usage_limits if self.usage_limits is not None else inner.usage_limits,
+        )
+
+
+def merge_settings(base: ModelSettings, run: ModelSettings | None) -> ModelSettings:
+    """``base`` with every field that ``run`` sets away from its default."""
+    if run is None:
+        return base
+    changed = {
+        f.name: getattr(run, f.name)
+        for f in attrs.fields(ModelSettings)
+        if getattr(run, f.name) != f.default
+    }
+    return attrs.evolve(base, **changed)
