@@ -38,7 +38,6 @@ from golem_shell.ui import (
     agui_messages_to_history,
     history_to_agui_messages,
     run_items,
-    tap_tool_results,
 )
 
 pytestmark = pytest.mark.anyio
@@ -84,7 +83,7 @@ def model(request: ModelRequest) -> Message:
     return Message.assistant("Hello.")
 
 
-AGENT = Agent(tap_tool_results(FunctionModel(model)), tools=[get_weather, send_money])
+AGENT = Agent(FunctionModel(model), tools=[get_weather, send_money])
 
 
 async def events_of(

@@ -40,7 +40,6 @@ from golem_shell.ui import (
     history_to_agui_messages,
     history_to_ui_messages,
     run_items,
-    tap_tool_results,
     ui_messages_to_history,
     vercel_frames,
 )
@@ -223,7 +222,7 @@ async def test_a_text_answer_is_start_step_text_finish_done() -> None:
 
 
 async def test_a_tool_round_trip_shows_the_call_then_its_output_then_the_answer() -> None:
-    agent = Agent(tap_tool_results(FunctionModel(weather_model)), tools=[get_weather])
+    agent = Agent(FunctionModel(weather_model), tools=[get_weather])
     frames, ended = await stream_of(agent, (), "weather?")
     chunks = check_protocol(frames)
     types = [c["type"] for c in chunks]
@@ -260,7 +259,7 @@ async def test_a_tool_round_trip_shows_the_call_then_its_output_then_the_answer(
     assert ended.result is not None and ended.result.output == "It is sunny in Paris."
 
 
-async def test_without_the_tap_tool_outputs_come_at_the_end_still_in_order() -> None:
+async def test_each_tool_output_is_streamed_once_in_order() -> None:
     agent = Agent(FunctionModel(weather_model), tools=[get_weather])
     frames, _ = await stream_of(agent, (), "weather?")
     chunks = check_protocol(frames)
@@ -269,7 +268,7 @@ async def test_without_the_tap_tool_outputs_come_at_the_end_still_in_order() -> 
 
 
 async def test_an_approval_pauses_with_a_request_then_the_approved_call_runs() -> None:
-    agent = Agent(tap_tool_results(FunctionModel(pay_model)), tools=[send_money])
+    agent = Agent(FunctionModel(pay_model), tools=[send_money])
     frames, ended = await stream_of(agent, (), "pay ann")
     chunks = check_protocol(frames)
     types = [c["type"] for c in chunks]
@@ -329,7 +328,7 @@ async def test_an_approval_pauses_with_a_request_then_the_approved_call_runs() -
 
 
 async def test_a_denied_call_is_tool_output_denied() -> None:
-    agent = Agent(tap_tool_results(FunctionModel(pay_model)), tools=[send_money])
+    agent = Agent(FunctionModel(pay_model), tools=[send_money])
     paused = await agent.run("pay ann")
     answers = {"call_pay": Denied("not today")}
     stream = VercelStream("m1", prior=paused.messages[1:], answered=answers)
@@ -362,7 +361,7 @@ async def test_an_error_after_a_streamed_step_closes_the_step_first() -> None:
             raise RuntimeError("gone")
         return weather_model(request)
 
-    agent = Agent(tap_tool_results(FunctionModel(half)), tools=[get_weather])
+    agent = Agent(FunctionModel(half), tools=[get_weather])
     frames, _ = await stream_of(agent, (), "weather?")
     chunks = check_protocol(frames)
     types = [c["type"] for c in chunks]
@@ -566,7 +565,7 @@ def test_the_ui_package_exports_are_sorted_and_complete() -> None:
 
 
 async def test_ai_sdk_5_gets_no_finish_reason_approval_or_denied_chunks() -> None:
-    agent = Agent(tap_tool_results(FunctionModel(pay_model)), tools=[send_money])
+    agent = Agent(FunctionModel(pay_model), tools=[send_money])
     stream = VercelStream("m1", sdk_version=5)
 
     def start(on_delta: Any, on_event: Any) -> Any:

@@ -73,7 +73,6 @@ from golem_shell.ui import (
     report_json,
     run_items,
     sse_frame,
-    tap_tool_results,
     ui_messages_to_history,
     vercel_frames,
 )
@@ -165,7 +164,7 @@ def make_agent(delay: float, signing_key: bytes) -> Agent[None, str]:
     else:
         model = FunctionModel(stream_function=offline_stream(delay), name="offline")
     return Agent(
-        tap_tool_results(model),  # tool results reach the browser as soon as they exist
+        model,
         instructions="You are a helpful, terse assistant.",
         tools=[get_weather, send_money],
         signing_key=signing_key,

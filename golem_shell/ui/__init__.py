@@ -33,7 +33,6 @@ from golem_shell.ui._run import (
     UIFold,
     UIStep,
     run_items,
-    tap_tool_results,
 )
 from golem_shell.ui._vercel import (
     DONE,
@@ -73,7 +72,6 @@ __all__ = [
     "report_json",
     "run_items",
     "sse_frame",
-    "tap_tool_results",
     "ui_messages_to_history",
     "vercel_frames",
 ]

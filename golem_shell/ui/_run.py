@@ -3,13 +3,10 @@
 Owns what both protocol adapters (``_vercel``, ``_agui``) read from a run:
 
 - ``run_items(start)`` drives one run (streamed) in a task of its own and yields, in
-  order, its ``RunEvent``s, the ``ToolResults`` the run produced (as soon as the next
-  model request carries them, when the agent's model is wrapped by ``tap_tool_results``;
-  otherwise at the end), and finally a ``RunEnded`` with the result or the error.
-- ``tap_tool_results(model)``: lifecycle events carry no content (ADR 0052), so a tool's
-  result is read where it travels next: the model request that follows it. The wrapper
-  reports the tool messages of each request to the run that is being streamed (a
-  context variable set by ``run_items``), and nothing otherwise.
+  order, its ``RunEvent``s, the ``ToolResults`` the run produced (each as soon as the
+  tool finished: a streamed run reports ``ToolResultEvent``; whatever the run added
+  without one, e.g. an answer to an approval, at the end), and finally a ``RunEnded``
+  with the result or the error.
 - ``UIFold`` turns those items into protocol-neutral ``UIStep``s (steps, text and
   reasoning blocks, calls, results, approvals, the end) in the order every chat
   protocol shares; each adapter only names them in its own vocabulary.
@@ -18,7 +15,6 @@ Owns what both protocol adapters (``_vercel``, ``_agui``) read from a run:
 from __future__ import annotations
 
 import asyncio
-import contextvars
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
@@ -28,11 +24,9 @@ from golem_core import (
     DeferredAnswer,
     Denied,
     Message,
-    ModelRequest,
     RequestFinished,
     Role,
     RunPaused,
-    StreamEvent,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
@@ -41,9 +35,9 @@ from golem_core import (
 from golem_shell import (  # the public API only: the agent's internals may change
     DeltaEvent,
     EventHandler,
-    Model,
     RunEvent,
     RunResult,
+    ToolResultEvent,
     partial_from,
 )
 
@@ -65,7 +59,6 @@ __all__ = [
     "UIFold",
     "UIStep",
     "run_items",
-    "tap_tool_results",
 ]
 
 
@@ -94,10 +87,6 @@ StartRun: TypeAlias = Callable[
 ``lambda on_delta, on_event: agent.run_stream_with_history(h, p, on_delta=on_delta,
 on_event=on_event)``."""
 
-_SINK: contextvars.ContextVar[Callable[[ToolResults], None] | None] = contextvars.ContextVar(
-    "golem_ui_tool_results", default=None
-)
-
 
 def _ignore(_: DeltaEvent) -> None:
     return None
@@ -113,10 +102,15 @@ async def run_items(start: StartRun) -> AsyncIterator[RunItem]:
     done = object()
 
     def on_event(event: RunEvent) -> None:
+        if isinstance(event, ToolResultEvent):
+            result = Message.tool_result(
+                event.call_id, event.name, event.parts, failed=event.failed
+            )
+            queue.put_nowait(ToolResults((result,)))
+            return
         queue.put_nowait(event)
 
     async def drive() -> None:
-        token = _SINK.set(queue.put_nowait)
         try:
             result = await start(_ignore, on_event)
         except Exception as e:  # a RunError, a refusal: reported as the run's end
@@ -125,7 +119,6 @@ async def run_items(start: StartRun) -> AsyncIterator[RunItem]:
             queue.put_nowait(ToolResults(_tool_messages(result.new_messages)))
             queue.put_nowait(RunEnded(result))
         finally:
-            _SINK.reset(token)
             queue.put_nowait(done)  # type: ignore[arg-type]
 
     task = asyncio.get_running_loop().create_task(drive())
@@ -143,46 +136,6 @@ async def run_items(start: StartRun) -> AsyncIterator[RunItem]:
 
 def _tool_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
     return tuple(m for m in messages if m.role is Role.TOOL)
-
-
-class _TappedModel:
-    """A model that reports each request's tool messages to the run streaming it."""
-
-    def __init__(self, model: Model) -> None:
-        self._model = model
-
-    @property
-    def name(self) -> str:
-        return self._model.name
-
-    def __getattr__(self, name: str) -> Any:  # supports_native_output and friends
-        return getattr(self._model, name)
-
-    def __repr__(self) -> str:
-        return f"tap_tool_results({self._model!r})"
-
-    def _report(self, request: ModelRequest) -> None:
-        sink = _SINK.get()
-        if sink is not None:
-            tools = _tool_messages(request.messages)
-            if tools:
-                sink(ToolResults(tools))
-
-    async def request(self, request: ModelRequest) -> Message:
-        self._report(request)
-        return await self._model.request(request)
-
-    def request_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        self._report(request)
-        return self._model.request_stream(request)
-
-
-def tap_tool_results(model: Model) -> Model:
-    """Wrap ``model`` so that a UI stream shows each tool result as soon as it exists.
-
-    Without it the stream still carries every result, at the end of the run.
-    """
-    return _TappedModel(model)
 
 
 # -- protocol-neutral steps: what both encoders translate -----------------------------------
