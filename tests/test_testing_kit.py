@@ -186,7 +186,9 @@ def test_assert_processor_raises_with_the_report() -> None:
 
 
 def test_every_law_is_named_and_described() -> None:
-    report = report_for(trim_history(3), idempotent=True, budgeted=trim_history)
+    report = report_for(
+        trim_history(3), idempotent=True, budgeted=lambda n: trim_history(n, low_water=n)
+    )
     assert set(report.laws) == set(LAWS)
     assert str(report).endswith("every law holds")
     assert LawViolation.__doc__
@@ -211,14 +213,18 @@ def summarize_locally(history: Sequence[Message]) -> Out:
 @pytest.mark.parametrize(
     ("processor", "budgeted"),
     [
-        (trim_history(4), trim_history),
-        (budget_history(approximate_tokens, 400), lambda n: budget_history(approximate_tokens, n)),
+        # budgets are monotone in the sliding window; a stepped cut is not (ADR 0078)
+        (trim_history(4), lambda n: trim_history(n, low_water=n)),
+        (
+            budget_history(approximate_tokens, 400),
+            lambda n: budget_history(approximate_tokens, n, low_water=n),
+        ),
         (clear_tool_results(keep_last=1), lambda n: clear_tool_results(keep_last=n)),
         (drop_thinking(keep_last_turns=1), lambda n: drop_thinking(keep_last_turns=n)),
         (summarize_locally, None),
         (
             compose(clear_tool_results(keep_last=2), drop_thinking(), trim_history(8)),
-            lambda n: compose(clear_tool_results(keep_last=n), trim_history(n)),
+            lambda n: compose(clear_tool_results(keep_last=n), trim_history(n, low_water=n)),
         ),
     ],
     ids=["trim", "budget", "clear", "drop_thinking", "summary", "composed"],
