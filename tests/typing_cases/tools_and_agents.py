@@ -1,0 +1,98 @@
+"""User code that must pass ``mypy --strict`` (tests/test_quality.py): how a tool fails,
+decorators, validators, overrides and limits (issue 26, items 3 and 4)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, assert_type
+
+import attrs
+
+from golem_core import ModelSettings
+from golem_shell import (
+    Agent,
+    FunctionModel,
+    ModelRetry,
+    RunContext,
+    RunError,
+    Stage,
+    TestModel,
+    ToolFailure,
+    UsageLimits,
+)
+
+
+@attrs.frozen
+class Deps:
+    user: str
+
+
+agent = Agent(TestModel(), deps_type=Deps, output_type=Literal["ok", "retry"])
+assert_type(agent, Agent[Deps, Literal["ok", "retry"]])
+
+
+@agent.tool
+def find_order(context: RunContext[Deps], order_id: str) -> str:
+    """Look up one of the user's orders.
+
+    Args:
+        order_id: like "A-1234".
+    """
+    if not order_id.startswith("A-"):
+        raise ModelRetry("order ids look like 'A-1234'; try again")
+    if order_id == "A-0000":
+        raise ToolFailure("that order was deleted")
+    return f"{context.deps.user}'s order {order_id}: shipped"
+
+
+@agent.tool_plain(max_retries=1)
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+assert_type(add(1, 2), int)  # the decorated function is still itself
+assert_type(find_order(RunContext(Deps("ada"), "r", "c"), "A-1"), str)
+
+
+@agent.output_validator
+def not_retry(output: Literal["ok", "retry"]) -> Literal["ok", "retry"]:
+    if output == "retry":
+        raise ModelRetry("say ok")
+    return output
+
+
+@agent.output_validator
+def with_context(
+    context: RunContext[Deps], output: Literal["ok", "retry"]
+) -> Literal["ok", "retry"]:
+    return output
+
+
+result = agent.run_sync(
+    "Where is my order?",
+    deps=Deps("ada"),
+    settings=ModelSettings(temperature=0.0),
+    usage_limits=UsageLimits(request_limit=5, total_tokens_limit=20_000),
+)
+assert_type(result.output, Literal["ok", "retry"])
+
+with agent.override(model=FunctionModel(lambda request: '{"response": "ok"}')):
+    assert_type(agent.run_sync("again", deps=Deps("ada")).output, Literal["ok", "retry"])
+
+try:
+    agent.run_sync("x", deps=Deps("ada"), usage_limits=UsageLimits(request_limit=1))
+except RunError as e:
+    if e.stage is Stage.LIMIT and e.partial is not None:
+        print(f"stopped after {e.partial.requests} requests")
+
+if TYPE_CHECKING:  # what mypy refuses (strict: an ignore that is not needed is an error)
+
+    def plain(a: int) -> int:
+        return a
+
+    def wrong_output(output: int) -> int:
+        return output
+
+    agent.tool(plain)  # type: ignore[arg-type]  # no RunContext first: tool_plain
+    agent.output_validator(wrong_output)  # type: ignore[arg-type]  # not the output type
+    number: int = result.output  # type: ignore[assignment]  # a Literal of str
