@@ -34,6 +34,8 @@ def test_users_code_passes_mypy_strict(tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
     assert blocks, "the README has no Python block"
+    for guide in sorted((ROOT / "docs" / "guides").glob("*.md")):  # the docs site's own code
+        blocks += re.findall(r"```python\n(.*?)```", guide.read_text(encoding="utf-8"), re.S)
     paths = []
     for k, block in enumerate(blocks):
         path = tmp_path / f"readme_block_{k}.py"
