@@ -26,6 +26,9 @@ Law checkers:
 The searches are derandomized (within one program the same processor gives the same
 report; Hypothesis also draws constants from the modules loaded, so another program may
 find another counterexample) and write no example database.
+
+Over 600 lines because the kit is one concept: the strategies and the processor laws
+that draw from them are used and read together.
 """
 
 from __future__ import annotations
