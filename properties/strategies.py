@@ -95,7 +95,10 @@ max_tokens = st.one_of(st.integers(1, 40), st.integers(1, 4000))
 
 @st.composite
 def history_processors(draw: st.DrawFn) -> HistoryProcessor:
-    """``trim_history`` or ``budget_history`` with a drawn bound (and counter)."""
-    if draw(st.booleans()):
-        return trim_history(draw(max_messages))
-    return budget_history(draw(token_counters), draw(max_tokens))
+    """``trim_history`` or ``budget_history`` with a drawn bound (and counter), cutting in
+    steps to a drawn low-water mark (the default, or the sliding window among them)."""
+    limit = draw(max_messages) if (trim := draw(st.booleans())) else draw(max_tokens)
+    low_water = draw(st.one_of(st.none(), st.just(limit), st.integers(1, limit)))
+    if trim:
+        return trim_history(limit, low_water=low_water)
+    return budget_history(draw(token_counters), limit, low_water=low_water)

@@ -222,7 +222,12 @@ def test_cache_usage_is_read_from_every_provider() -> None:
         }
     ).unwrap()
     assert gem.usage is not None and gem.usage.cache_read_tokens == 700
+    fixture = (
+        Path(__file__).parent / "fixtures/openai_responses/response_reasoning_function_calls.json"
+    )
+    responses = openai_responses.decode_response(json.loads(fixture.read_text())).unwrap()
+    assert responses.usage is not None and responses.usage.cache_read_tokens == 1152
     # a run's usage is the sum over its requests, cache figures included
-    total = anth.usage + chat.usage + gem.usage
-    assert total.cache_read_tokens == 900 + 896 + 700
-    assert total.cache_write_tokens == 90
+    total = anth.usage + chat.usage + gem.usage + responses.usage
+    assert total.cache_read_tokens == 900 + 896 + 700 + 1152
+    assert total.cache_write_tokens == 90 + (responses.usage.cache_write_tokens or 0)
