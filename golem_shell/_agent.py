@@ -146,6 +146,13 @@ class Agent(Generic[DepsT, OutputT]):
             message a run adds and every call it issues is signed (ADR 0054); answers
             to deferred calls are then refused unless the call's signature verifies.
         name: the agent's name in traces (``invoke_agent {name}``) and its repr.
+
+    More tools register with ``@agent.tool`` (a ``RunContext`` first) and
+    ``@agent.tool_plain``; ``@agent.output_validator`` checks every valid output
+    (``ModelRetry`` asks for a correction). Every run method also takes ``model=``,
+    ``settings=`` and ``usage_limits=`` for that run; ``agent.override(model=...)``
+    replaces them within a ``with`` block (tests). ``with agent:`` opens the toolsets for
+    the ``_sync`` methods, as ``async with agent:`` does for the async ones.
     """
 
     @overload

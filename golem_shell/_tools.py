@@ -105,7 +105,8 @@ class ModelRetry(Exception):
     The model reads ``message`` as the call's failed result and may call again. Each retry
     counts against the tool's ``max_retries`` (``@tool(max_retries=...)``, default 2): one
     more fails the run at stage ``tool``, with a partial. Arguments that do not fit the
-    parameter types are retried the same way without any code.
+    parameter types are retried the same way without any code. Raised from an output
+    validator (``@agent.output_validator``), it gives the model a correction round.
     """
 
     def __init__(self, message: str) -> None:
