@@ -17,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from strategies import histories, valid_histories
 
 from golem_core import Message, Role, TextPart, check_pairing, encode_history
-from golem_shell.store import HistoryConflict, SQLiteHistoryStore
+from golem_shell.store import HistoryConflict, PostgresHistoryStore, SQLiteHistoryStore
 
 History = tuple[Message, ...]
 
@@ -85,9 +85,15 @@ class StoredConversations(RuleBasedStateMachine):
     """A store and a model of its branch lengths; after every step every stored branch
     loads, passes ``check_pairing``, has the model's length and ``verify`` finds nothing."""
 
+    @staticmethod
+    def open_store() -> SQLiteHistoryStore | PostgresHistoryStore:
+        """A fresh store per example (``tests/test_store_races.py`` runs this machine on
+        PostgreSQL too, with a fresh table prefix)."""
+        return SQLiteHistoryStore(":memory:", signing_keys=KEY)
+
     def __init__(self) -> None:
         super().__init__()
-        self.store = SQLiteHistoryStore(":memory:", signing_keys=KEY)
+        self.store = self.open_store()
         self.lengths: dict[tuple[str, str], int] = {}
         self.forks = 0
 

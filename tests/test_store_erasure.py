@@ -232,3 +232,16 @@ def test_prune_refuses_bad_requests(store: Store) -> None:
         store.prune_sync(older_than=datetime(2020, 1, 1))
     with pytest.raises(UsageError, match="keep_newest must be an int >= 0"):
         store.prune_sync(keep_newest=-1)
+
+
+def test_erase_rechains_branches_of_forks_at_the_same_point(store: Store) -> None:
+    """Found by the state machine: a branch of a fork, both at 1, after erasing position 0
+    of the source: the branch's head must be re-signed over the new link too."""
+    store.append_sync(OWNER, "a", [user("0"), user("1")], 0)
+    store.fork_sync(OWNER, "a", 1, "f")
+    branch = store.branch_sync(OWNER, "f", 1)
+    store.erase_sync(OWNER, "a", 0)
+    assert store.verify_sync(OWNER, "f").intact
+    assert store.load_sync(OWNER, "f", branch=branch)[0].text == ERASED_TEXT
+    nothing = store.erase_sync(OWNER, "a", [1], parts=lambda p: not isinstance(p, TextPart))
+    assert nothing.erased == ()  # no part selected: the message is left as it is

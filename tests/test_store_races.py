@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import multiprocessing
 import random
+import sys
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
+from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
 from store_backends import (  # noqa: F401 (fixtures)
     OWNER,
     Backend,
@@ -137,6 +141,28 @@ def test_erasure_racing_appends(backend: Backend) -> None:
             assert text == (ERASED_TEXT if want.startswith("secret") else want)
     assert all(p > 0 for _, p in erased_positions)  # "start" was never erased
     _everything_loads_and_verifies(writer, "c")
+
+
+# -- the property of properties/test_store_properties.py, on both engines -------------------
+
+
+def test_any_sequence_of_writes_leaves_every_branch_valid(backend: Backend) -> None:
+    """After any sequence of appends, branches, forks, erasures and deletions every
+    branch loads, pairs and verifies (the state machine, a few examples per engine)."""
+    properties = Path(__file__).resolve().parents[1] / "properties"
+    if str(properties) not in sys.path:
+        sys.path.insert(0, str(properties))
+    from test_store_properties import KEY as PROPERTY_KEY
+    from test_store_properties import StoredConversations
+
+    class OnThisEngine(StoredConversations):
+        @staticmethod
+        def open_store() -> Store:
+            return backend.open(signing_keys=PROPERTY_KEY, table=f"p_{uuid.uuid4().hex[:12]}")
+
+    run_state_machine_as_test(
+        OnThisEngine, settings=settings(max_examples=6, stateful_step_count=8, deadline=None)
+    )
 
 
 # -- issue 28 item 8: processes opening one new SQLite file at once ---------------------------

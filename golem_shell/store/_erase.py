@@ -129,8 +129,8 @@ def rechain(
     revision = row.revision + 1
     new = attrs.evolve(row, link=previous, revision=revision, rechained=revision)
     yield write_branch(d, owner, sign(config, owner, new))
-    for child in (yield from _children(d, owner, cid, branch, start)):
-        yield from rechain(d, config, owner, child.conversation_id, child.branch, child.at)
+    for child in (yield from _children(d, owner, cid, branch, start)):  # they share ``start``
+        yield from rechain(d, config, owner, child.conversation_id, child.branch, start)
 
 
 def _selected(

@@ -60,8 +60,8 @@ def erase_message(message: Message, parts: PartFilter | None = None) -> Message 
         extra = ()
     if ERASED_FIELD not in extra:
         extra = (*extra, ERASED_FIELD)
-    if not changed and extra == message.extra:
-        return None
-    if not changed and ERASED_FIELD in message.extra:
+    if parts is None:  # the whole message was selected: its unknown fields go too
+        changed |= extra != message.extra
+    if not changed:
         return None
     return attrs.evolve(message, parts=tuple(kept), extra=extra)
