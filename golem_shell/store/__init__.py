@@ -60,12 +60,11 @@ from golem_shell.store._values import (
 )
 
 __all__ = [
-    "ERASED_RESULT_TEXT",
-    "ERASED_TEXT",
-    "MAIN",
     "BranchInfo",
     "BranchVerdict",
     "CorruptHistoryError",
+    "ERASED_RESULT_TEXT",
+    "ERASED_TEXT",
     "EncryptionKeyError",
     "EncryptionKeys",
     "Erased",
@@ -76,6 +75,7 @@ __all__ = [
     "HistoryNotFound",
     "HistoryStore",
     "HistoryStoreError",
+    "MAIN",
     "PartFilter",
     "PostgresHistoryStore",
     "Receipt",

@@ -7,7 +7,7 @@ found", never that owner's data, because the owner is the first column of every 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Protocol, Self, TypeVar
@@ -385,4 +385,3 @@ class StoreMethods:
         return self._run(reencrypt_op(self._config, owner))
 
 
-Clock = Callable[[], float]
