@@ -18,7 +18,7 @@ that does not extend it without an erasure in between, is a *rollback*.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from golem_shell.store._errors import HistoryNotFound, check_id
 from golem_shell.store._rows import (
@@ -128,7 +128,15 @@ def _check(
     return BranchVerdict(row.conversation_id, row.branch, row.length, tuple(findings))
 
 
-def _misplaced(position, index, seal, link, links, geneses, follows) -> Finding:  # type: ignore[no-untyped-def]
+def _misplaced(
+    position: int,
+    index: int,
+    seal: str,
+    link: str,
+    links: Sequence[str],
+    geneses: Sequence[tuple[bytes, str]],
+    follows: Callable[[str, str, str], bool],
+) -> Finding:
     if any(follows(g, seal, link) for _, g in geneses):
         return Finding(FindingKind.REORDERED, position, "it belongs at position 0")
     if len(links) <= _SEARCH_LIMIT:
