@@ -13,7 +13,9 @@ back and it gets ``HistoryConflict`` too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+import attrs
 
 from golem_core import Message, Role, TextPart, encode_message
 from golem_shell._errors import UsageError
@@ -62,7 +64,7 @@ INSERT_MESSAGE = (
 )
 
 
-def _length_steps(owner: str, cid: str, branch: str) -> object:
+def _length_steps(owner: str, cid: str, branch: str) -> Callable[[Dialect], Steps[int]]:
     def steps(d: Dialect) -> Steps[int]:
         row = yield from branch_row(d, owner, cid, branch)
         return row.length if row is not None else 0
@@ -185,7 +187,7 @@ def append_op(
     return Operation(
         steps,
         write=True,
-        guards=(_length_steps(owner, cid, branch), conflict),  # type: ignore[arg-type]
+        guards=(_length_steps(owner, cid, branch), conflict),
     )
 
 
@@ -274,7 +276,7 @@ def fork_op(
     return Operation(
         steps,
         write=True,
-        guards=(_length_steps(owner, new_id, MAIN), conflict),  # type: ignore[arg-type]
+        guards=(_length_steps(owner, new_id, MAIN), conflict),
     )
 
 
@@ -333,8 +335,6 @@ def interrupted_messages(
     added = messages[expected_length:]
     if not any(m.role is Role.USER for m in added):
         if partial is not None and prompt_message.run_id is None:
-            import attrs
-
             prompt_message = attrs.evolve(
                 prompt_message, run_id=partial.run_id, conversation_id=partial.conversation_id
             )
