@@ -103,6 +103,20 @@ from golem_core._model import (
     ToolCallDelta,
     ToolDefinition,
 )
+from golem_core._port import (
+    Origin,
+    PortedPart,
+    PortReport,
+    RewrittenId,
+    Target,
+    port_history,
+)
+from golem_core._prefix import (
+    HistoryChange,
+    PrefixBreak,
+    describe_cut,
+    describe_processing,
+)
 from golem_core._processors import (
     HistoryError,
     HistoryProcessor,
@@ -112,12 +126,6 @@ from golem_core._processors import (
     compose,
     token_counter,
     trim_history,
-)
-from golem_core._prefix import (
-    HistoryChange,
-    PrefixBreak,
-    describe_cut,
-    describe_processing,
 )
 from golem_core._provenance import (
     MIN_KEY_BYTES,
@@ -171,11 +179,14 @@ __all__ = [
     "ModelErrorKind",
     "ModelRequest",
     "ModelSettings",
+    "Origin",
     "PROVENANCE_FIELD",
     "PairingKind",
     "PairingProblem",
     "Part",
     "PartKind",
+    "PortReport",
+    "PortedPart",
     "PrefixBreak",
     "PromptCache",
     "ProvenanceReport",
@@ -186,6 +197,7 @@ __all__ = [
     "RequestStarted",
     "RetryPolicy",
     "RetryScheduled",
+    "RewrittenId",
     "Role",
     "RunFailed",
     "RunFinished",
@@ -197,6 +209,7 @@ __all__ = [
     "StreamDone",
     "StreamEvent",
     "SummaryPlan",
+    "Target",
     "TextDelta",
     "TextPart",
     "ThinkingDelta",
@@ -241,6 +254,7 @@ __all__ = [
     "make_converter",
     "normalize_history",
     "plan_summary",
+    "port_history",
     "repair_history",
     "safe_parts",
     "sanitize_history",

@@ -172,6 +172,8 @@ MESSAGE: Final = Record(
         Field("model", "model", Kind.OPTIONAL_STR, shared=True),
         Field("usage", "usage", Kind.USAGE),
         Field("finishReason", "finish_reason", Kind.OPTIONAL_STR, shared=True),
+        Field("provider", "provider", Kind.OPTIONAL_STR, shared=True),
+        Field("endpoint", "endpoint", Kind.OPTIONAL_STR, shared=True),
     ),
 )
 

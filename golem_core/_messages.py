@@ -283,7 +283,13 @@ class Message:
     it answers, ``parts`` carry the evidence, and ``failed`` marks a definitive failure.
     ``run_id`` and ``conversation_id`` are stamped on the messages a run adds; ``model``,
     ``usage`` and ``finish_reason`` describe the model turn that produced an assistant
-    message.
+    message. ``provider`` and ``endpoint`` (with ``model``) are the origin of an assistant
+    message: the adapter that decoded it (``"anthropic"``, ``"openai"``,
+    ``"openai-responses"``, ``"google"``) and the host of the API that issued it. Every
+    provider artifact of its parts (signatures, redacted thinking, reasoning items,
+    thought signatures, call ids) belongs to that origin; ``None`` (history written
+    before ADR 0085) means unknown, and each artifact goes back only to the wire format
+    that wrote it, as before (``golem_core.port_history``).
     """
 
     role: Role = field(converter=_as_role)
@@ -297,6 +303,8 @@ class Message:
     model: str | None = field(default=None, kw_only=True)
     usage: Usage | None = field(default=None, kw_only=True)
     finish_reason: str | None = field(default=None, kw_only=True)
+    provider: str | None = field(default=None, kw_only=True)
+    endpoint: str | None = field(default=None, kw_only=True)
     extra: Extra = field(default=(), kw_only=True, repr=False)
 
     def __repr__(self) -> str:

@@ -7,6 +7,7 @@ import logging
 import time
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 from provider_server import (  # noqa: F401 (fixtures, asked for by name)
@@ -82,7 +83,7 @@ async def test_request_sends_the_exact_body_and_returns_the_message(
     provider_server.enqueue(json_reply(fixture_json("openai/chat_text.json")))
     async with model(provider_server) as m:
         message = await m.request(ask())
-    assert message == expected_text()
+    assert bare(message) == expected_text()
     assert message.model == "gpt-4o-mini-2024-07-18"
     assert message.usage == Usage(1214, 8, cache_read_tokens=1024, reasoning_tokens=0)
     assert message.finish_reason == "stop"
@@ -244,7 +245,7 @@ async def test_stream_with_crlf_comments_and_tiny_chunks(provider_server: Provid
     )
     async with model(provider_server) as m:
         events = await collect(m, ask())
-    assert events == [
+    assert [*events[:-1], bare(events[-1])] == [
         TextDelta("The"),
         TextDelta(" capital of"),
         TextDelta(" France is"),
@@ -307,7 +308,7 @@ async def test_stream_failing_before_any_delta_is_retried(provider_server: Provi
     )
     async with model(provider_server) as m:
         events = await collect(m, ask())
-    assert events[-1] == StreamDone(expected_text())
+    assert bare(events[-1]) == StreamDone(expected_text())
     assert len(provider_server.requests) == 2
 
 
@@ -361,7 +362,7 @@ async def test_429_with_retry_after_is_retried_after_the_wait(
         started = time.monotonic()
         message = await m.request(ask())
         waited = time.monotonic() - started
-    assert message == expected_text()
+    assert bare(message) == expected_text()
     assert len(provider_server.requests) == 2
     assert waited >= 0.15
 
@@ -408,7 +409,7 @@ async def test_server_error_then_success(provider_server: ProviderServer) -> Non
         json_reply(fixture_json("openai/chat_text.json")),
     )
     async with model(provider_server) as m:
-        assert await m.request(ask()) == expected_text()
+        assert bare(await m.request(ask())) == expected_text()
 
 
 async def test_a_server_that_hangs_past_the_timeout(provider_server: ProviderServer) -> None:
@@ -420,7 +421,7 @@ async def test_a_server_that_hangs_past_the_timeout(provider_server: ProviderSer
     ) as m:
         started = time.monotonic()
         message = await m.request(ask())
-    assert message == expected_text()  # the timeout was retried
+    assert bare(message) == expected_text()  # the timeout was retried
     assert time.monotonic() - started < 2.0
     assert len(provider_server.requests) == 2
 
@@ -617,7 +618,7 @@ async def test_mock_transport_streaming_and_text_content_fallback() -> None:
     client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
     async with OpenAIModel("gpt-4o-mini", api_key=KEY, http_client=client) as m:
         events = await collect(m, ask())
-    assert events[-1] == StreamDone(expected_text())
+    assert bare(events[-1]) == StreamDone(expected_text())
     assert next(e for e in events if isinstance(e, TextDelta)) == TextDelta("The")
     assert TextPart("The capital of France is Paris.") in expected_text().parts
     await client.aclose()
@@ -637,3 +638,11 @@ def test_infer_model(monkeypatch: pytest.MonkeyPatch) -> None:
         infer_model("gpt-4o-mini")
     with pytest.raises(UsageError, match="names no model"):
         infer_model("openai:")
+
+
+def bare(value: Any) -> Any:
+    """A message (or the ``StreamDone`` holding one) without the origin the adapter
+    records (ADR 0085), to compare with what the pure decoder reads from a fixture."""
+    if isinstance(value, StreamDone):
+        return attrs.evolve(value, message=bare(value.message))
+    return attrs.evolve(value, provider=None, endpoint=None)

@@ -112,7 +112,7 @@ async def test_request_sends_the_exact_body_and_returns_the_message(
     provider_server.enqueue(json_reply(fixture_json(F + "response_text.json")))
     async with model(provider_server, "gpt-4o-mini") as m:
         message = await m.request(ask())
-    assert message == expected("response_text.json")
+    assert bare(message) == expected("response_text.json")
     [sent] = provider_server.requests
     assert (sent.method, sent.path) == ("POST", "/v1/responses")
     assert sent.headers["authorization"] == f"Bearer {KEY}"
@@ -171,7 +171,7 @@ async def test_streams_in_byte_and_random_chunkings_equal_the_plain_response(
     async with model(provider_server) as m:
         for _ in range(2):
             events = await collect(m, ask())
-            assert events[-1] == StreamDone(plain)
+            assert bare(events[-1]) == StreamDone(plain)
             assert sum(isinstance(e, StreamDone) for e in events) == 1
     assert provider_server.requests[0].json()["stream"] is True
     assert provider_server.requests[0].headers["accept"] == "text/event-stream"
@@ -206,7 +206,7 @@ async def test_stream_errors_before_output_are_retried_after_output_raised(
     )
     async with model(provider_server) as m:
         events = await collect(m, ask())
-        assert events[-1] == StreamDone(expected("response_text.json"))
+        assert bare(events[-1]) == StreamDone(expected("response_text.json"))
         with pytest.raises(ModelError) as caught:
             await collect(m, ask())
     assert caught.value.kind is ModelErrorKind.SERVER_ERROR
@@ -416,7 +416,7 @@ async def test_429_retry_after_then_success(provider_server: ProviderServer) -> 
     )
     async with model(provider_server) as m:
         started = time.monotonic()
-        assert await m.request(ask()) == expected("response_text.json")
+        assert bare(await m.request(ask())) == expected("response_text.json")
         assert time.monotonic() - started >= 0.15
 
 
@@ -521,3 +521,11 @@ def test_a_responses_conversation_continues_on_chat_completions(
     assert "gAAAA" not in json.dumps(chat)  # reasoning stays in the history, unsent
     assert [m["role"] for m in chat["messages"]] == ["user", "assistant", "tool", "assistant"]
     assert chat["messages"][1]["tool_calls"][0]["id"] == "call_c1"
+
+
+def bare(value: Any) -> Any:
+    """A message (or the ``StreamDone`` holding one) without the origin the adapter
+    records (ADR 0085), to compare with what the pure decoder reads from a fixture."""
+    if isinstance(value, StreamDone):
+        return attrs.evolve(value, message=bare(value.message))
+    return attrs.evolve(value, provider=None, endpoint=None)

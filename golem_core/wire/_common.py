@@ -35,6 +35,7 @@ from golem_core._retry import _header, parse_retry_after
 __all__ = [
     "REPEATED_CALL_TEXT",
     "Malformed",
+    "Origin",
     "WireIds",
     "WireError",
     "arr",
@@ -51,6 +52,7 @@ __all__ = [
     "parse_json",
     "req_str",
     "result_as_text",
+    "stamp_origin",
     "stand_in",
     "stream_error",
     "wire_sequence",
@@ -96,6 +98,32 @@ class WireError:
 
     def __str__(self) -> str:
         return f"{self.kind.value}: {self.message}"
+
+
+@frozen
+class Origin:
+    """Who issued an assistant message, so its provider artifacts go back only where they
+    are valid (ADR 0085): the adapter (``"anthropic"``, ``"openai"`` for Chat Completions
+    and every compatible server, ``"openai-responses"``, ``"google"``), the model asked
+    for, and the host of the API base URL (``"api.openai.com"``; OpenAI ties encrypted
+    reasoning to the organization, Anthropic and Gemini signatures to the model)."""
+
+    provider: str
+    model: str | None = None
+    endpoint: str | None = None
+
+
+def stamp_origin(message: Message, origin: Origin | None) -> Message:
+    """``message`` with ``origin`` recorded (``provider``, ``endpoint``; ``model`` only when
+    the response named none): how every decoder marks what it decoded. Total."""
+    if origin is None:
+        return message
+    return attrs.evolve(
+        message,
+        provider=origin.provider,
+        endpoint=origin.endpoint,
+        model=message.model or origin.model,
+    )
 
 
 def dumps_compact(value: object) -> str:

@@ -74,6 +74,7 @@ from golem_core._stream import StreamAccumulator
 from golem_core.wire._cache import add_anthropic_breakpoints
 from golem_core.wire._common import (
     Malformed,
+    Origin,
     WireError,
     WireIds,
     arr,
@@ -87,6 +88,7 @@ from golem_core.wire._common import (
     parse_json,
     req_str,
     result_as_text,
+    stamp_origin,
     stand_in,
     stream_error,
     wire_sequence,
@@ -95,11 +97,13 @@ from golem_core.wire._common import (
 __all__ = [
     "ANTHROPIC_VERSION",
     "DEFAULT_MAX_TOKENS",
+    "ID_CHARS",
     "PROVIDER",
     "StreamDecoder",
     "decode_error",
     "decode_response",
     "encode_request",
+    "media_block",
 ]
 
 PROVIDER = "Anthropic"
@@ -151,6 +155,10 @@ def _media(part: URLPart | DataPart) -> dict[str, Any]:
     return _stand_in(part)
 
 
+media_block = _media
+"""The content block a URL or data part becomes (its stand-in when Anthropic cannot take it)."""
+
+
 def _stand_in(part: URLPart | DataPart) -> dict[str, Any]:
     """A text block in place of a part Anthropic cannot take (ADR 0067)."""
     return {"type": "text", "text": stand_in(part, PROVIDER)}
@@ -172,7 +180,9 @@ def _user_blocks(parts: Sequence[Part], *, include_text: bool = True) -> list[di
     return blocks
 
 
-_ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+"""The characters Anthropic takes in a ``tool_use`` id (``^[a-zA-Z0-9_-]+$``)."""
+_ID_CHARS = ID_CHARS
 
 
 def _sendable(text: str) -> bool:
@@ -435,10 +445,11 @@ def _decode(body: object) -> Message:
     )
 
 
-def decode_response(body: object) -> Result[Message, WireError]:
+def decode_response(body: object, *, origin: Origin | None = None) -> Result[Message, WireError]:
     """The assistant message of a Messages response body (decoded JSON).
 
     Total, deterministic.
+    ``origin``: who the adapter asked (``Origin``); the message records it (ADR 0085).
 
     Returns:
         The message with its ``model``, ``usage`` and ``finish_reason``; an error body
@@ -448,7 +459,7 @@ def decode_response(body: object) -> Result[Message, WireError]:
     if isinstance(body, dict) and body.get("type") == "error":
         return Failure(stream_error(PROVIDER, body))
     try:
-        return Success(_decode(body))
+        return Success(stamp_origin(_decode(body), origin))
     except Malformed as exc:
         return Failure(_bad_response(exc))
 
@@ -476,9 +487,19 @@ class StreamDecoder:
     in place; deterministic, effect-free.
     """
 
-    __slots__ = ("_acc", "_args", "_blocks", "_done", "_finish_reason", "_model", "_usage")
+    __slots__ = (
+        "_acc",
+        "_args",
+        "_blocks",
+        "_done",
+        "_finish_reason",
+        "_model",
+        "_origin",
+        "_usage",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, *, origin: Origin | None = None) -> None:
+        self._origin = origin
         self._acc = StreamAccumulator()
         self._blocks: dict[int, str] = {}  # block index -> block type
         self._args: set[int] = set()  # tool_use blocks that received a fragment
@@ -637,6 +658,7 @@ class StreamDecoder:
 
     def message(self) -> Message:
         """The message built so far (complete once ``done``)."""
-        return self._acc.message(
+        message = self._acc.message(
             model=self._model, usage=_usage(self._usage), finish_reason=self._finish_reason
         )
+        return stamp_origin(message, self._origin)

@@ -97,6 +97,7 @@ from golem_core._sse import ServerSentEvent
 from golem_core.wire._common import REPEATED_CALL_TEXT as REPEATED_CALL_TEXT
 from golem_core.wire._common import (
     Malformed,
+    Origin,
     WireError,
     WireIds,
     arr,
@@ -111,6 +112,7 @@ from golem_core.wire._common import (
     parse_json,
     req_str,
     result_as_text,
+    stamp_origin,
     stand_in,
     wire_sequence,
 )
@@ -128,6 +130,7 @@ __all__ = [
     "request_path",
     "thought_signature",
     "with_thought_signature",
+    "media_block",
 ]
 
 PROVIDER = "Gemini"
@@ -281,6 +284,10 @@ def _media(part: URLPart | DataPart) -> dict[str, Any]:
         data["fileUri"] = part.url
         return {"fileData": data}
     return {"inlineData": {"mimeType": part.media_type, "data": _b64(part.data)}}
+
+
+media_block = _media
+"""The content a URL or data part becomes (its stand-in when Gemini cannot take it)."""
 
 
 def _user_parts(parts: Sequence[Part], *, include_text: bool = True) -> list[dict[str, Any]]:
@@ -735,10 +742,11 @@ def _decode(body: object) -> Result[Message, WireError]:
     return _outcome(message, finish, candidate)
 
 
-def decode_response(body: object) -> Result[Message, WireError]:
+def decode_response(body: object, *, origin: Origin | None = None) -> Result[Message, WireError]:
     """The assistant message of a ``generateContent`` response body (decoded JSON).
 
     Total, deterministic.
+    ``origin``: who the adapter asked (``Origin``); the message records it (ADR 0085).
 
     Returns:
         The message with its ``model`` (``modelVersion``), ``usage`` and
@@ -750,7 +758,7 @@ def decode_response(body: object) -> Result[Message, WireError]:
     if isinstance(body, dict) and isinstance(body.get("error"), dict | str):
         return Failure(_error_payload(body, None))
     try:
-        return _decode(body)
+        return _decode(body).map(lambda m: stamp_origin(m, origin))
     except Malformed as exc:
         return Failure(_bad_response(exc))
 
@@ -890,9 +898,10 @@ class StreamDecoder:
     events are ignored. A builder, mutated in place; deterministic and effect-free.
     """
 
-    __slots__ = ("_candidate", "_done", "_finish_reason", "_model", "_parts", "_usage")
+    __slots__ = ("_candidate", "_done", "_finish_reason", "_model", "_origin", "_parts", "_usage")
 
-    def __init__(self) -> None:
+    def __init__(self, *, origin: Origin | None = None) -> None:
+        self._origin = origin
         self._parts = _Parts()
         self._done = False
         self._model: str | None = None
@@ -984,13 +993,14 @@ class StreamDecoder:
 
     def message(self) -> Message:
         """The message built so far (complete once ``done``)."""
-        return Message(
+        message = Message(
             Role.ASSISTANT,
             self._parts.parts(),
             model=self._model,
             usage=self._usage,
             finish_reason=self._finish_reason,
         )
+        return stamp_origin(message, self._origin)
 
 
 class _Blocked(Exception):

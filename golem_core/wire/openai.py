@@ -75,6 +75,7 @@ from golem_core._stream import StreamAccumulator
 from golem_core.wire._cache import add_openai_cache_key
 from golem_core.wire._common import (
     Malformed,
+    Origin,
     WireError,
     WireIds,
     arr,
@@ -88,18 +89,21 @@ from golem_core.wire._common import (
     parse_json,
     req_str,
     result_as_text,
+    stamp_origin,
     stand_in,
     stream_error,
     wire_sequence,
 )
 
 __all__ = [
+    "MAX_CALL_ID_LENGTH",
     "PROVIDER",
     "MaxTokensField",
     "StreamDecoder",
     "decode_error",
     "decode_response",
     "encode_request",
+    "media_block",
 ]
 
 PROVIDER = "OpenAI"
@@ -125,6 +129,10 @@ _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
 _NAME = "OpenAI Chat Completions"
 """The API's name in the stand-in of a part it cannot take (``stand_in``, ADR 0067)."""
+
+
+MAX_CALL_ID_LENGTH = 40
+"""OpenAI Chat Completions refuses a longer tool-call id."""
 
 
 def _b64(data: bytes) -> str:
@@ -154,6 +162,10 @@ def _media(part: URLPart | DataPart) -> dict[str, Any]:
             "input_audio": {"data": _b64(part.data), "format": _AUDIO_FORMATS[media_type]},
         }
     return {"type": "text", "text": stand_in(part, _NAME)}
+
+
+media_block = _media
+"""The content part a URL or data part becomes (its stand-in when OpenAI cannot take it)."""
 
 
 def _user_content(
@@ -223,7 +235,7 @@ def _assistant(message: Message, with_tools: bool, ids: WireIds) -> dict[str, An
 def _messages(request: ModelRequest, system_role: SystemRole) -> list[dict[str, Any]]:
     with_tools = bool(request.tools)
     out: list[dict[str, Any]] = []
-    ids = WireIds(max_length=40)  # OpenAI refuses longer tool-call ids
+    ids = WireIds(max_length=MAX_CALL_ID_LENGTH)  # OpenAI refuses longer tool-call ids
     if request.instructions:
         out.append({"role": system_role, "content": request.instructions})
     attachments: list[dict[str, Any]] = []  # media of the current run of tool results
@@ -467,10 +479,11 @@ def _decode(body: object) -> Message:
     )
 
 
-def decode_response(body: object) -> Result[Message, WireError]:
+def decode_response(body: object, *, origin: Origin | None = None) -> Result[Message, WireError]:
     """The assistant message of a Chat Completions response body (decoded JSON).
 
     Total, deterministic.
+    ``origin``: who the adapter asked (``Origin``); the message records it (ADR 0085).
 
     Returns:
         The message with its ``model``, ``usage`` and ``finish_reason``; a body holding
@@ -480,7 +493,7 @@ def decode_response(body: object) -> Result[Message, WireError]:
     if isinstance(body, dict) and isinstance(body.get("error"), dict | str):
         return Failure(stream_error(PROVIDER, body))
     try:
-        return Success(_decode(body))
+        return Success(stamp_origin(_decode(body), origin))
     except Malformed as exc:
         return Failure(
             WireError(ModelErrorKind.BAD_RESPONSE, f"malformed OpenAI {exc.path}: {exc.reason}")
@@ -507,9 +520,10 @@ class StreamDecoder:
     place; deterministic and effect-free.
     """
 
-    __slots__ = ("_acc", "_done", "_finish_reason", "_model", "_usage")
+    __slots__ = ("_acc", "_done", "_finish_reason", "_model", "_origin", "_usage")
 
-    def __init__(self) -> None:
+    def __init__(self, *, origin: Origin | None = None) -> None:
+        self._origin = origin
         self._acc = StreamAccumulator()
         self._done = False
         self._model: str | None = None
@@ -629,6 +643,7 @@ class StreamDecoder:
 
     def message(self) -> Message:
         """The message built so far (complete once ``done``)."""
-        return self._acc.message(
+        message = self._acc.message(
             model=self._model, usage=self._usage, finish_reason=self._finish_reason
         )
+        return stamp_origin(message, self._origin)

@@ -96,6 +96,7 @@ from golem_core._stream import StreamAccumulator
 from golem_core.wire._cache import add_openai_cache_key
 from golem_core.wire._common import (
     Malformed,
+    Origin,
     WireError,
     WireIds,
     arr,
@@ -110,6 +111,7 @@ from golem_core.wire._common import (
     parse_json,
     req_str,
     result_as_text,
+    stamp_origin,
     stand_in,
     wire_sequence,
 )
@@ -127,6 +129,7 @@ __all__ = [
     "reasoning_item",
     "reasoning_part",
     "supports_encrypted_reasoning",
+    "media_block",
 ]
 
 PROVIDER = "OpenAI Responses"
@@ -248,6 +251,10 @@ def _media(part: URLPart | DataPart) -> dict[str, Any]:
             "file_data": f"data:application/pdf;base64,{_b64(part.data)}",
         }
     return {"type": "input_text", "text": stand_in(part, PROVIDER)}  # ADR 0067
+
+
+media_block = _media
+"""The content a URL or data part becomes (its stand-in when the Responses API cannot take it)."""
 
 
 def _user_content(parts: Sequence[Part], *, include_text: bool = True) -> list[dict[str, Any]]:
@@ -603,10 +610,11 @@ def _decode(body: object) -> Result[Message, WireError]:
     return Success(_message(top, items))
 
 
-def decode_response(body: object) -> Result[Message, WireError]:
+def decode_response(body: object, *, origin: Origin | None = None) -> Result[Message, WireError]:
     """The assistant message of a Responses body (decoded JSON).
 
     Total, deterministic.
+    ``origin``: who the adapter asked (``Origin``); the message records it (ADR 0085).
 
     Returns:
         The message with its ``model``, ``usage`` and ``finish_reason``; a ``failed``
@@ -616,7 +624,7 @@ def decode_response(body: object) -> Result[Message, WireError]:
     if isinstance(body, dict) and "output" not in body and isinstance(body.get("error"), dict):
         return Failure(_reported_error(body, "an error"))
     try:
-        return _decode(body)
+        return _decode(body).map(lambda m: stamp_origin(m, origin))
     except Malformed as exc:
         return Failure(_bad_response(exc))
 
@@ -644,9 +652,19 @@ class StreamDecoder:
     are ignored. A builder, mutated in place; deterministic, effect-free.
     """
 
-    __slots__ = ("_acc", "_done", "_final", "_items", "_model", "_summaries", "_usage")
+    __slots__ = (
+        "_acc",
+        "_done",
+        "_final",
+        "_items",
+        "_model",
+        "_origin",
+        "_summaries",
+        "_usage",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, *, origin: Origin | None = None) -> None:
+        self._origin = origin
         self._acc = StreamAccumulator()
         self._done = False
         self._final: Message | None = None
@@ -786,10 +804,10 @@ class StreamDecoder:
                     "the OpenAI Responses stream ended before response.completed",
                 )
             )
-        return Success(self._final)
+        return Success(stamp_origin(self._final, self._origin))
 
     def message(self) -> Message:
         """The message built so far: the finished one, else what the deltas built."""
         if self._final is not None:
-            return self._final
-        return self._acc.message(model=self._model)
+            return stamp_origin(self._final, self._origin)
+        return stamp_origin(self._acc.message(model=self._model), self._origin)

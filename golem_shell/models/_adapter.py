@@ -2,20 +2,37 @@
 ``Model`` protocol, owning or borrowing the HTTP client, and a key-free repr.
 
 A provider adapter only says how to encode its body and which pure decoders read the
-answer; ``ProviderHTTP`` (``_http.py``) does every effect.
+answer; ``ProviderHTTP`` (``_http.py``) does every effect. Every request's history is
+first ported to the model (``golem_core.port_history``, ADR 0085): artifacts of another
+provider, endpoint or model are left off or sent as text, call ids fit the provider's
+rules. ``port_report(request)`` says what changed (the run's ``HistoryPorted`` event);
+every answer records its origin (``Message.provider``, ``endpoint``, ``model``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import Any, Self
 
+import attrs
+import httpx
 from returns.result import Failure, Result, Success
 
-from golem_core import Message, ModelErrorKind, ModelRequest, ModelSettings, StreamEvent
+from golem_core import (
+    Message,
+    ModelErrorKind,
+    ModelRequest,
+    ModelSettings,
+    Origin,
+    PortReport,
+    StreamEvent,
+    Target,
+    port_history,
+)
 from golem_core.wire import WireError
 from golem_shell._errors import UsageError
 from golem_shell.models._http import (
@@ -26,7 +43,7 @@ from golem_shell.models._http import (
     merge_settings,
 )
 
-__all__ = ["HTTPModel", "check_base_url", "env_value"]
+__all__ = ["HTTPModel", "check_base_url", "endpoint_of", "env_value"]
 
 
 def env_value(name: str) -> str | None:
@@ -43,6 +60,13 @@ def check_base_url(base_url: str, setting: str) -> str:
     return url
 
 
+def endpoint_of(url: str) -> str:
+    """The issuing endpoint of a request URL: its host, and its port when one is given
+    (``api.openai.com``, ``127.0.0.1:8080``)."""
+    parsed = httpx.URL(url)
+    return f"{parsed.host}:{parsed.port}" if parsed.port else parsed.host
+
+
 class HTTPModel:
     """A model answered over HTTP by one provider endpoint."""
 
@@ -54,16 +78,21 @@ class HTTPModel:
         *,
         http: ProviderHTTP,
         settings: ModelSettings | None,
-        decode_response: BodyDecoder,
-        new_stream_decoder: Callable[[], StreamDecoder],
+        decode_response: Callable[..., Result[Message, WireError]],
+        new_stream_decoder: Callable[..., StreamDecoder],
+        quirks: frozenset[str] = frozenset(),
     ) -> None:
         if not model or not model.strip():
             raise UsageError(f"{type(self).__name__} needs a model name")
         self._model = model
         self._http = http
         self._settings = settings
-        self._decode_response = decode_response
-        self._new_stream_decoder = new_stream_decoder
+        self._target = Target(self._prefix, model, endpoint_of(http.url), quirks)
+        self._origin = Origin(self._prefix, model, self._target.endpoint)
+        self._decode_response: BodyDecoder = functools.partial(decode_response, origin=self._origin)
+        self._new_stream_decoder: Callable[[], StreamDecoder] = functools.partial(
+            new_stream_decoder, origin=self._origin
+        )
 
     @property
     def name(self) -> str:
@@ -80,6 +109,26 @@ class HTTPModel:
         """The endpoint requests are sent to."""
         return self._http.url
 
+    @property
+    def target(self) -> Target:
+        """Where requests go, as ``port_history`` needs it: provider, model, endpoint."""
+        return self._target
+
+    @property
+    def origin(self) -> Origin:
+        """What every answer of this model records as its origin (ADR 0085)."""
+        return self._origin
+
+    def port_report(self, request: ModelRequest) -> PortReport:
+        """What this model's requests change in ``request``'s history (``port_history``;
+        the same as the next ``request`` call sends). Pure: a run calls it before a
+        request and emits ``HistoryPorted`` when ``report.changed``."""
+        return port_history(request.messages, self._target)[1]
+
+    def _ported(self, request: ModelRequest) -> ModelRequest:
+        messages, _ = port_history(request.messages, self._target)
+        return attrs.evolve(request, messages=messages)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._model!r}, url={self._http.url!r})"
 
@@ -87,7 +136,8 @@ class HTTPModel:
         raise NotImplementedError
 
     def _body(self, request: ModelRequest, *, stream: bool) -> bytes:
-        match self._encode(merge_settings(self._settings, request), stream=stream):
+        request = self._ported(merge_settings(self._settings, request))
+        match self._encode(request, stream=stream):
             case Success(value):
                 body: dict[str, Any] = value
                 return encode_json(body)

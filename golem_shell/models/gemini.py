@@ -127,7 +127,7 @@ class GeminiModel(HTTPModel):
                 delta).
         """
         body = self._body(request, stream=True)
-        stream = self._stream_http.stream(body, wire.StreamDecoder, wire.decode_response)
+        stream = self._stream_http.stream(body, self._new_stream_decoder, self._decode_response)
         async with contextlib.aclosing(stream) as events:
             async for event in events:
                 yield event

@@ -6,12 +6,14 @@ Only configuration lives here: the key and base URL, the headers, and which pure
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import httpx
 from returns.result import Result
 
 from golem_core import ModelRequest, ModelSettings
+from golem_core._port import MISTRAL_CALL_IDS, STRING_CONTENT
 from golem_core._retry import RetryPolicy
 from golem_core.wire import WireError
 from golem_core.wire import openai as wire
@@ -24,9 +26,33 @@ from golem_shell.models._http import (
     ProviderHTTP,
 )
 
-__all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIModel"]
+__all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIModel", "guess_quirks"]
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+_QUIRKS = frozenset({MISTRAL_CALL_IDS, STRING_CONTENT})
+_MISTRAL_MODELS = (
+    "mistral",
+    "open-mistral",
+    "open-mixtral",
+    "mixtral",
+    "codestral",
+    "magistral",
+    "ministral",
+    "pixtral",
+    "devstral",
+    "voxtral",
+)
+
+
+def guess_quirks(base_url: str, model: str) -> frozenset[str]:
+    """The OpenAI-compatible server's quirks, guessed from its host and the model name:
+    Mistral's API (``api.mistral.ai``) and Mistral models anywhere (vLLM's mistral
+    mode) take only nine-character call ids (``"mistral-call-ids"``)."""
+    host = httpx.URL(base_url).host.lower()
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    if host.endswith("mistral.ai") or name.startswith(_MISTRAL_MODELS):
+        return frozenset({MISTRAL_CALL_IDS})
+    return frozenset()
 
 
 class OpenAIModel(HTTPModel):
@@ -51,9 +77,15 @@ class OpenAIModel(HTTPModel):
             (compatible servers know that one).
         settings: defaults for the request settings a run leaves unset.
         max_response_bytes: the largest response body or stream read.
+        quirks: what the compatible server refuses that OpenAI takes:
+            ``"mistral-call-ids"`` (call ids of exactly nine letters and digits),
+            ``"string-content"`` (a text-only message as one string, never an array).
+            Default: guessed (``guess_quirks``). Servers that refuse the ``developer``
+            role need only the default ``system_role``.
 
     Raises:
-        UsageError: no key for the default base URL, or a base URL that is not http(s).
+        UsageError: no key for the default base URL, a base URL that is not http(s),
+            or an unknown quirk.
     """
 
     _prefix = "openai"
@@ -73,6 +105,7 @@ class OpenAIModel(HTTPModel):
         max_tokens_field: wire.MaxTokensField | None = None,
         settings: ModelSettings | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        quirks: Iterable[str] | None = None,
     ) -> None:
         key = api_key or env_value("OPENAI_API_KEY")
         custom_base = base_url or env_value("OPENAI_BASE_URL")
@@ -92,6 +125,11 @@ class OpenAIModel(HTTPModel):
                 "max_tokens_field must be 'max_tokens' or 'max_completion_tokens',"
                 f" got {max_tokens_field!r}"
             )
+        found = guess_quirks(base, model) if quirks is None else frozenset(quirks)
+        if not found <= _QUIRKS:
+            raise UsageError(
+                f"unknown quirks {sorted(found - _QUIRKS)}; known: {', '.join(sorted(_QUIRKS))}"
+            )
         headers = {"authorization": f"Bearer {key}"} if key else {}
         http = ProviderHTTP(
             provider="openai",
@@ -110,6 +148,7 @@ class OpenAIModel(HTTPModel):
             settings=settings,
             decode_response=wire.decode_response,
             new_stream_decoder=wire.StreamDecoder,
+            quirks=found,
         )
         self._system_role: Literal["system", "developer"] = system_role
         self._max_tokens_field: wire.MaxTokensField = max_tokens_field

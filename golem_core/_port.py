@@ -1,0 +1,486 @@
+"""Porting a history to the provider and model it is about to be sent to (ADRs 0085-0086).
+
+Owns ``port_history(history, target) -> (history, PortReport)``: the history a target
+will be sent, and what had to change for it. Pure, total, deterministic, idempotent.
+
+Provider artifacts are the parts (or part fields) only their producer can read back:
+Anthropic thinking signatures and redacted thinking, OpenAI Responses reasoning items
+(id and ``encrypted_content``), Gemini thought signatures, and provider-issued call ids.
+An assistant message records its origin (``provider``, ``model``, ``endpoint``: what the
+adapter that decoded it asked; ``wire._common.Origin``). The rule, per artifact:
+
+- it goes back unchanged when the target is its producer: the same provider and
+  endpoint (API host), and the same model where the provider binds it: Anthropic and
+  Gemini signatures are bound to the model, OpenAI's encrypted reasoning to the
+  organization behind the endpoint only (``BINDS_MODEL``). A dated snapshot is the same
+  model as its alias (``claude-sonnet-4-5`` and ``claude-sonnet-4-5-20250929``);
+- otherwise the artifact is left off (a signature, an encrypted blob, redacted
+  thinking), and the readable thinking it came with, like every thinking part of
+  another origin, becomes text (``<thinking>...</thinking>``) when it belongs to the
+  current tool loop (the assistant turns after the last user message: what the
+  providers themselves keep), else it is left off. ``thinking="drop"`` leaves all of it
+  off;
+- a message without an origin (history written before ADR 0085) keeps every artifact:
+  each encoder sends only its own format, as before.
+
+Call ids are rewritten to fit the target's rules (Anthropic's characters, OpenAI's
+lengths, Mistral's nine letters and digits), the same new id on the call and on its
+results, so they still pair; the stored history keeps the original ids, and the report
+maps them back. Parts the target cannot take (media it carries as a textual stand-in,
+ADR 0067) are reported, not changed: the encoder sends the stand-in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, Final, Literal, Protocol, TypeAlias
+
+import attrs
+from attrs import frozen
+
+from golem_core._messages import (
+    DataPart,
+    Message,
+    Part,
+    Role,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    URLPart,
+)
+from golem_core.wire import anthropic as _anthropic
+from golem_core.wire import gemini as _gemini
+from golem_core.wire import openai as _openai
+from golem_core.wire import openai_responses as _responses
+from golem_core.wire._common import Origin, WireIds
+
+__all__ = [
+    "BINDS_MODEL",
+    "MISTRAL_CALL_IDS",
+    "PROVIDERS",
+    "STRING_CONTENT",
+    "Origin",
+    "PortReport",
+    "PortedPart",
+    "RewrittenId",
+    "Target",
+    "ThinkingRule",
+    "describe_report",
+    "origin_of",
+    "port_history",
+    "same_model",
+]
+
+PROVIDERS: Final = ("openai", "openai-responses", "anthropic", "google")
+"""The wire formats a target speaks, by adapter name (``HTTPModel._prefix``)."""
+BINDS_MODEL: Final = frozenset({"anthropic", "google"})
+"""Providers whose artifacts are valid only for the model that issued them."""
+MISTRAL_CALL_IDS: Final = "mistral-call-ids"
+"""A quirk: call ids must be exactly nine letters and digits (Mistral, vLLM's mistral mode)."""
+STRING_CONTENT: Final = "string-content"
+"""A quirk: a text-only message must be one string, never an array of text parts."""
+
+ThinkingRule: TypeAlias = Literal["text", "drop"]
+"""What becomes of readable thinking a target cannot verify (see the module docstring)."""
+
+
+@frozen
+class Target:
+    """Where a history is about to be sent: the adapter's wire format (one of
+    ``PROVIDERS``), the model, the API host, and the OpenAI-compatible server's quirks
+    (``MISTRAL_CALL_IDS``, ``STRING_CONTENT``)."""
+
+    provider: str
+    model: str
+    endpoint: str | None = None
+    quirks: frozenset[str] = frozenset()
+
+    def __str__(self) -> str:
+        at = f" at {self.endpoint}" if self.endpoint else ""
+        return f"{self.provider}:{self.model}{at}"
+
+
+@frozen
+class PortedPart:
+    """A part that changed (or that the target cannot take): where it stands in the
+    history, what it is (``"signed thinking"``, ``"redacted thinking"``, ``"reasoning
+    item"``, ``"thought signature"``, ``"thinking"``, ``"image (image/svg+xml)"``), and
+    why. Never the part's content."""
+
+    message_index: int
+    part_index: int
+    what: str
+    reason: str
+
+
+@frozen
+class RewrittenId:
+    """A call id sent under another name: the assistant message that holds the call,
+    the id the history keeps, and the id the target is sent (its results too)."""
+
+    message_index: int
+    original: str
+    sent: str
+
+
+@frozen
+class PortReport:
+    """What ``port_history`` changed for ``target``.
+
+    ``as_text``: thinking sent as text; ``left_off``: artifacts and thinking not sent;
+    ``call_ids``: ids rewritten to fit the target's rules; ``cannot_take``: media the
+    target gets as a textual stand-in (ADR 0067). Identifiers and kinds only, never
+    content, so the report can travel in a lifecycle event.
+    """
+
+    target: str
+    as_text: tuple[PortedPart, ...] = ()
+    left_off: tuple[PortedPart, ...] = ()
+    call_ids: tuple[RewrittenId, ...] = ()
+    cannot_take: tuple[PortedPart, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        """Whether anything is reported."""
+        return bool(self.as_text or self.left_off or self.call_ids or self.cannot_take)
+
+    def original_id(self, sent: str) -> str:
+        """The id the history keeps for a call sent as ``sent`` (``sent`` itself when it
+        was not rewritten)."""
+        for r in self.call_ids:
+            if r.sent == sent:
+                return r.original
+        return sent
+
+
+def origin_of(message: Message) -> Origin | None:
+    """The origin an assistant message records, ``None`` when it records none."""
+    if message.provider is None:
+        return None
+    return Origin(message.provider, message.model, message.endpoint)
+
+
+_SNAPSHOT = re.compile(r"(?:[0-9][0-9-]*|latest)")
+
+
+def _model_key(name: str) -> str:
+    name = name.strip().lower()
+    return name.rsplit("/", 1)[-1]
+
+
+def same_model(a: str | None, b: str | None) -> bool:
+    """Whether two model names name the same model: equal, or one a dated snapshot or
+    version of the other (``gpt-4o`` and ``gpt-4o-2024-08-06``; a ``models/`` prefix is
+    ignored). Unknown (``None``) matches anything. Total."""
+    if a is None or b is None:
+        return True
+    x, y = _model_key(a), _model_key(b)
+    if x == y:
+        return True
+    short, long = (x, y) if len(x) < len(y) else (y, x)
+    return long.startswith(short + "-") and _SNAPSHOT.fullmatch(long[len(short) + 1 :]) is not None
+
+
+def _same_endpoint(a: str | None, b: str | None) -> bool:
+    return a is None or b is None or a.lower() == b.lower()
+
+
+# -- artifacts ---------------------------------------------------------------------------
+
+_GEMINI_KEY: Final = _gemini.THOUGHT_SIGNATURE_KEY
+_RESPONSES_KEYS: Final = frozenset({_responses.REASONING_ID_KEY, _responses.ENCRYPTED_CONTENT_KEY})
+
+
+def _has_key(part: Part, keys: frozenset[str]) -> bool:
+    return any(k in keys for k, _ in getattr(part, "extra", ()))
+
+
+def _without(part: Any, keys: frozenset[str]) -> Any:
+    return attrs.evolve(part, extra=tuple((k, v) for k, v in part.extra if k not in keys))
+
+
+def _valid_for(format_provider: str, origin: Origin, target: Target) -> str | None:
+    """``None`` when an artifact of ``format_provider`` issued by ``origin`` is valid for
+    ``target``; else why not."""
+    issued = f"issued by {origin.provider}:{origin.model} at {origin.endpoint}"
+    if target.provider != format_provider:
+        return f"{issued}; {target.provider} cannot read it"
+    if origin.provider != format_provider:
+        return f"{issued}, not by {format_provider}"
+    if not _same_endpoint(origin.endpoint, target.endpoint):
+        return f"{issued}; {target.endpoint} is another endpoint"
+    if format_provider in BINDS_MODEL and not same_model(origin.model, target.model):
+        return f"{issued}; {format_provider} binds it to that model"
+    return None
+
+
+def _foreign(origin: Origin, target: Target) -> bool:
+    return (
+        origin.provider != target.provider
+        or not _same_endpoint(origin.endpoint, target.endpoint)
+        or not same_model(origin.model, target.model)
+    )
+
+
+class _Assistant:
+    """Ports the parts of one assistant message."""
+
+    def __init__(
+        self,
+        index: int,
+        origin: Origin | None,
+        target: Target,
+        current_loop: bool,
+        thinking: ThinkingRule,
+    ) -> None:
+        self.index = index
+        self.origin = origin
+        self.target = target
+        self.current_loop = current_loop
+        self.thinking = thinking
+        self.as_text: list[PortedPart] = []
+        self.left_off: list[PortedPart] = []
+
+    def note(self, into: list[PortedPart], j: int, what: str, reason: str) -> None:
+        into.append(PortedPart(self.index, j, what, reason))
+
+    def part(self, j: int, part: Part) -> Part | None:
+        origin = self.origin
+        if origin is None:
+            return part
+        if type(part) is ThinkingPart:
+            return self.thought(j, part, origin)
+        if type(part) in (TextPart, ToolCallPart) and _has_key(part, frozenset({_GEMINI_KEY})):
+            why = _valid_for("google", origin, self.target)
+            if why is not None:
+                self.note(self.left_off, j, "thought signature", why)
+                return _without(part, frozenset({_GEMINI_KEY}))  # type: ignore[no-any-return]
+        return part
+
+    def thought(self, j: int, part: ThinkingPart, origin: Origin) -> Part | None:
+        target = self.target
+        readable = part
+        if part.redacted:
+            why = _valid_for("anthropic", origin, target)
+            if why is None:
+                return part
+            self.note(self.left_off, j, "redacted thinking", why)
+            return None
+        if part.signature:
+            why = _valid_for("anthropic", origin, target)
+            if why is None:
+                return part
+            self.note(self.left_off, j, "thinking signature", why)
+            readable = attrs.evolve(part, signature=None)
+        if _has_key(part, _RESPONSES_KEYS):
+            why = _valid_for("openai-responses", origin, target)
+            if why is None:
+                return part
+            self.note(self.left_off, j, "reasoning item", why)
+            readable = _without(readable, _RESPONSES_KEYS)
+        if _has_key(part, frozenset({_GEMINI_KEY})):
+            why = _valid_for("google", origin, target)
+            if why is None:
+                return part
+            self.note(self.left_off, j, "thought signature", why)
+            readable = _without(readable, frozenset({_GEMINI_KEY}))
+        if not _foreign(origin, target):
+            return readable
+        if not readable.text.strip():
+            if readable is part:  # nothing was said about it yet
+                self.note(self.left_off, j, "thinking", f"empty; from {origin.provider}")
+            return None
+        reason = f"from {origin.provider}:{origin.model}, which {target.provider} cannot verify"
+        if self.thinking == "text" and self.current_loop:
+            self.note(self.as_text, j, "thinking", reason + "; in the current tool loop")
+            return TextPart(f"<thinking>\n{readable.text}\n</thinking>")
+        self.note(self.left_off, j, "thinking", reason)
+        return None
+
+
+# -- call ids ----------------------------------------------------------------------------
+
+_ALNUM: Final = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_NINE: Final = re.compile(r"[a-zA-Z0-9]{9}")
+
+
+class _Ids(Protocol):
+    def call(self, call_id: str) -> str: ...
+    def result(self, call_id: str) -> str: ...
+
+
+class _NineChars:
+    """Mistral's call ids: exactly nine letters and digits. An id that fits is kept;
+    another is named by a hash of it (then of it and a counter, on a clash)."""
+
+    def __init__(self) -> None:
+        self._name: dict[str, str] = {}
+        self._owner: dict[str, str] = {}
+
+    def _fresh(self, call_id: str) -> str:
+        if _NINE.fullmatch(call_id) and call_id not in self._owner:
+            return call_id
+        k = 0
+        while True:
+            seed = call_id if k == 0 else f"{call_id}#{k}"
+            digest = int.from_bytes(hashlib.sha256(seed.encode("utf-8", "surrogatepass")).digest())
+            name = ""
+            for _ in range(9):
+                digest, r = divmod(digest, len(_ALNUM))
+                name += _ALNUM[r]
+            if name not in self._owner:
+                return name
+            k += 1
+
+    def call(self, call_id: str) -> str:
+        name = self._name.get(call_id)
+        if name is None:
+            name = self._fresh(call_id)
+            self._name[call_id] = name
+            self._owner[name] = call_id
+        return name
+
+    def result(self, call_id: str) -> str:
+        return self.call(call_id)
+
+
+def _ids_for(target: Target) -> _Ids:
+    """The id rules of the target's encoder (the same ``WireIds`` it builds), or Mistral's."""
+    if target.provider == "openai" and MISTRAL_CALL_IDS in target.quirks:
+        return _NineChars()
+    if target.provider == "anthropic":
+        return WireIds(allowed=_anthropic.ID_CHARS, unique=True)
+    if target.provider == "openai-responses":
+        return WireIds(max_length=_responses.MAX_CALL_ID_LENGTH, unique=True)
+    if target.provider == "openai":
+        return WireIds(max_length=_openai.MAX_CALL_ID_LENGTH)
+    return WireIds()
+
+
+# -- media -------------------------------------------------------------------------------
+
+_MEDIA: Final = {
+    "openai": _openai.media_block,
+    "openai-responses": _responses.media_block,
+    "anthropic": _anthropic.media_block,
+    "google": _gemini.media_block,
+}
+
+
+def _stood_in(part: URLPart | DataPart, target: Target, role: Role) -> bool:
+    """Whether the target's encoder sends ``part`` as its textual stand-in (ADR 0067)."""
+    if role is Role.ASSISTANT and target.provider != "google":
+        return True  # only Gemini carries media in a model turn
+    media = _MEDIA.get(target.provider)
+    if media is None:
+        return False
+    if isinstance(part, DataPart) and part.media_type.lower() != "text/plain":
+        part = attrs.evolve(part, data=b"")  # the choice never reads the bytes
+    block = media(part)
+    return block.get("type") in ("text", "input_text") or set(block) == {"text"}
+
+
+def _media_what(part: URLPart | DataPart) -> str:
+    media = f" ({part.media_type})" if part.media_type else ""
+    by = " by URL" if isinstance(part, URLPart) else ""
+    return f"{part.kind}{by}{media}"
+
+
+# -- porting -----------------------------------------------------------------------------
+
+
+def port_history(
+    history: Sequence[Message], target: Target, *, thinking: ThinkingRule = "text"
+) -> tuple[tuple[Message, ...], PortReport]:
+    """The history ``target`` will be sent, and what changed for it (the module
+    docstring has the rules). Pure, total, deterministic; porting a ported history
+    changes nothing more.
+
+    Args:
+        history: the conversation (system messages pass through untouched).
+        target: the provider, model, endpoint and quirks it is sent to.
+        thinking: ``"text"`` (default): thinking of another origin in the current tool
+            loop travels as text; ``"drop"``: it is left off.
+    """
+    last_user = max((i for i, m in enumerate(history) if m.role is Role.USER), default=-1)
+    ids = _ids_for(target)
+    as_text: list[PortedPart] = []
+    left_off: list[PortedPart] = []
+    rewritten: list[RewrittenId] = []
+    cannot: list[PortedPart] = []
+    out: list[Message] = []
+    for i, message in enumerate(history):
+        parts = message.parts
+        new_parts: list[Part] = []
+        changed = False
+        if message.role is Role.ASSISTANT:
+            porter = _Assistant(i, origin_of(message), target, i > last_user, thinking)
+            named: dict[str, str] = {}
+            for j, part in enumerate(parts):
+                ported = porter.part(j, part)
+                if type(ported) is ToolCallPart and ported.id is not None:
+                    sent = named.get(ported.id)
+                    if sent is None:  # a repeat in the turn keeps the first's name
+                        sent = named[ported.id] = ids.call(ported.id)
+                        if sent != ported.id:
+                            rewritten.append(RewrittenId(i, ported.id, sent))
+                    if sent != ported.id:
+                        ported = attrs.evolve(ported, id=sent)
+                changed = changed or ported is not part
+                if ported is not None:
+                    new_parts.append(ported)
+            as_text.extend(porter.as_text)
+            left_off.extend(porter.left_off)
+        else:
+            new_parts = list(parts)
+        for j, part in enumerate(parts):
+            if type(part) in (URLPart, DataPart) and message.role is not Role.SYSTEM:
+                media: Any = part
+                if _stood_in(media, target, message.role):
+                    why = f"{target.provider} cannot take it: sent as a stand-in"
+                    cannot.append(PortedPart(i, j, _media_what(media), why))
+        if (
+            STRING_CONTENT in target.quirks
+            and message.role is Role.USER
+            and len(new_parts) > 1
+            and all(type(p) is TextPart for p in new_parts)
+        ):
+            texts = [p.text for p in new_parts if type(p) is TextPart]
+            new_parts = [TextPart("\n".join(texts))]
+            changed = True
+        update: dict[str, Any] = {}
+        if changed:
+            update["parts"] = tuple(new_parts)
+        if message.role is Role.TOOL and message.tool_call_id is not None:
+            sent_id = ids.result(message.tool_call_id)
+            if sent_id != message.tool_call_id:
+                update["tool_call_id"] = sent_id
+        out.append(attrs.evolve(message, **update) if update else message)
+    report = PortReport(
+        str(target),
+        as_text=tuple(as_text),
+        left_off=tuple(left_off),
+        call_ids=tuple(rewritten),
+        cannot_take=tuple(cannot),
+    )
+    return tuple(out), report
+
+
+def describe_report(report: PortReport) -> str:
+    """The report in words, one line per change, for a log (never content)."""
+    lines = [f"ported to {report.target}"]
+
+    def at(p: PortedPart) -> str:
+        return f"  message {p.message_index} part {p.part_index}: {p.what}"
+
+    lines += [f"{at(p)} as text ({p.reason})" for p in report.as_text]
+    lines += [f"{at(p)} left off ({p.reason})" for p in report.left_off]
+    lines += [
+        f"  message {r.message_index}: call id {json.dumps(r.original)} sent as {r.sent}"
+        for r in report.call_ids
+    ]
+    lines += [f"{at(p)}: {p.reason}" for p in report.cannot_take]
+    return "\n".join(lines)
