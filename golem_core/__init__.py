@@ -33,6 +33,7 @@ from golem_core._deferred import (
     ExternalResult,
 )
 from golem_core._events import (
+    HistoryPorted,
     HistoryProcessed,
     LifecycleEvent,
     RequestFailed,
@@ -167,6 +168,7 @@ __all__ = [
     "HistoryChange",
     "HistoryDecodeError",
     "HistoryError",
+    "HistoryPorted",
     "HistoryProcessed",
     "HistoryProcessor",
     "HistoryRepair",

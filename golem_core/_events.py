@@ -19,9 +19,11 @@ from attrs import frozen
 
 from golem_core._loop import DeferredCall
 from golem_core._messages import Usage
+from golem_core._port import PortReport
 from golem_core._prefix import HistoryChange
 
 __all__ = [
+    "HistoryPorted",
     "HistoryProcessed",
     "LifecycleEvent",
     "RequestFailed",
@@ -65,6 +67,20 @@ class HistoryProcessed:
     run_id: str
     conversation_id: str
     change: HistoryChange
+
+
+@frozen
+class HistoryPorted:
+    """A request's history was ported to its model (ADR 0085): ``report`` says which
+    thinking became text, which artifacts were left off, which call ids were sent under
+    another name and which parts the model gets as a stand-in (kinds and indices, never
+    content). Emitted before the request it concerns, only when something changed."""
+
+    run_id: str
+    conversation_id: str
+    request: int
+    model: str
+    report: PortReport
 
 
 @frozen
@@ -199,6 +215,7 @@ class RunFailed:
 LifecycleEvent: TypeAlias = (
     RunStarted
     | HistoryProcessed
+    | HistoryPorted
     | RequestStarted
     | RequestFinished
     | RequestFailed
