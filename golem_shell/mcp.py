@@ -171,7 +171,8 @@ class MCPToolset:
         if self._session is None:
             raise UsageError(
                 f"{self!r} is not connected: enter it (async with server: ...) or the agent"
-                " that holds it (async with agent: ...) before running"
+                " that holds it (async with agent: ..., or with agent: ... around the _sync"
+                " methods) before running"
             )
         return self._session
 
