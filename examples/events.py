@@ -26,6 +26,7 @@ from golem_shell import (
     RunFinished,
     RunStarted,
     ToolFinished,
+    ToolResultEvent,
     ToolStarted,
 )
 
@@ -65,6 +66,9 @@ def describe(event: RunEvent) -> str | None:
             return f"tool started       {name} ({call_id})"
         case ToolFinished(name=name, call_id=call_id, outcome=outcome):
             return f"tool finished      {name} ({call_id}) {outcome}"
+        case ToolResultEvent(call_id=call_id, parts=parts):
+            shown = " ".join(getattr(p, "text", type(p).__name__) for p in parts)
+            return f"tool result        ({call_id}) {shown!r}"
         case RunFinished(requests=requests, tool_executions=tools, usage=usage):
             return (
                 f"run finished       {requests} requests, {tools} tool execution,"

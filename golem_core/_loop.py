@@ -80,7 +80,8 @@ from golem_core._history import _calls_of, interrupted_result, normalize_history
 from golem_core._messages import Message, Part, Role, TextPart, ToolCallPart, Usage
 from golem_core._model import ModelErrorKind, ModelRequest, ModelSettings, ToolDefinition
 from golem_core._processors import HistoryProcessor
-from golem_core._provenance import sign_message
+from golem_core._provenance import carry_signatures, sign_message
+from golem_core._sanitize import safe_parts
 
 __all__ = [
     "TRANSITIONS",
@@ -570,6 +571,7 @@ def start_run(
         now: the time stamped on the prompt message.
     """
     state = RunState(config=config, history=())
+    supplied = history
     if processor is not None:
         match processor(history):
             case Success(processed) if _is_history(processed):
@@ -587,6 +589,9 @@ def start_run(
     if any(m.role is Role.SYSTEM for m in history):
         history = [m for m in history if m.role is not Role.SYSTEM]
     repaired, _ = normalize_history(history)
+    key = config.signing_key
+    if key is not None and history is not supplied:  # cut: the server's own move with it
+        repaired = carry_signatures(supplied, repaired, key)
     added: tuple[Message, ...] = ()
     if prompt is not None:
         user = Message(
@@ -596,8 +601,7 @@ def start_run(
             run_id=config.run_id,
             conversation_id=config.conversation_id,
         )
-        key = config.signing_key
-        added = (user if key is None else sign_message(user, key),)
+        added = (user if key is None else sign_message(user, key, before=repaired),)
     state = attrs.evolve(state, history=repaired, added=added)
     if not state.history and not state.added:
         return _failed(state, Stage.HISTORY, "nothing to send: no history and no prompt")
@@ -1024,8 +1028,9 @@ def _on_answers(state: RunState, answered: Answered) -> RunState:
                 call.id, call.name, f"denied: {answer.reason}", failed=True
             )
             pre.append(_stamp(state, denied))
-        elif type(answer) is ExternalResult:
-            external = Message.tool_result(call.id, call.name, answer.parts, failed=answer.failed)
+        elif type(answer) is ExternalResult:  # a client asserted it: sanitized before signing
+            parts = safe_parts(answer.parts)
+            external = Message.tool_result(call.id, call.name, parts, failed=answer.failed)
             pre.append(_stamp(state, external))
         elif answered.close_unanswered:
             pre.append(interrupted_result(call))

@@ -96,6 +96,7 @@ def test_events_example_prints_the_event_stream_of_a_tool_round_trip() -> None:
         ["request", "1", "finished"],
         ["tool", "started", "get_weather"],
         ["tool", "finished", "get_weather"],
+        ["tool", "result", "(call_1)"],
         ["request", "2", "started"],
         ["text:", "'In", "Paris:"],
         ["request", "2", "finished"],

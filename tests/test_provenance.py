@@ -226,11 +226,6 @@ def test_an_agent_with_a_key_signs_every_message_and_call_it_adds() -> None:
     assert verify_history(done.messages, [OTHER, KEY]).tampered == ()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="start_run signs the prompt with sign_message(user, key), without before=:"
-    " a v1 signature until it signs it in place like _stamp (ADR 0068)",
-)
 def test_an_agent_binds_its_prompt_to_its_place_too() -> None:
     agent = Agent(FunctionModel(bank), tools=[transfer, lookup], signing_key=KEY)
     earlier = (Message.user("earlier, unsigned"), Message.assistant("ok"))

@@ -206,14 +206,27 @@ def test_keyed_sanitize_never_keeps_a_url_plain_sanitize_drops() -> None:
         (TextPart("page 1"), URLPart("file:///etc/passwd", "document", media_type="text/plain"))
     )
     done = agent.run_with_deferred_results_sync(paused.messages, {"c_scan": answer})
-    history = round_trip(done.messages)
+    # the run sanitizes what the client asserted before signing it: no file:// at all
+    assert "file://" not in encode_history(done.messages).decode()
+    result = next(m for m in done.messages if m.role is Role.TOOL)
+    assert result.text == "page 1"
+    # a message the server did sign holding such a URL (an older golem, say) loses it
+    # under keyed sanitize too, and is signed again in its place
+    call = next(m for m in done.messages if m.tool_calls)
+    signed = sign_message(
+        Message.tool_result("c_scan", "scan", answer.parts).with_ids(
+            result.run_id, result.conversation_id
+        ),
+        KEY,
+        before=done.messages[: done.messages.index(call) + 1],
+    )
+    history = round_trip((*done.messages[: done.messages.index(result)], signed))
     plain, _ = sanitize_history(history)
     keyed, report = sanitize_history(history, key=KEY)
     assert "file://" not in encode_history(plain).decode()
     assert "file://" not in encode_history(keyed).decode()
     assert [(p.kind, p.scheme) for p in report.unsafe_parts] == [("document", "file")]
-    result = next(m for m in keyed if m.role is Role.TOOL)
-    assert result.text == "page 1"
+    assert next(m for m in keyed if m.role is Role.TOOL).text == "page 1"
     # the server's own message, trimmed, is signed again in its place: it still verifies,
     # and a second keyed pass changes nothing (idempotent)
     assert verify_history(keyed, KEY).tampered == ()
@@ -221,11 +234,6 @@ def test_keyed_sanitize_never_keeps_a_url_plain_sanitize_drops() -> None:
     assert again == keyed and second.clean
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the resume path still builds the external result from answer.parts: it must"
-    " call golem_core._sanitize.safe_parts(answer.parts) before stamping (ADR 0068)",
-)
 def test_the_run_never_signs_or_sends_a_clients_unsafe_url() -> None:
     seen: list[str] = []
 
@@ -282,11 +290,6 @@ def test_carry_signatures_never_launders_a_copy_or_a_clients_message() -> None:
     assert carry_signatures(supplied, (history[0], history[0]), KEY)[1] == history[0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="start_run must carry the server's signatures across its history processor:"
-    " repaired = carry_signatures(supplied, repaired, config.signing_key) (ADR 0068)",
-)
 def test_an_agent_that_trims_keeps_its_own_signatures_valid() -> None:
     def model(request: ModelRequest) -> Message | str:
         if request.messages[-1].role is Role.USER:
