@@ -15,11 +15,11 @@ Transitions (``Phase`` -> command -> outcome -> phase)::
 
     REQUEST   -> RequestModel    -> ModelResponded  -> TOOLS | VALIDATE | REQUEST | PAUSED | FAILED
                                  -> ModelFailed     -> FAILED (stage request)
-    TOOLS     -> ExecuteTools    -> ToolDone        -> TOOLS (more to come) | REQUEST | PAUSED | FAILED
+    TOOLS     -> ExecuteTools    -> ToolDone        -> TOOLS (more) | REQUEST | PAUSED | FAILED
                                  -> ToolsReturned   -> REQUEST | PAUSED | FAILED (tool, canceled)
     VALIDATE  -> ValidateOutput  -> OutputValid     -> DONE
                                  -> OutputInvalid   -> REQUEST (correction) | FAILED (output)
-    PAUSED    -> Pause           -> Answered        -> TOOLS | REQUEST | PAUSED (refused: ``rejected``)
+    PAUSED    -> Pause           -> Answered        -> TOOLS | REQUEST | PAUSED (or refused)
     DONE      -> Finish
     FAILED    -> Fail
 
