@@ -199,8 +199,10 @@ def _accelerated(data: bytes | bytearray | memoryview | str) -> tuple[Message, .
     messages, and then the chunks' elements are the document's.
     """
     loads = _ORJSON.loads
-    if type(data) is memoryview:
+    if isinstance(data, memoryview):
         data = data.tobytes()
+    elif not isinstance(data, bytes | bytearray | str):  # not a history's type: the stdlib
+        return None  # path says what it is
     text = isinstance(data, str)
     split, opener, closer = ('},{"role":', "[", "]") if text else (b'},{"role":', b"[", b"]")
     names: dict[Any, str] = {INEXACT_NUMBERS: ""}

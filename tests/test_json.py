@@ -269,3 +269,20 @@ def test_a_large_history_decodes_alike_in_chunks() -> None:
     assert len(data) > 2 * codec._CHUNK  # several chunks
     assert decode_history(data) == Success(history)
     assert decode_history(data.decode()) == Success(history)
+
+
+def test_the_accelerator_takes_subclasses_and_odd_inputs_like_the_stdlib_path() -> None:
+    import golem_core._json as codec
+
+    class Text(str):
+        pass
+
+    class Raw(bytes):
+        pass
+
+    inputs: list[object] = [Text('[{"role":"user","parts":[]}]'), Raw(b"[]"), bytearray(b"[]"), 12]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(codec, "_ORJSON", None)
+        expected = [decode_history(x) for x in inputs]  # type: ignore[arg-type]
+    assert [decode_history(x) for x in inputs] == expected  # type: ignore[arg-type]
+    assert isinstance(expected[0], Success) and isinstance(expected[-1], Failure)
