@@ -13,6 +13,7 @@ number of function call parts", and "contents is not specified" (ADR 0065).
 
 from __future__ import annotations
 
+import base64
 import re
 from typing import Any
 
@@ -309,4 +310,103 @@ def openai_cache_violations(body: dict[str, Any]) -> list[str]:
             f"prompt_cache_retention must be 'in_memory' or '24h', "
             f"got {body['prompt_cache_retention']!r}"
         )
+    return problems
+
+
+# -- OpenAI-compatible servers' quirks, and artifacts only their issuer reads (ADR 0085) -----
+
+MISTRAL_CALL_ID = re.compile(r"^[a-zA-Z0-9]{9}$")
+"""Mistral: "Tool call id was <id> but must be a-z, A-Z, 0-9, with a length of 9"."""
+
+
+def compatible_violations(
+    body: dict[str, Any], *, mistral_ids: bool = False, string_content: bool = False
+) -> list[str]:
+    """Chat Completions on OpenAI-compatible servers: no ``developer`` role (llama.cpp,
+    vLLM chat templates and other servers refuse it); no thinking content part (Mistral
+    refuses one it did not issue); with ``mistral_ids``, every call id and every
+    ``tool_call_id`` exactly nine letters and digits; with ``string_content``, a message
+    holding only text is one string, never an array (servers that refuse array content)."""
+    problems: list[str] = []
+    for k, m in enumerate(body.get("messages") or []):
+        if m["role"] == "developer":
+            problems.append(f"messages.{k}: role 'developer' is not supported")
+        content = m.get("content")
+        if isinstance(content, list):
+            kinds = {c.get("type") for c in content}
+            if "thinking" in kinds or "reasoning" in kinds:
+                problems.append(f"messages.{k}: a thinking part")
+            if string_content and kinds <= {"text"}:
+                problems.append(f"messages.{k}: array content where a string is required")
+        if mistral_ids:
+            ids = [c["id"] for c in m.get("tool_calls") or []]
+            if m["role"] == "tool":
+                ids.append(m.get("tool_call_id"))
+            for cid in ids:
+                if not isinstance(cid, str) or not MISTRAL_CALL_ID.match(cid):
+                    problems.append(f"messages.{k}: call id {cid!r} is not 9 letters and digits")
+    return problems
+
+
+ISSUED = "issued"
+"""The tag a property's artifacts carry: ``issued|<provider>|<model>|<endpoint>``; ``*``
+for a model or endpoint a legacy (origin-less) artifact does not name."""
+
+
+def _issuer(tag: str) -> tuple[str, str, str] | None:
+    fields = tag.split("|")
+    if len(fields) != 4 or fields[0] != ISSUED:
+        return None
+    return fields[1], fields[2], fields[3]
+
+
+def artifact_violations(
+    body: dict[str, Any], provider: str, model: str, endpoint: str
+) -> list[str]:
+    """Every artifact in ``body`` (Anthropic thinking signatures and redacted data, Responses
+    ``encrypted_content``, Gemini ``thoughtSignature``s other than Google's placeholder)
+    was issued by ``provider`` at ``endpoint``, and, for Anthropic and Gemini, by
+    ``model``: what each provider checks ("Invalid signature in thinking block",
+    "encrypted content ... could not be verified", "Corrupted thought signature"). The
+    artifacts are tagged by the property that made them (``ISSUED``)."""
+    found: list[tuple[str, str]] = []  # (path, tag)
+    if provider == "anthropic":
+        for k, m in enumerate(body.get("messages") or []):
+            content = m["content"] if isinstance(m["content"], list) else []
+            for j, b in enumerate(content):
+                if b["type"] == "thinking":
+                    found.append((f"messages.{k}.content.{j}", b["signature"]))
+                elif b["type"] == "redacted_thinking":
+                    found.append((f"messages.{k}.content.{j}", b["data"]))
+    elif provider == "openai-responses":
+        for k, item in enumerate(body.get("input") or []):
+            if item.get("type") == "reasoning":
+                found.append((f"input[{k}]", item.get("encrypted_content", "")))
+    elif provider == "google":
+        skip = base64.b64encode(b"skip_thought_signature_validator").decode("ascii")
+        for k, content in enumerate(body.get("contents") or []):
+            for j, part in enumerate(content.get("parts") or []):
+                sig = part.get("thoughtSignature")
+                if sig is not None and sig != skip:
+                    tag = base64.b64decode(sig).decode("utf-8", "replace")
+                    found.append((f"contents[{k}].parts[{j}]", tag))
+    elif provider == "openai":
+        for k, m in enumerate(body.get("messages") or []):
+            for key in ("reasoning_content", "reasoning", "thinking"):
+                if key in m:
+                    found.append((f"messages.{k}.{key}", m[key]))
+    problems: list[str] = []
+    binds_model = provider in ("anthropic", "google")
+    for path, tag in found:
+        issuer = _issuer(tag) if isinstance(tag, str) else None
+        if issuer is None:
+            problems.append(f"{path}: an artifact of unknown origin")
+            continue
+        by, by_model, by_endpoint = issuer
+        if by != provider:
+            problems.append(f"{path}: issued by {by}, sent to {provider}")
+        elif by_endpoint not in ("*", endpoint):
+            problems.append(f"{path}: issued at {by_endpoint}, sent to {endpoint}")
+        elif binds_model and by_model not in ("*", model):
+            problems.append(f"{path}: issued by model {by_model}, sent to {model}")
     return problems
