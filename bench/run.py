@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.convert import to_golem
+from bench.durable_peers import durable_records
 from bench.peers import Peers, load_peers
 from bench.startup import startup_records
 from bench.store import store_records, store_verdicts
@@ -367,6 +368,18 @@ TARGETS = (
     Target("import_golem_shell", ("pydantic-ai", "import_golem_shell"), 0.5, "<= 1/2 of import"),
     Target("cli_help", ("pydantic-ai", "import_golem_shell"), None, "info: vs import pydantic_ai"),
     Target("first_request", ("pydantic-ai", "first_request"), 0.5, "<= 1/2"),
+    Target(
+        "durable_overhead_per_step",
+        ("pydantic-ai", "durable_overhead_per_step"),
+        1.0,
+        "DBOS on SQLite, per recorded step: at most equal",
+    ),
+    Target(
+        "durable_overhead_per_run",
+        ("pydantic-ai", "durable_overhead_per_run"),
+        None,
+        "info: golem records 5 steps per run, pydantic-ai 3",
+    ),
 )
 LINEAR = (
     ("budget_half_tokens", 13.0),
@@ -636,6 +649,9 @@ def report(
             "- `otel_content_per_request`: what tracing costs per request (SDK tracer",
             "  provider, content captured) after a history of n messages: the traced run",
             "  minus the untraced one, over its two requests (`bench/tracing.py`).",
+            "- `durable_overhead_*`: CPU time of a durable run minus a plain one, DBOS on",
+            "  SQLite, golem `DurableAgent` against pydantic-ai `DBOSAgent`, same workload",
+            "  (`bench/durable_peers.py`); per step: divided by the steps each records.",
             "- A target applies at every size unless it names one; other rows are context.",
             "",
             f"- Machine: {machine}",
@@ -742,6 +758,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         records.append(r)
     if not args.quick:  # fresh processes: seconds, not for the smoke run
         for r in startup_records(args.repeat):
+            emit({"kind": "time", **r.as_json()})
+            records.append(r)
+        for r in durable_records(rounds=args.repeat):
             emit({"kind": "time", **r.as_json()})
             records.append(r)
     store_args = {"repeat": args.repeat, "min_repeat_s": min_repeat_s, "clock": clock}
