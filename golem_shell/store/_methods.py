@@ -383,5 +383,3 @@ class StoreMethods:
     def reencrypt_sync(self, *, owner: str | None = None) -> int:
         """``reencrypt`` for code without an event loop."""
         return self._run(reencrypt_op(self._config, owner))
-
-
