@@ -503,7 +503,7 @@ def tracing_verdicts(records: Sequence[Record]) -> list[Verdict]:
         on = by_key.get(("run_history_otel_content", n))
         off = by_key.get(("run_history_otel_off", n))
         if on is not None and off is not None:
-            cost[n] = max(on - off, 1e-9) / 2
+            cost[n] = max(on - off, on / 100) / 2  # noise can put "on" under "off"
     base = HISTORY_SIZES[0]
     if base not in cost:
         return []
