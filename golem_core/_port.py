@@ -261,43 +261,35 @@ class _Assistant:
         return part
 
     def thought(self, j: int, part: ThinkingPart, origin: Origin) -> Part | None:
+        """One entry per part: the artifact it carries (if any) and what became of it."""
         target = self.target
-        readable = part
         if part.redacted:
             why = _valid_for("anthropic", origin, target)
             if why is None:
                 return part
             self.note(self.left_off, j, "redacted thinking", why)
             return None
+        what, why, readable = "thinking", None, part
         if part.signature:
-            why = _valid_for("anthropic", origin, target)
-            if why is None:
-                return part
-            self.note(self.left_off, j, "thinking signature", why)
-            readable = attrs.evolve(part, signature=None)
-        if _has_key(part, _RESPONSES_KEYS):
-            why = _valid_for("openai-responses", origin, target)
-            if why is None:
-                return part
-            self.note(self.left_off, j, "reasoning item", why)
+            what, why = "signed thinking", _valid_for("anthropic", origin, target)
+            readable = attrs.evolve(readable, signature=None)
+        elif _has_key(part, _RESPONSES_KEYS):
+            what, why = "reasoning item", _valid_for("openai-responses", origin, target)
             readable = _without(readable, _RESPONSES_KEYS)
-        if _has_key(part, frozenset({_GEMINI_KEY})):
-            why = _valid_for("google", origin, target)
-            if why is None:
-                return part
-            self.note(self.left_off, j, "thought signature", why)
+        elif _has_key(part, frozenset({_GEMINI_KEY})):
+            what, why = "signed thought", _valid_for("google", origin, target)
             readable = _without(readable, frozenset({_GEMINI_KEY}))
+        if what != "thinking" and why is None:
+            return part  # its artifact is valid here: sent as it came
         if not _foreign(origin, target):
+            if why is not None:  # same origin, artifact of another format: only it goes
+                self.note(self.left_off, j, f"{what} (its artifact)", why)
             return readable
-        if not readable.text.strip():
-            if readable is part:  # nothing was said about it yet
-                self.note(self.left_off, j, "thinking", f"empty; from {origin.provider}")
-            return None
-        reason = f"from {origin.provider}:{origin.model}, which {target.provider} cannot verify"
-        if self.thinking == "text" and self.current_loop:
-            self.note(self.as_text, j, "thinking", reason + "; in the current tool loop")
+        reason = why or f"from {origin.provider}:{origin.model}, which {target} cannot verify"
+        if self.thinking == "text" and self.current_loop and readable.text.strip():
+            self.note(self.as_text, j, what, reason + "; in the current tool loop")
             return TextPart(f"<thinking>\n{readable.text}\n</thinking>")
-        self.note(self.left_off, j, "thinking", reason)
+        self.note(self.left_off, j, what, reason)
         return None
 
 

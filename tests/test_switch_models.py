@@ -1,0 +1,327 @@
+"""Switching provider or model mid-conversation (issue 25, item 3; ADRs 0085-0086).
+
+One conversation runs a tool loop on one provider (its thinking, signatures, redacted
+thinking, encrypted reasoning, thought signatures, parallel calls, its call-id style),
+then continues, through the stored JSON, on another: all 12 ordered pairs of OpenAI
+Chat, Responses, Anthropic and Gemini, and a second model of each provider. Every
+request goes to the loopback provider server; each body must satisfy the target's
+rules (``properties/wire_rules.py``) and carry no artifact of another issuer, the
+conversation must finish, and ``port_report`` must say what did not travel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from provider_server import (  # noqa: F401 (fixtures, asked for by name)
+    ProviderServer,
+    json_reply,
+    provider_server_fixture,
+    provider_server_instance_fixture,
+)
+
+from golem_core import Message, ModelRequest, Role, decode_history, encode_history
+from golem_core._retry import RetryPolicy
+from golem_shell import Agent, tool
+from golem_shell.models import AnthropicModel, GeminiModel, OpenAIModel, OpenAIResponsesModel
+from golem_shell.models._adapter import HTTPModel
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "properties"))
+from wire_rules import (
+    anthropic_violations,
+    gemini_violations,
+    openai_violations,
+    responses_violations,
+)
+
+FAST = RetryPolicy(max_attempts=2, base=0.01, cap=0.02)
+PROVIDERS = ("openai", "openai-responses", "anthropic", "google")
+MODELS = {
+    "openai": ("gpt-4o-mini", "gpt-4.1"),
+    "openai-responses": ("gpt-5", "o4-mini"),
+    "anthropic": ("claude-sonnet-4-5", "claude-opus-4-1"),
+    "google": ("gemini-2.5-flash", "gemini-3-pro-preview"),
+}
+RULES = {
+    "openai": openai_violations,
+    "openai-responses": responses_violations,
+    "anthropic": anthropic_violations,
+    "google": gemini_violations,
+}
+
+
+def artifacts(provider: str, leg: str) -> tuple[str, ...]:
+    """The artifacts ``provider``'s replies of run ``leg`` carry: no other issuer (and,
+    for Anthropic and Gemini, no other model) may be sent them."""
+    if provider == "openai-responses":
+        return (f"gAAAAB-encrypted-by-openai-{leg}",)
+    if provider == "anthropic":
+        return (f"EqQBCkYI-signed-by-anthropic-{leg}", f"EmwKAhgB-redacted-by-anthropic-{leg}")
+    if provider == "google":
+        return (base64.b64encode(f"signed-by-gemini-{leg}".encode()).decode("ascii"),)
+    return ()
+
+
+# what of a first leg does not travel to another provider (or a model it is bound to):
+# Chat's reasoning text; the reasoning item; the signed and the redacted thinking; the
+# thought summary and the call's thought signature
+LEFT_OFF = {"openai": 1, "openai-responses": 1, "anthropic": 2, "google": 2}
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"18 C in {city}"
+
+
+def make_model(server: ProviderServer, provider: str, name: str) -> HTTPModel:
+    kw: dict[str, Any] = {"api_key": "sk-test", "retry": FAST, "timeout": 5.0}
+    if provider == "openai":
+        return OpenAIModel(name, base_url=f"{server.url}/v1", **kw)
+    if provider == "openai-responses":
+        return OpenAIResponsesModel(name, base_url=f"{server.url}/v1", **kw)
+    if provider == "anthropic":
+        return AnthropicModel(name, base_url=server.url, **kw)
+    return GeminiModel(name, base_url=f"{server.url}/v1beta", **kw)
+
+
+# -- each provider's replies: a step with thinking and two parallel calls, then text --------
+
+
+def call_reply(provider: str, model: str, leg: str) -> Any:
+    a, b = f"{leg}1", f"{leg}2"
+    args = {"city": "Paris"}
+    if provider == "openai":
+        calls = [
+            {
+                "id": f"chatcmpl-tool.{c}",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": json.dumps(args)},
+            }
+            for c in (a, b)
+        ]
+        message = {
+            "role": "assistant",
+            "content": None,
+            "reasoning_content": "The user wants weather; two calls.",
+            "tool_calls": calls,
+        }
+        return _chat(model, message, "tool_calls")
+    if provider == "openai-responses":
+        output: list[Any] = [
+            {
+                "type": "reasoning",
+                "id": f"rs_{leg}",
+                "summary": [{"type": "summary_text", "text": "Two calls."}],
+                "encrypted_content": artifacts(provider, leg)[0],
+            }
+        ]
+        output += [
+            {
+                "type": "function_call",
+                "id": f"fc_{c}",
+                "call_id": f"call_{c}" + "R" * 60,
+                "name": "get_weather",
+                "arguments": json.dumps(args),
+            }
+            for c in (a, b)
+        ]
+        return _responses(model, output)
+    if provider == "anthropic":
+        signature, redacted = artifacts(provider, leg)
+        content: list[Any] = [
+            {"type": "thinking", "thinking": "Two calls.", "signature": signature},
+            {"type": "redacted_thinking", "data": redacted},
+        ]
+        content += [
+            {"type": "tool_use", "id": f"toolu_01{c}", "name": "get_weather", "input": args}
+            for c in (a, b)
+        ]
+        return _anthropic(model, content, "tool_use")
+    parts: list[Any] = [{"text": "Two calls.", "thought": True}]
+    parts.append(
+        {
+            "functionCall": {"id": f"gemini:{a}", "name": "get_weather", "args": args},
+            "thoughtSignature": artifacts("google", leg)[0],
+        }
+    )
+    parts.append({"functionCall": {"id": f"gemini:{b}", "name": "get_weather", "args": args}})
+    return _gemini(model, parts)
+
+
+def text_reply(provider: str, model: str, text: str) -> Any:
+    if provider == "openai":
+        return _chat(model, {"role": "assistant", "content": text}, "stop")
+    if provider == "openai-responses":
+        item = {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": text}],
+        }
+        return _responses(model, [item])
+    if provider == "anthropic":
+        return _anthropic(model, [{"type": "text", "text": text}], "end_turn")
+    return _gemini(model, [{"text": text}])
+
+
+def _chat(model: str, message: Any, finish: str) -> Any:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def _responses(model: str, output: list[Any]) -> Any:
+    return {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "model": model,
+        "output": output,
+        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
+    }
+
+
+def _anthropic(model: str, content: list[Any], stop: str) -> Any:
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+def _gemini(model: str, parts: list[Any]) -> Any:
+    return {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}],
+        "modelVersion": model,
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5},
+    }
+
+
+# -- the conversation ----------------------------------------------------------------------
+
+
+def leg(
+    server: ProviderServer,
+    provider: str,
+    model_name: str,
+    history: tuple[Message, ...],
+    prompt: str,
+    tag: str,
+) -> tuple[tuple[Message, ...], list[Any], HTTPModel]:
+    """One run on ``provider``: a tool step, then an answer. Returns the conversation
+    (through stored JSON), the bodies sent, and the model."""
+    server.reset()
+    server.enqueue(
+        json_reply(call_reply(provider, model_name, tag)),
+        json_reply(text_reply(provider, model_name, f"Sunny ({tag}).")),
+    )
+    model = make_model(server, provider, model_name)
+    agent = Agent(model, instructions="Be brief.", tools=[get_weather])
+    result = agent.run_with_history_sync(history, prompt)
+    assert result.output == f"Sunny ({tag})."
+    bodies = [r.json() for r in server.requests]
+    assert len(bodies) == 2
+    stored = decode_history(encode_history(result.messages)).unwrap()
+    return stored, bodies, model
+
+
+def check_bodies(provider: str, bodies: list[Any], foreign: tuple[str, ...]) -> None:
+    for body in bodies:
+        problems = RULES[provider](body)
+        assert problems == [], (provider, problems, body)
+        sent = json.dumps(body)
+        for artifact in foreign:
+            assert artifact not in sent, (provider, artifact)
+
+
+def assistant_origins(history: tuple[Message, ...]) -> set[tuple[str | None, str | None]]:
+    return {(m.provider, m.model) for m in history if m.role is Role.ASSISTANT}
+
+
+PAIRS = [(a, b) for a in PROVIDERS for b in PROVIDERS if a != b]
+
+
+@pytest.mark.parametrize(("first", "second"), PAIRS, ids=[f"{a}->{b}" for a, b in PAIRS])
+def test_a_conversation_continues_on_another_provider(
+    provider_server: ProviderServer, first: str, second: str
+) -> None:
+    model_a, model_b = MODELS[first][0], MODELS[second][0]
+    history, _, _ = leg(provider_server, first, model_a, (), "Weather in Paris?", "A")
+    assert assistant_origins(history) == {(first, model_a)}
+    history, bodies, target = leg(provider_server, second, model_b, history, "And Rome?", "B")
+    check_bodies(second, bodies, artifacts(first, "A"))
+    # the first provider's artifacts stay in the history, recorded with their origin
+    stored = json.dumps(json.loads(encode_history(history)))
+    for artifact in artifacts(first, "A"):
+        assert artifact in stored
+    assert assistant_origins(history) == {(first, model_a), (second, model_b)}
+    # what did not travel is reported: the first leg's artifacts, never the second's
+    first_leg = history[: 1 + next(i for i, m in enumerate(history) if m.text == "And Rome?")]
+    report = target.port_report(ModelRequest(first_leg))
+    assert len(report.left_off) == LEFT_OFF[first], report
+    assert report.as_text == ()  # the first leg's loop is closed: nothing becomes text
+    # and the conversation goes back to the first provider, its own artifacts included
+    history, bodies, _ = leg(provider_server, first, model_a, history, "And Oslo?", "C")
+    check_bodies(first, bodies, artifacts(second, "B"))
+    if artifacts(first, "A"):
+        assert any(artifacts(first, "A")[0] in json.dumps(b) for b in bodies)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_conversation_continues_on_another_model_of_the_same_provider(
+    provider_server: ProviderServer, provider: str
+) -> None:
+    model_a, model_b = MODELS[provider]
+    history, _, _ = leg(provider_server, provider, model_a, (), "Weather in Paris?", "A")
+    history, bodies, target = leg(provider_server, provider, model_b, history, "And Rome?", "B")
+    bound = provider in ("anthropic", "google")  # signatures bound to the model
+    check_bodies(provider, bodies, artifacts(provider, "A") if bound else ())
+    if provider == "openai-responses":  # encrypted reasoning is bound to the endpoint only
+        assert artifacts(provider, "A")[0] in json.dumps(bodies[0])
+    first_leg = history[: 1 + next(i for i, m in enumerate(history) if m.text == "And Rome?")]
+    report = target.port_report(ModelRequest(first_leg))
+    assert len(report.left_off) == (0 if provider == "openai-responses" else LEFT_OFF[provider])
+
+
+def test_switching_mid_tool_loop_sends_the_other_models_thinking_as_text(
+    provider_server: ProviderServer,
+) -> None:
+    """A switch inside a tool loop (a fallback after the first step): the reasoning of
+    that step travels as text, its signature does not."""
+    provider_server.enqueue(json_reply(call_reply("anthropic", MODELS["anthropic"][0], "A")))
+    first = make_model(provider_server, "anthropic", MODELS["anthropic"][0])
+    request = ModelRequest((Message.user("Weather in Paris?"),))
+    step = asyncio.run(first.request(request))
+    results = tuple(
+        Message.tool_result(c.id, c.name, "18 C") for c in step.tool_calls if c.id is not None
+    )
+    history = (request.messages[0], step, *results)
+    target = make_model(provider_server, "google", MODELS["google"][0])
+    report = target.port_report(ModelRequest(history))
+    assert [p.what for p in report.as_text] == ["signed thinking"]
+    assert [p.what for p in report.left_off] == ["redacted thinking"]
+    assert {r.original for r in report.call_ids} == set()  # Gemini takes these ids
+    provider_server.reset()
+    provider_server.enqueue(json_reply(text_reply("google", MODELS["google"][0], "Sunny.")))
+    answer = asyncio.run(target.request(ModelRequest(history)))
+    assert answer.text == "Sunny."
+    body = provider_server.requests[0].json()
+    assert gemini_violations(body) == []
+    model_turn = body["contents"][1]["parts"]
+    assert model_turn[0] == {"text": "<thinking>\nTwo calls.\n</thinking>"}
+    assert all(a not in json.dumps(body) for a in artifacts("anthropic", "A"))
