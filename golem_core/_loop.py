@@ -171,6 +171,10 @@ class RunConfig:
             is signed with it (``sign_message``, ADR 0054); never shown in a repr.
         output_schema: the output's JSON Schema sent as every request's
             ``output_schema`` (native structured output, ADR 0059); ``None`` otherwise.
+        max_input_tokens, max_output_tokens, max_total_tokens: token budgets of the run
+            (``None``: none). Checked when each answer arrives: an answer that brings the
+            run's usage to a budget fails the run at stage ``limit``, its evidence kept,
+            so no further request is sent.
     """
 
     run_id: str
@@ -183,6 +187,9 @@ class RunConfig:
     output_retries: int = 2
     signing_key: bytes | None = field(default=None, kw_only=True, repr=False)
     output_schema: ToolDefinition | None = field(default=None, kw_only=True)
+    max_input_tokens: int | None = field(default=None, kw_only=True)
+    max_output_tokens: int | None = field(default=None, kw_only=True)
+    max_total_tokens: int | None = field(default=None, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         """Refuse a configuration the types allow but the loop cannot run soundly.
@@ -768,11 +775,34 @@ def _count_retry(state: RunState, name: str) -> tuple[RunState, bool]:
     return attrs.evolve(state, retries=tuple(sorted(counts.items()))), counts[name] > limit
 
 
+def _spent(config: RunConfig, usage: Usage) -> str | None:
+    """Which token budget of the run ``usage`` has reached, in words, or ``None``."""
+    checks = (
+        ("input", usage.input_tokens, config.max_input_tokens),
+        ("output", usage.output_tokens, config.max_output_tokens),
+        ("total", usage.input_tokens + usage.output_tokens, config.max_total_tokens),
+    )
+    for kind, used, limit in checks:
+        if limit is not None and used >= limit:
+            return f"the run has used {used} {kind} tokens, its limit is {limit}"
+    return None
+
+
 def _on_response(state: RunState, message: Message) -> RunState:
     requests = state.requests + 1
     message = _with_call_ids(message, requests)
     usage = state.usage + message.usage if message.usage is not None else state.usage
     stamped = _stamp(state, message)
+    spent = _spent(state.config, usage)
+    if spent is not None:  # the answer is evidence; no further request is sent
+        state = attrs.evolve(
+            state,
+            requests=requests,
+            usage=usage,
+            added=(*state.added, stamped),
+            evidence=len(state.added) + 1,
+        )
+        return _failed(state, Stage.LIMIT, f"usage limit reached: {spent}")
     # a call repeating an earlier call's id in this turn is not a new call: one id, one
     # execution, one result (ADR 0030 §3); the encoders answer the repeat on the wire
     calls = tuple(_calls_of(stamped))

@@ -399,28 +399,32 @@ class Agent(Generic[DepsT, OutputT]):
 
     @overload
     def output_validator(
+        self, function: Callable[[OutputT], Awaitable[OutputT]], /
+    ) -> Callable[[OutputT], Awaitable[OutputT]]: ...
+
+    @overload
+    def output_validator(
         self, function: Callable[[RunContext[DepsT], OutputT], OutputT], /
     ) -> Callable[[RunContext[DepsT], OutputT], OutputT]: ...
+
+    @overload
+    def output_validator(
+        self, function: Callable[[RunContext[DepsT], OutputT], Awaitable[OutputT]], /
+    ) -> Callable[[RunContext[DepsT], OutputT], Awaitable[OutputT]]: ...
 
     def output_validator(self, function: Callable[..., Any], /) -> Callable[..., Any]:
         """Register a check of every valid output: ``@agent.output_validator``.
 
-        The function takes the output (or the ``RunContext`` and the output) and returns
-        it, possibly changed; ``raise ModelRetry("...")`` rejects it, and the model gets
-        the message in a correction round (counted against ``output_retries``; then the
-        run fails at stage ``output``). Validators run in the order registered. Returns
-        the function unchanged.
+        The function (sync or async) takes the output (or the ``RunContext`` and the
+        output) and returns it, possibly changed; ``raise ModelRetry("...")`` rejects it,
+        and the model gets the message in a correction round (counted against
+        ``output_retries``; then the run fails at stage ``output``). Validators run in
+        the order registered, in every runtime (a durable engine runs them in its
+        workflow body: keep them deterministic there). Returns the function unchanged.
 
         Raises:
-            UsageError: the function is async (validators run inside the loop's
-                validation step, which is synchronous) or takes neither 1 nor 2
-                parameters.
+            UsageError: the function takes neither 1 nor 2 parameters.
         """
-        if inspect.iscoroutinefunction(function):
-            raise UsageError(
-                "output validators are synchronous: do async checks in a tool, or in the"
-                " code that reads result.output"
-            )
         try:
             arity = len(inspect.signature(function).parameters)
         except (TypeError, ValueError) as e:
@@ -433,17 +437,21 @@ class Agent(Generic[DepsT, OutputT]):
         self._validators.append(function)
         return function
 
-    def _check_output(
-        self, outcome: OutputValid | OutputInvalid, context: RunContext[Any]
+    async def _validate(
+        self, candidate: ToolCallPart | Message, context: RunContext[Any]
     ) -> OutputValid | OutputInvalid:
-        """``outcome`` after the output validators: a ``ModelRetry`` is a correction round."""
+        """A candidate output checked against the output type, then by the output
+        validators (sync or async; a ``ModelRetry`` is a correction round). Every runtime
+        validates with this (a durable engine in its workflow body)."""
+        outcome = self._output.check(candidate)
         if not isinstance(outcome, OutputValid) or not self._validators:
             return outcome
         value = outcome.value
         for validator in self._validators:
             takes_context = len(inspect.signature(validator).parameters) == 2
             try:
-                value = validator(context, value) if takes_context else validator(value)
+                checked = validator(context, value) if takes_context else validator(value)
+                value = await checked if inspect.isawaitable(checked) else checked
             except ModelRetry as e:
                 return OutputInvalid(e.message)
         return OutputValid(value)
@@ -984,6 +992,7 @@ class Agent(Generic[DepsT, OutputT]):
         toolset_specs: tuple[ToolSpec, ...] = (),
     ) -> RunConfig:
         """The run's configuration once its effects (instructions, toolsets) are resolved."""
+        limits = self._effective().usage_limits
         return RunConfig(
             run_id=run_id,
             conversation_id=conversation_id,
@@ -992,16 +1001,17 @@ class Agent(Generic[DepsT, OutputT]):
             output_tool=OUTPUT_TOOL_NAME if self._output.definition is not None else None,
             output_schema=self._output.native,
             settings=merge_settings(self.settings, self._effective().settings),
-            max_requests=self._request_limit(),
+            max_requests=(
+                limits.request_limit
+                if limits is not None and limits.request_limit is not None
+                else self.max_requests
+            ),
             output_retries=self.output_retries,
             signing_key=self._signing_keys[0] if self._signing_keys else None,
+            max_input_tokens=None if limits is None else limits.input_tokens_limit,
+            max_output_tokens=None if limits is None else limits.output_tokens_limit,
+            max_total_tokens=None if limits is None else limits.total_tokens_limit,
         )
-
-    def _request_limit(self) -> int:
-        limits = self._effective().usage_limits
-        if limits is not None and limits.request_limit is not None:
-            return limits.request_limit
-        return self.max_requests
 
     async def _toolset_specs(self, context: RunContext[Any]) -> tuple[ToolSpec, ...]:
         """Ask every toolset for this run's tools; keep them in ``context.toolset_tools``."""
@@ -1175,14 +1185,6 @@ class AgentEffects:
 
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
         request = command.request
-        limits = self.agent._effective().usage_limits
-        spent = limits.exceeded(state.usage) if limits is not None else None
-        if spent is not None:
-            raise RunError(
-                Stage.LIMIT,
-                f"usage limit reached before request {state.requests + 1}: {spent}",
-                partial=partial_of(state),
-            )
         try:
             if self.on_delta is None:
                 message = await self.agent.model.request(request)
@@ -1252,8 +1254,8 @@ class AgentEffects:
             works.append(tool.execute(context, call))
         return works
 
-    def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
-        return self.agent._check_output(self.agent._output.check(candidate), self.context)
+    async def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
+        return await self.agent._validate(candidate, self.context)
 
     async def wait(self, paused: RunState) -> Literal[None]:
         return None

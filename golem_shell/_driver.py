@@ -97,8 +97,8 @@ class Effects(Protocol):
         concurrently (a durable engine reserves its step or activity ids here)."""
         ...
 
-    def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
-        """Check a candidate output against the agent's output type."""
+    async def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
+        """Check a candidate output against the agent's output type and validators."""
         ...
 
     async def wait(self, paused: RunState) -> Answered | None:
@@ -142,7 +142,7 @@ async def drive(progress: Progress, effects: Effects) -> End:
             state = await _batch(progress, effects, command.calls)
             continue
         elif isinstance(command, ValidateOutput):
-            outcome = effects.validate(command.candidate)
+            outcome = await effects.validate(command.candidate)
         elif isinstance(command, Pause):
             answered = await effects.wait(state)
             if answered is None:

@@ -1,10 +1,10 @@
 """Per-run usage limits and the overrides a run or a test applies to an agent.
 
-``UsageLimits`` bounds one run: its model requests and the tokens it has used. Requests
-are the loop's own limit (``RunConfig.max_requests``, stage ``limit``); tokens are
-checked before every request against the run's usage so far, so a run stops, with its
-partial, before it spends more once its budget is gone. ``Overrides`` are what
-``Agent.override(...)`` and a run method's ``model=``, ``settings=`` and
+``UsageLimits`` bounds one run: its model requests and the tokens it has used. Both are
+the loop's own limits (``RunConfig.max_requests`` and ``max_*_tokens``, stage ``limit``):
+the core checks the run's usage as each answer arrives, so a run stops, with its
+partial, before it spends more once its budget is gone, in every runtime alike.
+``Overrides`` are what ``Agent.override(...)`` and a run method's ``model=``, ``settings=`` and
 ``usage_limits=`` put in place of the agent's own configuration.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import attrs
 from attrs import frozen
 
-from golem_core import ModelSettings, Usage
+from golem_core import ModelSettings
 from golem_shell._errors import UsageError
 from golem_shell.models import Model
 
@@ -32,10 +32,10 @@ class UsageLimits:
         output_tokens_limit: the same for output tokens.
         total_tokens_limit: the same for input plus output tokens.
 
-    A token limit is checked before each request against the run's usage so far: once
-    the run has reached it, no further request is sent and the run fails with
+    A token limit is checked as each answer arrives, against the run's usage so far:
+    once the run has reached it, no further request is sent and the run fails with
     ``RunError`` at stage ``limit``, whose ``partial`` holds everything it completed (the
-    answer that crossed the limit included).
+    answer that reached the limit included, a final answer too).
     """
 
     request_limit: int | None = attrs.field(default=None, kw_only=True)
@@ -50,18 +50,6 @@ class UsageLimits:
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
             ):
                 raise UsageError(f"UsageLimits.{field.name} must be a positive int or None")
-
-    def exceeded(self, usage: Usage) -> str | None:
-        """Which token limit ``usage`` has reached, in words, or ``None``."""
-        checks = (
-            ("input", usage.input_tokens, self.input_tokens_limit),
-            ("output", usage.output_tokens, self.output_tokens_limit),
-            ("total", usage.input_tokens + usage.output_tokens, self.total_tokens_limit),
-        )
-        for kind, used, limit in checks:
-            if limit is not None and used >= limit:
-                return f"the run has used {used} {kind} tokens, its limit is {limit}"
-        return None
 
 
 @frozen

@@ -391,8 +391,8 @@ class _DBOSEffects:
 
         return [one(r, c) for r, c in zip(reserved, calls, strict=True)]
 
-    def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
-        return self.durable.agent._output.check(candidate)
+    async def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
+        return await self.durable.agent._validate(candidate, self.context)
 
     async def wait(self, paused: RunState) -> Answered:
         """Publish the waiting calls (and why earlier answers were refused), then receive

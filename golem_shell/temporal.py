@@ -478,7 +478,7 @@ class TemporalAgent(Generic[DepsT, OutputT]):
             instructions = resolved.instructions
         state = first_state(agent, run_input, instructions)
         progress = Progress(state, observe_run(agent, state, self.on_event))
-        end = await run(progress, _TemporalEffects(self, run_))
+        end = await run(progress, _TemporalEffects(self, run_, state.config))
         assert isinstance(end, Finish | Fail)  # a durable run waits instead of pausing
         await workflow.wait_condition(workflow.all_handlers_finished)  # answers told
         return encode(ended(self.name, agent, end))
@@ -524,9 +524,10 @@ class _TemporalEffects:
     tool_batch: ToolBatch = "run_all"
     streaming = False
 
-    def __init__(self, durable: TemporalAgent[Any, Any], run_: GolemRun) -> None:
+    def __init__(self, durable: TemporalAgent[Any, Any], run_: GolemRun, config: RunConfig) -> None:
         self.durable = durable
         self.run = run_
+        self.run_config = config
         self.cause: BaseException | None = None
 
     def now(self) -> datetime:
@@ -571,8 +572,10 @@ class _TemporalEffects:
 
         return [one(c) for c in calls]
 
-    def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
-        return self.durable.agent._output.check(candidate)
+    async def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
+        config = self.run_config
+        context = RunContext(self.durable.deps, config.run_id, config.conversation_id)
+        return await self.durable.agent._validate(candidate, context)
 
     async def wait(self, paused: RunState) -> Answered:
         """Publish the waiting calls (the query), then take accepted answers in order

@@ -31,6 +31,7 @@ from golem_shell import (
     Approved,
     Denied,
     FunctionModel,
+    ModelRetry,
     RunError,
     RunStarted,
     tool,
@@ -108,6 +109,17 @@ def _failing(request: Any) -> str:
     raise ZeroDivisionError("the model function broke")
 
 
+def _drafts(request: Any) -> str:
+    return "final" if _turns(request) else "draft"
+
+
+async def _only_final(output: str) -> str:
+    """An async output validator: a draft gets a correction round."""
+    if output != "final":
+        raise ModelRetry("send the final version")
+    return output.upper()
+
+
 def _approval(request: Any) -> Message | str:
     if _turns(request) == 0:
         return Message(Role.ASSISTANT, (_call("d1", "delete", {"path": "/tmp/x"}),))
@@ -125,14 +137,18 @@ class Scenario:
     prompt: str = "go"
     answers: tuple[Mapping[str, DeferredAnswer], ...] = ()
     """The answers to each pause of the run, in order."""
+    validator: Callable[..., Any] | None = None
 
     def agent(self) -> Agent[Any, Any]:
-        return Agent(
+        agent = Agent(
             FunctionModel(self.model),
             tools=list(self.tools),
             output_type=self.output_type,
             name=f"conformance-{self.name}",
         )
+        if self.validator is not None:
+            agent.output_validator(self.validator)
+        return agent
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -143,6 +159,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("structured", _structured, output_type=Verdict),
     Scenario("tool-crash", _crashing, (crash,)),
     Scenario("model-fails", _failing),
+    Scenario("output-validator", _drafts, validator=_only_final),
     Scenario("approved", _approval, (delete,), answers=({"d1": Approved()},)),
     Scenario("denied", _approval, (delete,), answers=({"d1": Denied("not today")},)),
 )

@@ -91,6 +91,8 @@ async def test_the_plain_outcomes_are_what_the_scenarios_mean() -> None:
     assert outcomes["tool-crash"].failure[0] == "tool"
     assert outcomes["model-fails"].failure is not None
     assert outcomes["model-fails"].failure[0] == "request"
+    assert outcomes["output-validator"].output == "FINAL"
+    assert outcomes["output-validator"].requests == 2
     assert outcomes["approved"].output == "after: deleted /tmp/x"
     assert outcomes["denied"].output == "after: denied: not today"
     assert outcomes["sequential-tools"].events == (

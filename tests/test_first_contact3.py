@@ -438,17 +438,19 @@ async def test_an_output_validator_that_keeps_rejecting_fails_the_run_at_output(
     assert caught.value.stage is Stage.OUTPUT and caught.value.partial is not None
 
 
-def test_output_validators_are_sync_and_take_one_or_two_parameters() -> None:
-    agent = Agent(ScriptedModel(["x"]))
+def test_output_validators_take_one_or_two_parameters_and_may_be_async() -> None:
+    agent = Agent(ScriptedModel(["x", "ok"]))
 
+    @agent.output_validator
     async def later(output: str) -> str:
-        return output
+        if output != "ok":
+            raise ModelRetry("say ok")
+        return output + "!"
 
     def three(a: Any, b: Any, c: Any) -> str:
         return ""
 
-    with pytest.raises(UsageError, match="synchronous"):
-        agent.output_validator(later)  # type: ignore[arg-type]
+    assert agent.run_sync("go").output == "ok!"
     with pytest.raises(UsageError, match="takes 3 parameters"):
         agent.output_validator(three)  # type: ignore[arg-type]
 
