@@ -289,4 +289,16 @@ def describe_cut(previous: ModelRequest, current: ModelRequest) -> PrefixBreak |
             return PrefixBreak("cleared", k, f"tool result {k} ({new[k].tool_call_id}) was cleared")
         if new[k].parts == _without_thinking(old[k]):
             return PrefixBreak("thinking", k, f"thinking was dropped from message {k}")
+    positions = {m: i for i, m in enumerate(old)}
+    shifted = next(
+        (j for j in range(k + 1, len(new)) if positions.get(new[j], j) != j),
+        None,
+    )
+    if shifted is not None:  # the history now starts elsewhere (a cut moved back or forth)
+        return PrefixBreak(
+            "cut",
+            k,
+            f"the history changed from message {k}: message {positions[new[shifted]]} of the"
+            f" previous request is message {shifted} now",
+        )
     return PrefixBreak("edited", k, f"message {k} ({old[k].role.value}) was changed")
