@@ -5,9 +5,11 @@ Owns the output type's two channels (ADR 0059):
 - ``"tool"`` (the default): the model gives its final result by calling the
   ``final_result`` tool, whose parameters are the output type's JSON Schema (a
   non-object type is wrapped as ``{"response": ...}``);
-- ``"native"``: the provider constrains the answer to the schema itself (OpenAI
-  ``response_format: json_schema``); the answer arrives as JSON text. A model that has
-  no native structured output (Anthropic, ...) keeps the tool.
+- ``"native"``: the provider constrains the answer to the schema itself (OpenAI Chat
+  ``response_format: json_schema``, Responses ``text.format``, Gemini
+  ``responseJsonSchema``, Anthropic ``output_config.format`` on Claude 4.5 and later;
+  ADR 0087); the answer arrives as JSON text. A model that has no native structured
+  output (Claude before 4.5, ...) keeps the tool.
 
 In both modes a plain text answer that is JSON and validates is accepted too (models
 sometimes answer in text although asked for the tool); any other answer gets a

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from provider_server import (  # noqa: F401 (fixtures, asked for by name)
     ProviderServer,
@@ -325,3 +326,99 @@ def test_switching_mid_tool_loop_sends_the_other_models_thinking_as_text(
     model_turn = body["contents"][1]["parts"]
     assert model_turn[0] == {"text": "<thinking>\nTwo calls.\n</thinking>"}
     assert all(a not in json.dumps(body) for a in artifacts("anthropic", "A"))
+
+
+# -- native structured output (issue 25, item 4; ADR 0087) ------------------------------------
+
+
+@attrs.frozen
+class City:
+    name: str
+    population: int
+
+
+def native_body(provider: str, sent: Any) -> Any:
+    """Where ``provider``'s request carries the schema of native structured output."""
+    if provider == "openai-responses":
+        return sent["text"]["format"]
+    if provider == "google":
+        config = sent["generationConfig"]
+        assert config["responseMimeType"] == "application/json"
+        return config["responseJsonSchema"]
+    return sent["output_config"]["format"]
+
+
+@pytest.mark.parametrize("provider", ["openai-responses", "google", "anthropic"])
+def test_native_structured_output(provider_server: ProviderServer, provider: str) -> None:
+    """The schema goes natively (Responses ``text.format``, Gemini ``responseJsonSchema``,
+    Anthropic ``output_config.format``), no ``final_result`` tool is declared, and the
+    JSON text answer is the run's output."""
+    name = MODELS[provider][0]
+    provider_server.enqueue(
+        json_reply(text_reply(provider, name, '{"name": "Oslo", "population": 700000}'))
+    )
+    model = make_model(provider_server, provider, name)
+    assert model.supports_native_output is True  # type: ignore[attr-defined]
+    agent = Agent(model, output_type=City, output_mode="native")
+    result = agent.run_sync("Biggest city of Norway?")
+    assert result.output == City("Oslo", 700000)
+    sent = provider_server.requests[0].json()
+    assert "tools" not in sent
+    spec = native_body(provider, sent)
+    if provider == "openai-responses":
+        assert spec["type"] == "json_schema" and spec["name"]
+        assert spec["schema"]["properties"].keys() == {"name", "population"}
+    elif provider == "google":
+        assert spec["properties"].keys() == {"name", "population"}
+    else:
+        assert spec["type"] == "json_schema"
+        assert spec["schema"]["additionalProperties"] is False
+
+
+def test_anthropic_native_output_only_where_the_model_has_it(
+    provider_server: ProviderServer,
+) -> None:
+    """Claude before 4.5 keeps the ``final_result`` tool; ``native_output=`` overrides."""
+    old = AnthropicModel("claude-3-7-sonnet-latest", api_key="k", base_url=provider_server.url)
+    assert old.supports_native_output is False
+    forced = AnthropicModel(
+        "claude-3-7-sonnet-latest", api_key="k", base_url=provider_server.url, native_output=True
+    )
+    assert forced.supports_native_output is True
+    call = {
+        "type": "tool_use",
+        "id": "toolu_01out",
+        "name": "final_result",
+        "input": {"name": "Oslo", "population": 700000},
+    }
+    provider_server.enqueue(json_reply(_anthropic("claude-3-7-sonnet", [call], "tool_use")))
+    result = Agent(old, output_type=City, output_mode="native").run_sync("Biggest city?")
+    assert result.output == City("Oslo", 700000)
+    sent = provider_server.requests[0].json()
+    assert "output_config" not in sent
+    assert [t["name"] for t in sent["tools"]] == ["final_result"]
+
+
+def test_anthropic_structured_schema_is_closed_and_unconstrained() -> None:
+    from golem_core.wire.anthropic import structured_schema
+
+    schema = {
+        "type": "object",
+        "description": "A city.",
+        "properties": {
+            "name": {"type": "string", "minLength": 1, "pattern": "^[A-Z]"},
+            "tags": {"type": "array", "items": {"type": "object"}, "minItems": 2},
+            "population": {"type": "integer", "minimum": 0},
+        },
+        "required": ["name"],
+    }
+    out = structured_schema(schema)
+    assert out["additionalProperties"] is False
+    assert out["properties"]["tags"]["items"] == {"type": "object", "additionalProperties": False}
+    assert out["properties"]["name"] == {
+        "type": "string",
+        "description": 'minLength: 1; pattern: "^[A-Z]"',
+    }
+    assert out["properties"]["population"]["description"] == "minimum: 0"
+    assert "minItems" not in out["properties"]["tags"]
+    assert schema["properties"]["name"]["minLength"] == 1  # the input is not changed

@@ -25,7 +25,12 @@ shell (``golem_shell.models.anthropic``) does the HTTP. The mapping:
 - with no tools declared, tool calls and results are rendered as text (ADR 0031);
 - ``max_tokens`` is required: the request's, else ``default_max_tokens`` (4096);
   ``tool_choice_required`` is ``{"type": "any"}``; ``parallel_tool_calls=False`` is
-  ``disable_parallel_tool_use``; ``stop`` is ``stop_sequences``.
+  ``disable_parallel_tool_use``; ``stop`` is ``stop_sequences``;
+- an ``output_schema`` (native structured output, ADR 0087; Claude 4.5 and later,
+  ``supports_structured_output``) is ``output_config.format``: ``{"type":
+  "json_schema", "schema"}``, the schema closed (``additionalProperties: false`` on every
+  object that does not say) and without the constraints Anthropic refuses (numeric and
+  length bounds, patterns), which move into the description (the run still validates).
 
 Responses: text, thinking (signature kept), redacted thinking, and tool calls with ids
 and raw arguments: a non-streamed ``input`` object is written as compact JSON with UTF-8
@@ -43,6 +48,7 @@ stream and error decoders of one API share its vocabulary and are read together.
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, assert_never
 
@@ -104,6 +110,8 @@ __all__ = [
     "decode_response",
     "encode_request",
     "media_block",
+    "structured_schema",
+    "supports_structured_output",
 ]
 
 PROVIDER = "Anthropic"
@@ -364,10 +372,75 @@ def encode_request(
         body["top_p"] = settings.top_p
     if settings.stop:
         body["stop_sequences"] = list(settings.stop)
+    if request.output_schema is not None:
+        schema = structured_schema(request.output_schema.parameters)
+        body["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
     if stream:
         body["stream"] = True
     add_anthropic_breakpoints(body, request)
     return Success(body)
+
+
+# -- native structured output (ADR 0087) -------------------------------------------------
+
+_STRUCTURED_MODEL = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?:-|@|$)")
+_UNSUPPORTED_KEYWORDS = (
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "maxItems",
+    "uniqueItems",
+)
+
+
+def supports_structured_output(model: str) -> bool:
+    """Whether ``model`` takes ``output_config.format`` (Claude Opus, Sonnet and Haiku 4.5
+    and later). A guess from the name: total, deterministic."""
+    found = _STRUCTURED_MODEL.search(model.strip().lower())
+    if found is None:
+        return False
+    major, minor = int(found.group(1)), int(found.group(2) or 0)
+    return (major, minor) >= (4, 5)
+
+
+def structured_schema(schema: Any) -> Any:
+    """``schema`` as Anthropic's structured output takes it: every object closed
+    (``additionalProperties: false`` unless it says otherwise), numeric, length and
+    pattern constraints moved into the description, ``minItems`` above 1 likewise. A new
+    value; total, deterministic."""
+    if isinstance(schema, list):
+        return [structured_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    moved: list[str] = []
+    for key, value in schema.items():
+        if key in _UNSUPPORTED_KEYWORDS or (
+            key == "minItems" and isinstance(value, int) and value > 1
+        ):
+            moved.append(f"{key}: {dumps_compact(value)}")
+        elif key in ("properties", "$defs", "definitions", "patternProperties"):
+            out[key] = (
+                {k: structured_schema(v) for k, v in value.items()}
+                if isinstance(value, dict)
+                else value
+            )
+        elif key in ("items", "anyOf", "allOf", "oneOf", "not", "additionalProperties"):
+            out[key] = structured_schema(value)
+        else:
+            out[key] = value
+    if (out.get("type") == "object" or "properties" in out) and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    if moved:
+        note = "; ".join(moved)
+        description = out.get("description")
+        out["description"] = f"{description} ({note})" if description else note
+    return out
 
 
 # -- responses -------------------------------------------------------------------------

@@ -40,7 +40,10 @@ bodies. No I/O: the shell (``golem_shell.models.gemini``) does the HTTP. The map
   ``tool_choice_required`` is ``functionCallingConfig.mode: "ANY"``; ``max_tokens``,
   ``temperature``, ``top_p`` and ``stop`` are ``maxOutputTokens``, ``temperature``,
   ``topP`` and ``stopSequences`` in ``generationConfig``. Gemini has no switch for
-  parallel calls: ``parallel_tool_calls`` is not sent.
+  parallel calls: ``parallel_tool_calls`` is not sent. An ``output_schema`` (native
+  structured output, ADR 0087) is ``responseMimeType: "application/json"`` with the
+  schema as ``responseJsonSchema`` (full JSON Schema, as tools use
+  ``parametersJsonSchema``; ``responseSchema`` takes only an OpenAPI subset).
 
 Responses: text, thought text (``ThinkingPart``), function calls (the Gemini ``id`` when
 given, else none: the run loop names it; ``args`` written as compact JSON with UTF-8
@@ -496,6 +499,9 @@ def encode_request(
         config["stopSequences"] = list(settings.stop)
     if include_thoughts:
         config["thinkingConfig"] = {"includeThoughts": True}
+    if request.output_schema is not None:  # native structured output (ADR 0087)
+        config["responseMimeType"] = "application/json"
+        config["responseJsonSchema"] = request.output_schema.parameters
     if config:
         body["generationConfig"] = config
     return Success(body)

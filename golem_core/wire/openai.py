@@ -103,6 +103,7 @@ __all__ = [
     "decode_error",
     "decode_response",
     "encode_request",
+    "json_schema_spec",
     "media_block",
 ]
 
@@ -345,14 +346,21 @@ def encode_request(
     return Success(body)
 
 
-def _response_format(output: ToolDefinition) -> dict[str, Any]:
-    """Native structured output: ``json_schema``, ``strict`` when the schema allows it."""
+def json_schema_spec(output: ToolDefinition) -> dict[str, Any]:
+    """Native structured output as OpenAI names it (``name``, ``description``, ``schema``,
+    ``strict`` when the schema allows it): Chat's ``response_format.json_schema``, and
+    the Responses API's ``text.format`` (flattened there)."""
     spec: dict[str, Any] = {"name": output.name}
     if output.description:
         spec["description"] = output.description
     spec["schema"] = output.parameters
     spec["strict"] = _strict_compatible(output.parameters)
-    return {"type": "json_schema", "json_schema": spec}
+    return spec
+
+
+def _response_format(output: ToolDefinition) -> dict[str, Any]:
+    """Native structured output: ``json_schema``, ``strict`` when the schema allows it."""
+    return {"type": "json_schema", "json_schema": json_schema_spec(output)}
 
 
 _STRICT_KEYS = frozenset(

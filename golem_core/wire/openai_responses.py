@@ -42,7 +42,9 @@ shell (``golem_shell.models.openai_responses``) does the HTTP. The mapping (ADRs
   false}`` (the Responses API defaults to strict schemas, which golem's schemas are not
   written for); ``tool_choice_required`` is ``"required"``; ``max_tokens`` is
   ``max_output_tokens``; ``temperature``, ``top_p`` and ``parallel_tool_calls`` as
-  named; ``stop`` sequences do not exist in this API and are refused.
+  named; ``stop`` sequences do not exist in this API and are refused; an
+  ``output_schema`` (native structured output, ADR 0087) is ``text.format``:
+  ``{"type": "json_schema", "name", "schema", "strict"}`` as Chat's ``response_format``.
 
 Responses (ADR 0051): reasoning items become thinking parts (summary texts joined by a
 blank line), each ``message`` item one text part (``output_text`` and ``refusal``
@@ -115,6 +117,7 @@ from golem_core.wire._common import (
     stand_in,
     wire_sequence,
 )
+from golem_core.wire.openai import json_schema_spec
 
 __all__ = [
     "ENCRYPTED_CONTENT_KEY",
@@ -445,6 +448,10 @@ def encode_request(
         body["top_p"] = settings.top_p
     if reasoning:
         body["reasoning"] = dict(reasoning)
+    if request.output_schema is not None:  # native structured output (ADR 0087)
+        body["text"] = {
+            "format": {"type": "json_schema", **json_schema_spec(request.output_schema)}
+        }
     body["store"] = False
     if encrypted_reasoning:
         body["include"] = [INCLUDE_ENCRYPTED]

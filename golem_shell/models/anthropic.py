@@ -47,12 +47,18 @@ class AnthropicModel(HTTPModel):
         max_tokens: ``max_tokens`` when neither the run nor ``settings`` sets one
             (Anthropic requires it).
         max_response_bytes: the largest response body or stream read.
+        native_output: whether the model takes native structured output
+            (``output_config.format``); default: guessed from the name (Claude Opus,
+            Sonnet and Haiku 4.5 and later). Other models keep the ``final_result`` tool.
 
     Raises:
         UsageError: no key for the default base URL, or a base URL that is not http(s).
     """
 
     _prefix = "anthropic"
+    supports_native_output: bool = False
+    """Whether this model honours ``ModelRequest.output_schema`` (``output_config.format``:
+    ``output_mode="native"``): Claude 4.5 and later, or what ``native_output=`` says."""
 
     def __init__(
         self,
@@ -66,6 +72,7 @@ class AnthropicModel(HTTPModel):
         settings: ModelSettings | None = None,
         max_tokens: int = wire.DEFAULT_MAX_TOKENS,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        native_output: bool | None = None,
     ) -> None:
         key = api_key or env_value("ANTHROPIC_API_KEY")
         custom_base = base_url or env_value("ANTHROPIC_BASE_URL")
@@ -99,6 +106,9 @@ class AnthropicModel(HTTPModel):
             new_stream_decoder=wire.StreamDecoder,
         )
         self._max_tokens = max_tokens
+        self.supports_native_output = (
+            wire.supports_structured_output(model) if native_output is None else native_output
+        )
 
     def _encode(self, request: ModelRequest, *, stream: bool) -> Result[dict[str, Any], WireError]:
         return wire.encode_request(

@@ -61,6 +61,8 @@ class GeminiModel(HTTPModel):
     """
 
     _prefix = "google"
+    supports_native_output = True
+    """Honours ``ModelRequest.output_schema`` (``responseJsonSchema``: ``output_mode="native"``)."""
 
     def __init__(
         self,

@@ -74,6 +74,8 @@ class OpenAIResponsesModel(HTTPModel):
     """
 
     _prefix = "openai-responses"
+    supports_native_output = True
+    """Honours ``ModelRequest.output_schema`` (``text.format``: ``output_mode="native"``)."""
 
     def __init__(
         self,
