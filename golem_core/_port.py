@@ -192,6 +192,8 @@ def _same_endpoint(a: str | None, b: str | None) -> bool:
 
 _GEMINI_KEY: Final = _gemini.THOUGHT_SIGNATURE_KEY
 _RESPONSES_KEYS: Final = frozenset({_responses.REASONING_ID_KEY, _responses.ENCRYPTED_CONTENT_KEY})
+_GEMINI_KEYS: Final = frozenset({_GEMINI_KEY})
+_ARTIFACT_KEYS: Final = _RESPONSES_KEYS | _GEMINI_KEYS
 
 
 def _has_key(part: Part, keys: frozenset[str]) -> bool:
@@ -253,11 +255,11 @@ class _Assistant:
             return part
         if type(part) is ThinkingPart:
             return self.thought(j, part, origin)
-        if type(part) in (TextPart, ToolCallPart) and _has_key(part, frozenset({_GEMINI_KEY})):
+        if type(part) in (TextPart, ToolCallPart) and _has_key(part, _GEMINI_KEYS):
             why = _valid_for("google", origin, self.target)
             if why is not None:
                 self.note(self.left_off, j, "thought signature", why)
-                return _without(part, frozenset({_GEMINI_KEY}))  # type: ignore[no-any-return]
+                return _without(part, _GEMINI_KEYS)  # type: ignore[no-any-return]
         return part
 
     def thought(self, j: int, part: ThinkingPart, origin: Origin) -> Part | None:
@@ -272,15 +274,14 @@ class _Assistant:
         what, why, readable = "thinking", None, part
         if part.signature:
             what, why = "signed thinking", _valid_for("anthropic", origin, target)
-            readable = attrs.evolve(readable, signature=None)
         elif _has_key(part, _RESPONSES_KEYS):
             what, why = "reasoning item", _valid_for("openai-responses", origin, target)
-            readable = _without(readable, _RESPONSES_KEYS)
-        elif _has_key(part, frozenset({_GEMINI_KEY})):
+        elif _has_key(part, _GEMINI_KEYS):
             what, why = "signed thought", _valid_for("google", origin, target)
-            readable = _without(readable, frozenset({_GEMINI_KEY}))
-        if what != "thinking" and why is None:
-            return part  # its artifact is valid here: sent as it came
+        if what != "thinking":
+            if why is None:
+                return part  # its artifact is valid here: sent as it came
+            readable = _without(attrs.evolve(part, signature=None), _ARTIFACT_KEYS)
         if not _foreign(origin, target):
             if why is not None:  # same origin, artifact of another format: only it goes
                 self.note(self.left_off, j, f"{what} (its artifact)", why)

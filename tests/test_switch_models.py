@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,14 +23,32 @@ import attrs
 import pytest
 from provider_server import (  # noqa: F401 (fixtures, asked for by name)
     ProviderServer,
+    fixture_bytes,
     json_reply,
     provider_server_fixture,
     provider_server_instance_fixture,
+    sse_reply,
 )
 
-from golem_core import Message, ModelRequest, Role, decode_history, encode_history
+from golem_core import (
+    Message,
+    ModelRequest,
+    Origin,
+    Role,
+    StreamDone,
+    Target,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    decode_history,
+    encode_history,
+    port_history,
+)
+from golem_core._port import describe_report, same_model
 from golem_core._retry import RetryPolicy
-from golem_shell import Agent, tool
+from golem_core.wire.gemini import with_thought_signature
+from golem_core.wire.openai_responses import reasoning_part
+from golem_shell import Agent, UsageError, tool
 from golem_shell.models import AnthropicModel, GeminiModel, OpenAIModel, OpenAIResponsesModel
 from golem_shell.models._adapter import HTTPModel
 
@@ -422,3 +441,97 @@ def test_anthropic_structured_schema_is_closed_and_unconstrained() -> None:
     assert out["properties"]["population"]["description"] == "minimum: 0"
     assert "minItems" not in out["properties"]["tags"]
     assert schema["properties"]["name"]["minLength"] == 1  # the input is not changed
+
+
+# -- origins recorded on streams too; port_history by example ----------------------------------
+
+STREAMS = {
+    "openai": "openai/stream_text_crlf.sse",
+    "openai-responses": "openai_responses/stream_text.sse",
+    "anthropic": "anthropic/stream_text.sse",
+    "google": "gemini/stream_text.sse",
+}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_streamed_answer_records_its_origin(
+    provider_server: ProviderServer, provider: str
+) -> None:
+    provider_server.enqueue(sse_reply(fixture_bytes(STREAMS[provider]), chunk_size=5))
+    model = make_model(provider_server, provider, MODELS[provider][0])
+
+    async def last() -> Any:
+        return [e async for e in model.request_stream(ModelRequest((Message.user("Hi"),)))][-1]
+
+    done = asyncio.run(last())
+    assert isinstance(done, StreamDone)
+    host = provider_server.url.removeprefix("http://")
+    assert (done.message.provider, done.message.endpoint) == (provider, host)
+    assert done.message.model  # the stream's, else the one asked for
+    assert model.origin == Origin(provider, MODELS[provider][0], host)
+
+
+def signed(provider: str, model: str, endpoint: str) -> Message:
+    """An assistant step as ``provider`` gives it, with its artifacts."""
+    call = ToolCallPart("call.1", "get_weather", "{}")
+    thinking = ThinkingPart("Plan.", signature="sig") if provider == "anthropic" else None
+    if provider == "google":
+        call = with_thought_signature(call, "c2ln")
+        thinking = ThinkingPart("Plan.")
+    if provider == "openai-responses":
+        thinking = reasoning_part("rs_1", ["Plan."], "gAAAA")
+    message = Message.assistant(None, tool_calls=[call], thinking=[thinking] if thinking else [])
+    return attrs.evolve(message, provider=provider, model=model, endpoint=endpoint)
+
+
+def test_history_without_origin_is_sent_as_before() -> None:
+    step = attrs.evolve(signed("anthropic", "claude-sonnet-4-5", "a"), provider=None)
+    history = (Message.user("Go"), step, Message.tool_result("call.1", "get_weather", "18 C"))
+    for provider in PROVIDERS:
+        ported, report = port_history(history, Target(provider, "any", "b"))
+        assert report.as_text == report.left_off == ()
+        assert ported[1].parts[0] == step.parts[0]  # the signature is kept
+
+
+def test_same_origin_keeps_everything_and_ids_fit_the_target() -> None:
+    step = signed("anthropic", "claude-sonnet-4-5-20250929", "api.anthropic.com")
+    history = (Message.user("Go"), step, Message.tool_result("call.1", "get_weather", "18 C"))
+    target = Target("anthropic", "claude-sonnet-4-5", "api.anthropic.com")
+    ported, report = port_history(history, target)
+    assert ported[1].parts[0] == step.parts[0]  # a snapshot is its alias's model
+    assert [(r.original, r.sent) for r in report.call_ids] == [("call.1", "call_1")]
+    assert ported[2].tool_call_id == "call_1" and report.original_id("call_1") == "call.1"
+    assert history[2].tool_call_id == "call.1"  # the history itself never changes
+
+
+def test_mistral_ids_and_string_content() -> None:
+    history = (
+        Message(Role.USER, (TextPart("Weather"), TextPart("in Paris?"))),
+        signed("openai", "gpt-4o", "api.openai.com"),
+        Message.tool_result("call.1", "get_weather", "18 C"),
+    )
+    model = OpenAIModel("mistral-large-latest", api_key="k", base_url="https://api.mistral.ai/v1")
+    assert model.target.quirks == {"mistral-call-ids"}
+    ported, report = port_history(history, model.target)
+    (rewritten,) = report.call_ids
+    assert re.fullmatch(r"[a-zA-Z0-9]{9}", rewritten.sent)
+    assert ported[2].tool_call_id == rewritten.sent
+    flat = OpenAIModel("m", api_key="k", base_url="http://h/v1", quirks=["string-content"])
+    assert port_history(history, flat.target)[0][0].parts == (TextPart("Weather\nin Paris?"),)
+    with pytest.raises(UsageError, match="unknown quirks"):
+        OpenAIModel("m", api_key="k", base_url="http://h/v1", quirks=["nope"])
+
+
+def test_thinking_drop_rule_and_the_report_in_words() -> None:
+    history = (Message.user("Go"), signed("google", "gemini-2.5-flash", "g"))
+    target = Target("anthropic", "claude-sonnet-4-5", "a")
+    _, as_text = port_history(history, target)
+    assert [p.what for p in as_text.as_text] == ["thinking"]
+    assert [p.what for p in as_text.left_off] == ["thought signature"]
+    _, dropped = port_history(history, target, thinking="drop")
+    assert dropped.as_text == () and len(dropped.left_off) == 2
+    words = describe_report(dropped)
+    assert words.startswith("ported to anthropic:claude-sonnet-4-5 at a")
+    assert "Plan." not in words  # kinds and reasons, never content
+    assert same_model("models/gemini-2.5-flash", "gemini-2.5-flash-001")
+    assert not same_model("gpt-5", "gpt-5-mini")
