@@ -688,6 +688,7 @@ def next_command(state: RunState) -> LoopCommand:
                 tool_choice_required=config.output_tool is not None,
                 run_id=config.run_id,
                 output_schema=config.output_schema,
+                conversation_id=config.conversation_id,
             )
         )
     if phase is Phase.TOOLS:

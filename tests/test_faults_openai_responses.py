@@ -302,9 +302,11 @@ def assert_wire_valid(exchanges: Sequence[Exchange]) -> None:
 
 
 def assert_retries_identical(exchanges: Sequence[Exchange]) -> None:
-    by_turn: dict[int, bytes] = {}
+    """A retry resends exactly the same bytes (requests of one conversation, one turn:
+    a run started over is another conversation, with another prompt cache key)."""
+    by_turn: dict[tuple[object, int], bytes] = {}
     for e in exchanges:
-        turn = responses_turns(e.json())
+        turn = (e.json().get("prompt_cache_key"), responses_turns(e.json()))
         if turn in by_turn:
             assert e.body == by_turn[turn], "a retry sent a different body"
         by_turn[turn] = e.body
