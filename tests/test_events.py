@@ -46,6 +46,7 @@ from golem_shell import (
     ScriptedModel,
     Stage,
     ToolFinished,
+    ToolResultEvent,
     ToolStarted,
     UsageError,
     partial_from,
@@ -191,7 +192,7 @@ async def test_a_streamed_run_interleaves_deltas_and_on_delta_sees_only_deltas()
     result = await agent.run_stream("hi", on_delta=deltas.append, on_event=events.append)
     assert deltas and all(isinstance(d, DeltaEvent) for d in deltas)
     assert [e for e in events if isinstance(e, DeltaEvent)] == deltas
-    lifecycle = [e for e in events if not isinstance(e, DeltaEvent)]
+    lifecycle = [e for e in events if not isinstance(e, DeltaEvent | ToolResultEvent)]
     assert kinds(lifecycle) == ROUND_TRIP
     assert all(e.stream for e in lifecycle if isinstance(e, RequestStarted))
     # every delta of request n arrives between its RequestStarted and RequestFinished
@@ -309,9 +310,10 @@ async def test_iter_stream_yields_every_event_then_the_result() -> None:
     async with agent.iter_stream("hi") as stream:
         async for event in stream:
             events.append(event)
-    lifecycle = [e for e in events if not isinstance(e, DeltaEvent)]
+    lifecycle = [e for e in events if not isinstance(e, DeltaEvent | ToolResultEvent)]
     assert kinds(lifecycle) == ROUND_TRIP
     assert any(isinstance(e, DeltaEvent) for e in events)
+    assert any(isinstance(e, ToolResultEvent) for e in events)  # content, in a stream
     assert stream.done and stream.partial is None
     assert stream.result.output == "done"
     assert stream.result.run_id == events[0].run_id
@@ -388,7 +390,6 @@ async def test_iter_stream_result_before_the_end_is_a_usage_error() -> None:
 async def test_a_stream_carries_each_tool_result_as_it_exists() -> None:
     """``ToolResultEvent`` follows each ``ToolFinished`` in a stream (content, like a
     delta); a run that does not stream reports lifecycle events only."""
-    from golem_shell import ToolResultEvent
 
     def lookup(key: str) -> str:
         """Look up."""
