@@ -79,6 +79,7 @@ from golem_core._deferred import (
 from golem_core._history import _calls_of, interrupted_result, normalize_history, unfinished_result
 from golem_core._messages import Message, Part, Role, TextPart, ToolCallPart, Usage
 from golem_core._model import ModelErrorKind, ModelRequest, ModelSettings, ToolDefinition
+from golem_core._prefix import HistoryChange, describe_processing
 from golem_core._processors import HistoryProcessor
 from golem_core._provenance import carry_signatures, sign_message
 from golem_core._sanitize import safe_parts
@@ -269,6 +270,7 @@ class RunState:
     returned: tuple[ToolOutcome, ...] = ()
     pauses: int = 0
     rejected: DeferredError | None = None
+    processed: HistoryChange | None = None
 
     @property
     def system(self) -> tuple[Message, ...]:
@@ -563,6 +565,7 @@ def start_run(
     prompt: Sequence[Part] | None,
     *,
     processor: HistoryProcessor | None = None,
+    processor_name: str = "history processor",
     now: datetime | None = None,
 ) -> RunState:
     """Prepare a run: process the history, drop its system messages, repair, add the prompt.
@@ -574,7 +577,10 @@ def start_run(
         config: the run's fixed configuration.
         history: the history exactly as the caller supplied it.
         prompt: the fresh user prompt's parts, or ``None`` to continue the history as is.
-        processor: the agent's history processor, run once on exactly ``history``.
+        processor: the agent's history processor, run once on exactly ``history``;
+            what it changed is ``RunState.processed`` (``describe_processing``), which
+            the driver reports (``HistoryProcessed``).
+        processor_name: the processor's name in that report.
         now: the time stamped on the prompt message.
     """
     state = RunState(config=config, history=())
@@ -583,6 +589,10 @@ def start_run(
         match processor(history):
             case Success(processed) if _is_history(processed):
                 history = processed
+                state = attrs.evolve(
+                    state,
+                    processed=describe_processing(supplied, processed, processor=processor_name),
+                )
             case Failure(error):
                 return _failed(state, Stage.HISTORY, f"history processor failed: {error}")
             case bad:

@@ -1044,6 +1044,11 @@ class Agent(Generic[DepsT, OutputT]):
             dynamic = produced
         return join_instructions(self.instructions, dynamic)
 
+    def _processor_name(self) -> str:
+        """The history processor as a run's ``HistoryProcessed`` report names it."""
+        processor = self.history_processor
+        return getattr(processor, "__name__", None) or repr(processor)
+
     def _processor(self) -> HistoryProcessor | None:
         """The processor as a total function, for a runtime that runs it inside the loop's
         own deterministic code (``golem_shell.durable``); ``_run`` uses ``_processed``."""
@@ -1111,6 +1116,7 @@ class Agent(Generic[DepsT, OutputT]):
             history,
             parts,
             processor=await self._processed(history, deadline),
+            processor_name=self._processor_name(),
             now=datetime.now(UTC),
         )
         return await self._drive(state, context, on_delta, on_event, deadline)

@@ -186,6 +186,7 @@ def first_state(agent: Agent[Any, Any], run_input: JSON, instructions: str | Non
         history,
         prompt,
         processor=agent._processor(),
+        processor_name=agent._processor_name(),
         now=datetime.fromisoformat(run_input["now"]),
     )
 

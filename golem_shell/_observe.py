@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from golem_core import Message, ModelRequest, TextPart, ToolCallPart
 from golem_core._events import (
+    HistoryProcessed,
     LifecycleEvent,
     RequestFailed,
     RequestFinished,
@@ -224,6 +225,11 @@ class RunObserver:
                 await self.emit(
                     RunStarted(self.run_id, self.conversation_id, self.model, self.resumed)
                 )
+                change = progress.state.processed
+                if change is not None:  # what the history processor did (ADR 0080)
+                    if trace is not None:
+                        trace.history_processed(change)
+                    await self.emit(HistoryProcessed(self.run_id, self.conversation_id, change))
             except BaseException as e:
                 run.close()
                 if trace is not None:

@@ -419,3 +419,26 @@ async def test_a_stream_carries_each_tool_result_as_it_exists() -> None:
     plain: list[object] = []
     await agent.run("go", on_event=plain.append)
     assert not any(isinstance(e, ToolResultEvent) for e in plain)
+
+
+async def test_a_processor_that_changes_the_history_is_reported_once() -> None:
+    """``HistoryProcessed`` (ADR 0080) right after ``RunStarted``: what the processor cut,
+    and where the cached prefix ends; nothing when it changed nothing."""
+    from golem_core import HistoryProcessed, trim_history
+
+    history = tuple(
+        m for i in range(6) for m in (Message.user(f"q{i}"), Message.assistant(f"a{i}"))
+    )
+    events: list[object] = []
+    agent = Agent(ScriptedModel(["ok", "ok"]), history_processor=trim_history(4, low_water=2))
+    await agent.run_with_history(history, "next", on_event=events.append)
+    assert kinds(events)[:2] == ["RunStarted", "HistoryProcessed"]
+    (report,) = [e for e in events if isinstance(e, HistoryProcessed)]
+    change = report.change
+    assert change.processor.startswith("trim_history(4")
+    assert change.messages_before == 12 and change.messages_after < 12
+    assert change.removed and change.first_change == 0
+
+    events.clear()
+    await agent.run_with_history(history[-2:], "next", on_event=events.append)
+    assert not any(isinstance(e, HistoryProcessed) for e in events)
