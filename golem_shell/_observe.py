@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from golem_core import Message, ModelRequest, TextPart, ToolCallPart
 from golem_core._events import (
+    HistoryPorted,
     HistoryProcessed,
     LifecycleEvent,
     RequestFailed,
@@ -154,6 +155,7 @@ class RunObserver:
 
     __slots__ = (
         "_handler",
+        "_port_report",
         "_request",
         "_started",
         "_task",
@@ -178,6 +180,8 @@ class RunObserver:
         self.run_id = state.config.run_id
         self.conversation_id = state.config.conversation_id
         self.model = str(agent.model.name)
+        # what the model's adapter changes to send a request (ADR 0085); pure, per request
+        self._port_report = getattr(agent.model, "port_report", None)
         self.resumed = resumed
         self._handler = handler
         self.handler_error: BaseException | None = None
@@ -325,6 +329,14 @@ class RunObserver:
     async def request_started(self, request: ModelRequest, state: RunState, stream: bool) -> None:
         """A model request is about to be sent (hook before ``RequestModel``)."""
         self._request = state.requests + 1
+        if self._port_report is not None and self._handler is not None:
+            report = self._port_report(request)
+            if report.changed:
+                await self.emit(
+                    HistoryPorted(
+                        self.run_id, self.conversation_id, self._request, self.model, report
+                    )
+                )
         self._started = time.perf_counter()
         if self._trace is not None:
             self._trace.request_started(request, stream)

@@ -535,3 +535,39 @@ def test_thinking_drop_rule_and_the_report_in_words() -> None:
     assert "Plan." not in words  # kinds and reasons, never content
     assert same_model("models/gemini-2.5-flash", "gemini-2.5-flash-001")
     assert not same_model("gpt-5", "gpt-5-mini")
+
+
+def test_a_run_reports_what_it_ported_as_an_event(provider_server: ProviderServer) -> None:
+    """A conversation from Anthropic continued on Gemini: the run's observer emits
+    ``HistoryPorted`` before the request, saying what became text and what was left off;
+    continuing on the same model reports nothing."""
+    from golem_core import HistoryPorted
+
+    provider_server.enqueue(json_reply(call_reply("anthropic", MODELS["anthropic"][0], "A")))
+    first = make_model(provider_server, "anthropic", MODELS["anthropic"][0])
+    request = ModelRequest((Message.user("Weather in Paris?"),))
+    step = asyncio.run(first.request(request))
+    results = tuple(
+        Message.tool_result(c.id, c.name, "18 C") for c in step.tool_calls if c.id is not None
+    )
+    history = (request.messages[0], step, *results)
+
+    provider_server.reset()
+    provider_server.enqueue(json_reply(text_reply("google", MODELS["google"][0], "Sunny.")))
+    events: list[object] = []
+    agent = Agent(make_model(provider_server, "google", MODELS["google"][0]), tools=[get_weather])
+    result = agent.run_with_history_sync(history, None, on_event=events.append)
+    assert result.output == "Sunny."
+    kinds = [type(e).__name__ for e in events]
+    assert kinds.index("HistoryPorted") == kinds.index("RequestStarted") - 1
+    (ported,) = [e for e in events if isinstance(e, HistoryPorted)]
+    assert ported.request == 1 and ported.model == agent.model.name
+    assert [p.what for p in ported.report.as_text] == ["signed thinking"]
+    assert [p.what for p in ported.report.left_off] == ["redacted thinking"]
+
+    provider_server.reset()
+    provider_server.enqueue(json_reply(text_reply("anthropic", MODELS["anthropic"][0], "Again.")))
+    events.clear()
+    same = Agent(first, tools=[get_weather])
+    same.run_with_history_sync(history, None, on_event=events.append)
+    assert not any(isinstance(e, HistoryPorted) for e in events)
