@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -70,7 +72,16 @@ def http_url() -> Iterator[str]:
         assert proc.stdout is not None
         line = proc.stdout.readline()  # "listening on <port>", printed before serving
         assert line.startswith("listening on "), line
-        yield f"http://127.0.0.1:{int(line.split()[-1])}/mcp"
+        port = int(line.split()[-1])
+        deadline = time.monotonic() + 20  # a loaded machine: wait until it accepts
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the MCP test server never listened"
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()
         try:
