@@ -418,6 +418,7 @@ def plan_summary(
     keep_last_turns: int = 2,
     max_tokens: int | None = None,
     counter: TokenCounter = approximate_tokens,
+    step_turns: int = 0,
 ) -> SummaryPlan | None:
     """Choose the cut for a summary: before the newest turns, never inside a tool exchange.
 
@@ -432,10 +433,15 @@ def plan_summary(
         max_tokens: Summarize only when the non-system messages count more than this by
             ``counter``; ``None`` summarizes whenever there is something to summarize.
         counter: Tokens per message, for ``max_tokens``.
+        step_turns: Without ``max_tokens``, summarize only once more than
+            ``keep_last_turns + step_turns`` turns follow the last summary (or the start),
+            so a placed summary and the turns after it stay byte-identical for that many
+            runs (the prompt cache keeps serving them); 0 summarizes whenever more than
+            the kept turns stand.
 
     Returns:
         The plan, or ``None`` when there is nothing to do: the history fits
-        ``max_tokens``, has no more than ``keep_last_turns`` turns, no cut keeps the
+        ``max_tokens`` (or the step), has no more than ``keep_last_turns`` turns, no cut keeps the
         pairs whole, or everything before the cut is already a summary (so summarizing
         a summarized history again changes nothing). Total and deterministic.
 
@@ -451,11 +457,17 @@ def plan_summary(
             f"plan_summary(max_tokens): max_tokens must be None or an int of at least 1, "
             f"got {max_tokens!r}"
         )
+    step = _check_count("plan_summary", "step_turns", step_turns)
     if max_tokens is not None:
         total = sum(counter(m) for m in history if m.role is not Role.SYSTEM)
         if total <= max_tokens:
             return None
     starts = [*turn_starts(history), len(history)]
+    if max_tokens is None and step:
+        last = max((i for i, m in enumerate(history) if is_summary(m)), default=-1)
+        fresh = sum(1 for s in starts[:-1] if s > last)  # turns after the last summary
+        if fresh <= keep + step:
+            return None
     candidates = (
         [s for s in starts[: max(0, len(starts) - keep)] if s > 0] if keep else [len(history)]
     )

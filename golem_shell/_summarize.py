@@ -100,18 +100,26 @@ class _SummarizeHistory:
         instructions: str,
         prefix: str,
         settings: ModelSettings,
+        step_turns: int = 0,
     ) -> None:
         self.model = model
         self.keep_last_turns = keep_last_turns
+        self.step_turns = step_turns
         self.max_tokens = max_tokens
         self.counter = counter
         self.instructions = instructions
         self.prefix = prefix
         self.settings = settings
-        plan_summary((), keep_last_turns=keep_last_turns, max_tokens=max_tokens)  # checks
+        plan_summary(  # checks the arguments
+            (), keep_last_turns=keep_last_turns, max_tokens=max_tokens, step_turns=step_turns
+        )
 
     def __repr__(self) -> str:
-        bound = "" if self.max_tokens is None else f", max_tokens={self.max_tokens}"
+        bound = (
+            f", step_turns={self.step_turns}"
+            if self.max_tokens is None
+            else f", max_tokens={self.max_tokens}"
+        )
         return (
             f"summarize_history({self.model.name!r}, keep_last_turns={self.keep_last_turns}{bound})"
         )
@@ -124,6 +132,7 @@ class _SummarizeHistory:
             keep_last_turns=self.keep_last_turns,
             max_tokens=self.max_tokens,
             counter=self.counter,
+            step_turns=self.step_turns,
         )
         if plan is None:
             return Success(history if type(history) is tuple else tuple(history))
@@ -153,6 +162,7 @@ def summarize_history(
     *,
     keep_last_turns: int = 2,
     max_tokens: int | None = None,
+    step_turns: int = 4,
     counter: TokenCounter = approximate_tokens,
     instructions: str = DEFAULT_SUMMARY_INSTRUCTIONS,
     prefix: str = DEFAULT_SUMMARY_PREFIX,
@@ -173,7 +183,11 @@ def summarize_history(
         model: The summarizing model (a cheap one does), or a model string.
         keep_last_turns: How many of the newest turns are kept whole.
         max_tokens: Summarize only when the non-system messages count more than this
-            by ``counter``; ``None``: whenever there is more than the kept turns.
+            by ``counter`` (then down to the summary and the kept turns).
+        step_turns: Without ``max_tokens``: summarize only once more than
+            ``keep_last_turns + step_turns`` turns follow the last summary, so a summary,
+            once placed, stays byte-identical (and cached) for ``step_turns`` runs
+            (ADR 0078); 0 summarizes every run that has more than the kept turns.
         counter: Tokens per message, for ``max_tokens``.
         instructions: The instructions of the summarizing request.
         prefix: Text the summary message starts with, before the model's text.
@@ -196,4 +210,5 @@ def summarize_history(
         instructions=instructions,
         prefix=prefix,
         settings=settings or ModelSettings(),
+        step_turns=step_turns,
     )

@@ -311,7 +311,7 @@ async def test_an_async_processor_runs_once_on_what_was_supplied() -> None:
         Message.user("And tomorrow?"),
         Message.assistant("Sun."),
     )
-    summarizer = summarize_history(ScriptedModel(["Oslo: rain."]), keep_last_turns=1)
+    summarizer = summarize_history(ScriptedModel(["Oslo: rain."]), keep_last_turns=1, step_turns=0)
     model = ScriptedModel(["ok"])
     result = await Agent(model, history_processor=summarizer).run_with_history(history, "go")
     sent = model.requests[0].messages
