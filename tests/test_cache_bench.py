@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -19,7 +20,11 @@ def test_the_cache_stable_budget_serves_more_and_costs_less_than_the_window() ->
     assert stable.served_share > sliding.served_share
     assert stable.cost_units < sliding.cost_units
     names = [o.name for o in outcomes]
-    assert any("langchain" in n for n in names) and any("pydantic-ai" in n for n in names)
+    # the peers are measured when the bench extra is installed (not in the test extra)
+    peers = {"langchain": "langchain_core", "pydantic-ai": "pydantic_ai"}
+    for label, module in peers.items():
+        installed = importlib.util.find_spec(module) is not None
+        assert any(label in n for n in names) == installed, (label, names)
 
 
 def test_the_section_replaces_itself_in_the_report(tmp_path: Path) -> None:
