@@ -52,12 +52,8 @@ from golem_shell._tools import (
     tool,
 )
 from golem_shell.models import (
-    AnthropicModel,
     FunctionModel,
-    GeminiModel,
     Model,
-    OpenAIModel,
-    OpenAIResponsesModel,
     ScriptedModel,
     TestModel,
     infer_model,
@@ -72,6 +68,10 @@ if _TYPE_CHECKING:  # imported on first use (start-up: issue 29), see ``__getatt
         gemini_token_counter,
     )
     from golem_shell.cli import history_schema
+    from golem_shell.models.anthropic import AnthropicModel
+    from golem_shell.models.gemini import GeminiModel
+    from golem_shell.models.openai import OpenAIModel
+    from golem_shell.models.openai_responses import OpenAIResponsesModel
     from golem_shell.store import (
         CorruptHistoryError,
         HistoryConflict,
@@ -82,6 +82,10 @@ if _TYPE_CHECKING:  # imported on first use (start-up: issue 29), see ``__getatt
     )
 
 _LAZY = {
+    "AnthropicModel": "golem_shell.models.anthropic",
+    "GeminiModel": "golem_shell.models.gemini",
+    "OpenAIModel": "golem_shell.models.openai",
+    "OpenAIResponsesModel": "golem_shell.models.openai_responses",
     **dict.fromkeys(
         (
             "AsyncTokenCounter",
@@ -105,8 +109,9 @@ _LAZY = {
         "golem_shell.store",
     ),
 }
-"""Exports whose modules load on first use: the history stores (sqlite3, the erasure
-and crypto helpers), the command line (argparse) and the provider token counters."""
+"""Exports whose modules load on first use: the provider adapters (httpx, the wire
+codecs), the history stores (sqlite3, the erasure and crypto helpers), the command line
+(argparse) and the provider token counters."""
 
 
 def __getattr__(name: str) -> object:

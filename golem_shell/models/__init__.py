@@ -1,20 +1,54 @@
 """Models: the ``Model`` protocol, the offline models, the provider adapters, and
-``infer_model``."""
+``infer_model``.
+
+The provider adapters (and with them httpx and the wire codecs) load on first use
+(``__getattr__``, or ``infer_model`` naming their provider), so an application that
+imports golem pays for a provider only when it uses one (start-up, issue 29).
+"""
 
 from __future__ import annotations
 
 import difflib
 import re
 from collections.abc import Callable
+from importlib import import_module
+from typing import TYPE_CHECKING
 
 from golem_shell._errors import UsageError
 from golem_shell.models._base import Model
-from golem_shell.models.anthropic import AnthropicModel
 from golem_shell.models.function import FunctionModel, ScriptedModel
-from golem_shell.models.gemini import GeminiModel
-from golem_shell.models.openai import OpenAIModel
-from golem_shell.models.openai_responses import OpenAIResponsesModel
 from golem_shell.models.test import TestModel
+
+if TYPE_CHECKING:
+    from golem_shell.models.anthropic import AnthropicModel
+    from golem_shell.models.gemini import GeminiModel
+    from golem_shell.models.openai import OpenAIModel
+    from golem_shell.models.openai_responses import OpenAIResponsesModel
+
+_ADAPTERS = {
+    "AnthropicModel": "golem_shell.models.anthropic",
+    "GeminiModel": "golem_shell.models.gemini",
+    "OpenAIModel": "golem_shell.models.openai",
+    "OpenAIResponsesModel": "golem_shell.models.openai_responses",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _ADAPTERS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'golem_shell.models' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def _adapter(name: str) -> Callable[[str], Model]:
+    def make(model: str) -> Model:
+        made: Model = getattr(import_module(_ADAPTERS[name]), name)(model)
+        return made
+
+    return make
+
 
 __all__ = [
     "AnthropicModel",
@@ -29,12 +63,12 @@ __all__ = [
 ]
 
 _PROVIDERS: dict[str, Callable[[str], Model]] = {
-    "anthropic": AnthropicModel,
-    "gemini": GeminiModel,
-    "google": GeminiModel,
-    "google-gla": GeminiModel,
-    "openai": OpenAIModel,
-    "openai-responses": OpenAIResponsesModel,
+    "anthropic": _adapter("AnthropicModel"),
+    "gemini": _adapter("GeminiModel"),
+    "google": _adapter("GeminiModel"),
+    "google-gla": _adapter("GeminiModel"),
+    "openai": _adapter("OpenAIModel"),
+    "openai-responses": _adapter("OpenAIResponsesModel"),
 }
 
 
