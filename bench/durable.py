@@ -391,10 +391,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.temporal_overhead:
         figures = asyncio.run(_temporal_overhead(args.temporal_overhead, args.runs, args.rounds))
         print(json.dumps(figures))
-        return 0
+        sys.stdout.flush()
+        # the figures are out; skip finalization, where the Temporal SDK's native runtime
+        # threads can abort the interpreter (PyGILState_Release) after the work is done
+        os._exit(0)
     if args.temporal_worker:
         asyncio.run(_temporal_worker(json.loads(Path(args.temporal_worker).read_text())))
-        return 0
+        sys.stdout.flush()
+        os._exit(0)  # as above
     if args.quick:
         args.runs, args.rounds, args.queue_runs = 5, 2, 8
     rows: list[dict[str, Any]] = []

@@ -79,3 +79,26 @@ def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         pytest.skip(why)
     with server:
         yield server
+
+
+# -- leaving the process --------------------------------------------------------------------
+
+_EXIT_STATUS: list[int] = []
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _EXIT_STATUS.append(int(exitstatus))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Once everything is reported, leave without interpreter finalization when the
+    Temporal SDK was loaded: its native runtime threads can abort finalization
+    (``PyGILState_Release``, seen in a benchmark child), which would turn a green run
+    into a crash. Every fixture (servers, temporary files) is torn down by now."""
+    if "temporalio" in sys.modules and _EXIT_STATUS:
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_EXIT_STATUS[-1])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -61,3 +62,5 @@ async def main(config: dict[str, Any]) -> None:
 
 if __name__ == "__main__":
     asyncio.run(main(json.loads(Path(sys.argv[1]).read_text())))
+    sys.stdout.flush()
+    os._exit(0)  # skip finalization: the Temporal SDK's native threads can abort it
