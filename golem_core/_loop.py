@@ -34,7 +34,8 @@ Rules the loop keeps:
 - Messages the run adds (prompt, model turns, tool results) carry the run's identity;
   the history it received keeps its own stamps; synthesized no-result results carry
   none (they equal what repair would produce, so resumes stay cache-friendly).
-- A call without an id gets ``golem_<request>_<index>`` so its result can be paired.
+- A call without an id gets ``golem_<n>_<index>``, ``n`` new within the conversation,
+  so its result can be paired and its signature vouched for in any later run.
 - A call whose arguments are not a JSON object is never executed: the model gets a
   failed result saying the arguments were cut off. An unknown tool likewise. Both count
   against that tool's retries.
@@ -661,7 +662,7 @@ def _stamp(state: RunState, m: Message) -> Message:
         return m
     before = state.history + state.added
     if minting:
-        m = _with_call_ids(m, state.requests, before)
+        m = _with_call_ids(m, before)
     return m if key is None else sign_message(m, key, before=before)
 
 
@@ -737,9 +738,7 @@ def receive(state: RunState, outcome: LoopOutcome) -> RunState:
     return after
 
 
-def _with_call_ids(
-    message: Message, request_no: int = 0, conversation: Sequence[Message] | None = None
-) -> Message:
+def _with_call_ids(message: Message, conversation: Sequence[Message]) -> Message:
     """``message`` with an id for each call the model sent without one (Gemini 2.x).
 
     The id is ``golem_<n>_<part index>``, ``n`` one more than the highest ``n`` of such
@@ -747,14 +746,9 @@ def _with_call_ids(
     first turns get ``golem_1_0``, ``golem_2_0``, ... and every later run goes on from
     there, so a minted id never repeats within a conversation (a repeated id would make
     a signed call unvouchable, ADR 0068). Derived from the history only: total and
-    deterministic.
-
-    Ids are minted only when ``conversation`` is given, which ``_stamp`` does; the call
-    in ``_on_response`` (``request_no``, unused) leaves the calls to ``_stamp``.
+    deterministic. Called by ``_stamp``, which stamps every message the run adds.
     """
-    if conversation is None or not any(
-        type(p) is ToolCallPart and p.id is None for p in message.parts
-    ):
+    if not any(type(p) is ToolCallPart and p.id is None for p in message.parts):
         return message
     highest = 0
     for m in (*conversation, message):
@@ -801,7 +795,6 @@ def _spent(config: RunConfig, usage: Usage) -> str | None:
 
 def _on_response(state: RunState, message: Message) -> RunState:
     requests = state.requests + 1
-    message = _with_call_ids(message, requests)
     usage = state.usage + message.usage if message.usage is not None else state.usage
     stamped = _stamp(state, message)
     spent = _spent(state.config, usage)
