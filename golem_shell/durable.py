@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Generic, TypeAlias, TypeVar
 
 from golem_core import DeferredAnswer, Message, ToolCallPart
@@ -330,7 +330,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
             instructions = resolved.instructions
         state = first_state(agent, recorded_input, instructions)
         progress = Progress(state, observe_run(agent, state, self.on_event))
-        end = await run(progress, _DBOSEffects(self, context))
+        submitted = datetime.fromisoformat(recorded_input["now"])
+        end = await run(progress, _DBOSEffects(self, context, submitted))
         assert not isinstance(end, Pause)  # a durable run waits instead of pausing
         return encode(ended(self.name, agent, end))
 
@@ -362,13 +363,18 @@ class _DBOSEffects:
     tool_batch: ToolBatch = "run_all"
     streaming = False
 
-    def __init__(self, durable: DurableAgent[Any, Any], context: RunContext[Any]) -> None:
+    def __init__(
+        self, durable: DurableAgent[Any, Any], context: RunContext[Any], submitted: datetime
+    ) -> None:
         self.durable = durable
         self.context = context
+        self.submitted = submitted
         self.cause: BaseException | None = None
 
-    def now(self) -> datetime:  # pragma: no cover - the driver asks only through effects
-        return datetime.now(UTC)
+    def now(self) -> datetime:
+        """The recorded time the run was submitted: a replay reads the same clock (a
+        response's own time is taken inside its recorded step)."""
+        return self.submitted
 
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
         recorded = await DBOS.run_step_async(
