@@ -28,7 +28,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from golem_core._provenance import SigningKeys, signing_keys
+from golem_core import SigningKeys, signing_keys
 from golem_shell._errors import UsageError
 from golem_shell.store._errors import EncryptionKeyError
 

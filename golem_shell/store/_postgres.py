@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from golem_core._provenance import SigningKeys
+from golem_core import SigningKeys
 from golem_shell._errors import UsageError
 from golem_shell.store._crypto import Cipher, EncryptionKeys, Sealer
 from golem_shell.store._errors import DuplicateKey, HistoryStoreError
