@@ -25,8 +25,8 @@ the application wires it around a run::
   truncation, splicing and, given the last ``head`` you saw, rollback.
 - **Encryption at rest** (``encryption=EncryptionKeys(...)``, the ``encryption``
   extra): AES-GCM per message, key ids stored, ``reencrypt`` after a rotation.
-- **The interrupted turn.** ``append_interrupted`` stores the prompt and what a failed
-  run completed (``RunError.partial``).
+- **The interrupted turn.** ``append_interrupted`` stores the prompt and every step a
+  failed or cancelled run completed (``partial_from(error)``).
 
 The guarantees, precisely: ``docs/stores.md``. The modules: ``_sql`` (tables, drivers),
 ``_rows`` (reading), ``_ops`` (load/append/branch/fork), ``_erase`` (erase, delete,

@@ -213,8 +213,10 @@ class StoreMethods:
         branch: str = MAIN,
     ) -> int:
         """Store what a failed or cancelled run leaves: the user's prompt and every
-        completed step (``RunError.partial``), so a reload shows them and the next run
-        (``run_with_history``) repairs the unfinished turn and continues.
+        completed step (``partial_from(error)``: a ``RunError``'s partial, or the one on
+        the ``CancelledError`` of a run cancelled from outside; a tool still running is
+        closed as unfinished), so a reload shows them and the next run
+        (``run_with_history``) continues without repeating a finished tool.
 
         Returns the new length; raises as ``append``.
         """

@@ -19,6 +19,7 @@ import attrs
 
 from golem_core import Message, Role, TextPart, encode_message
 from golem_shell._errors import UsageError
+from golem_shell._results import partial_from
 from golem_shell.store._errors import (
     HistoryConflict,
     HistoryNotFound,
@@ -318,9 +319,13 @@ def interrupted_messages(
 ) -> tuple[Message, ...]:
     """What a failed or cancelled run leaves to store: the prompt, and every completed step.
 
-    ``error`` is a ``RunError`` (its ``partial`` is the conversation through the last
-    completed model turn, history included) or anything else (a cancellation before
-    the first step: only the prompt is kept).
+    The steps are the run's partial (``partial_from(error)``): a ``RunError``'s
+    ``partial``, or the one golem attaches to the ``CancelledError`` (or timeout) that
+    ended a run cancelled from outside. It is the conversation through every completed
+    outcome, history included: answers, tool calls with their results, and a call
+    still running closed as unfinished (the loop's ``partial_messages``), so it pairs.
+    Without a partial (a cancellation before the first step, any other exception) only
+    the prompt is kept.
     """
     if isinstance(prompt, str):
         prompt_message = Message(Role.USER, (TextPart(prompt),))
@@ -328,7 +333,7 @@ def interrupted_messages(
         prompt_message = prompt
     else:
         raise UsageError(f"prompt must be a str or a Message, got {type(prompt).__name__}")
-    partial = getattr(error, "partial", None)
+    partial = partial_from(error)
     messages: tuple[Message, ...] = getattr(partial, "messages", ()) or ()
     if len(messages) < expected_length:
         messages = ()
