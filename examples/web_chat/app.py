@@ -174,6 +174,18 @@ def make_agent(delay: float, signing_key: bytes) -> Agent[None, str]:
 # -- the server ------------------------------------------------------------------------------
 
 
+class SafeJSONResponse(JSONResponse):
+    """A JSON answer that always renders: a string UTF-8 cannot hold (a lone surrogate a
+    server before the boundary refused it could store) goes out as a ``\\u`` escape,
+    which the client's ``JSON.parse`` reads back as it was."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return json.dumps(content, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
 def _title(history: Sequence[Message]) -> str:
     first = next((m.text for m in history if m.role is Role.USER and m.text), "New chat")
     return first if len(first) <= 40 else first[:39] + "…"
@@ -228,11 +240,11 @@ class ChatServer:
                 history = await self.store.load(uid, cid, branch=info.name)
                 branches.append({"name": info.name, "title": _title(history)})
             out.append({"id": cid, "title": branches[0]["title"], "branches": branches})
-        return JSONResponse(out)
+        return SafeJSONResponse(out)
 
     async def create_conversation(self, request: Request) -> Response:
         self.owner(request)
-        return JSONResponse({"id": new_id(), "branch": MAIN})
+        return SafeJSONResponse({"id": new_id(), "branch": MAIN})
 
     async def conversation(self, request: Request) -> Response:
         uid = self.owner(request)
@@ -246,7 +258,7 @@ class ChatServer:
         else:
             shown = history
             awaiting = tuple(str(d.call.id) for d in self.agent.waiting_calls(history))
-        return JSONResponse(
+        return SafeJSONResponse(
             {
                 "id": cid,
                 "branch": branch,
@@ -459,9 +471,9 @@ def make_app(
             try:
                 return await handler(request)  # type: ignore[no-any-return]
             except Refused as e:
-                return JSONResponse({"error": str(e)}, status_code=e.status)
+                return SafeJSONResponse({"error": str(e)}, status_code=e.status)
             except DeferredResultsError as e:
-                return JSONResponse({"error": str(e)}, status_code=400)
+                return SafeJSONResponse({"error": str(e)}, status_code=400)
 
         return endpoint
 

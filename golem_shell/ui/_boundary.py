@@ -4,12 +4,16 @@ Owns ``Refused`` (a client request the server will not run, with the HTTP status
 says why), ``accept_history`` (``sanitize_history`` on the client's history, with the
 signing key when the server signs, and the size limits), ``report_json`` (what the pass
 dropped, as JSON a client or a log can read), the SSE framing both protocols share, and
-``parse_json_body`` (the request body, refused when it is too large or not JSON).
+``parse_json_body`` (the request body, refused when it is too large, not JSON, or holds
+a string that is not Unicode text: a lone surrogate, such as a JavaScript string cut in
+the middle of an emoji, would be stored and then fail every response that tries to
+encode it as UTF-8).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -46,19 +50,55 @@ class Refused(GolemError, ValueError):
 
 
 def parse_json_body(body: bytes, *, max_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Any:
-    """The JSON value of a request body.
+    """The JSON value of a request body; every string and key in it is Unicode text.
 
     Raises:
-        Refused: the body is over ``max_bytes`` (413), or not UTF-8 JSON (400).
+        Refused: the body is over ``max_bytes`` (413), not UTF-8 JSON (400), or a
+            string or key holds a lone surrogate (400, naming its path, e.g.
+            ``messages[0].parts[0].text``): nothing such is ever stored.
     """
     if len(body) > max_bytes:
         raise Refused(
             f"request body of {len(body)} bytes is over the limit of {max_bytes} bytes", 413
         )
     try:
-        return json.loads(body)
+        text = body.decode("utf-8-sig")  # JSON over HTTP is UTF-8 (RFC 8259)
+        value = json.loads(text)
     except (UnicodeDecodeError, ValueError) as e:
         raise Refused(f"request body is not JSON: {e}") from None
+    if _SURROGATE_ESCAPE.search(text):  # decoded UTF-8 holds none: only a \u escape can
+        _refuse_lone_surrogates(value)
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _refuse_lone_surrogates(value: Any) -> None:
+    """Refused at the first string or key, in document order, holding a lone surrogate
+    (a proper pair of escapes decodes to one character, so any surrogate left is lone)."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            _check_text(item, path or "the body")
+        elif isinstance(item, dict):
+            for key in item:
+                _check_text(key, f"a key of {path or 'the body'}")
+            stack.extend((v, f"{path}.{k}" if path else k) for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((item[k], f"{path}[{k}]") for k in reversed(range(len(item))))
+
+
+def _check_text(text: str, where: str) -> None:
+    if text.isascii():
+        return
+    at = next((i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff"), None)
+    if at is not None:
+        raise Refused(
+            f"{where}: a lone surrogate \\u{ord(text[at]):04x} at character {at} is not"
+            " Unicode text (a string cut in the middle of a character?)"
+        )
 
 
 def accept_history(

@@ -254,7 +254,13 @@ async def vercel_frames(
 
 
 def _dumps(chunk: Chunk) -> str:
-    return json.dumps(chunk, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(chunk, ensure_ascii=False, separators=(",", ":"))
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (from a stored history): escape it
+            return json.dumps(chunk, separators=(",", ":"))
+    return text
 
 
 # -- golem history -> UIMessages ---------------------------------------------------------

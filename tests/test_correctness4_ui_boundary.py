@@ -1,0 +1,128 @@
+"""The web chat's trust boundary against what a hostile or broken client sends (issue 33,
+item 9): a lone surrogate, the order of the AG-UI sanitize notice, a body over the limit
+that is never fully sent, JSON nested too deeply. ``parse_json_body`` and friends are
+tested directly, and through the example served by uvicorn on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from web_chat_server import WebChatServer, serve_web_chat
+
+from golem_core import Message
+from golem_shell import Agent, FunctionModel, SQLiteHistoryStore
+from golem_shell.ui import Refused, VercelStream, parse_json_body, run_items, vercel_frames
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[WebChatServer]:
+    served = serve_web_chat(tmp_path / "chat.db", delay=0.0)
+    yield served
+    served.close()
+
+
+def browser_client(server: WebChatServer) -> httpx.Client:
+    """A client holding the cookie the page sets (a user)."""
+    client = httpx.Client(base_url=server.url, timeout=30)
+    assert client.get("/").status_code == 200
+    return client
+
+
+def new_conversation(client: httpx.Client) -> str:
+    cid: str = client.post("/api/conversations").json()["id"]
+    return cid
+
+
+def stored(server: WebChatServer, client: httpx.Client, cid: str) -> tuple[Message, ...]:
+    with SQLiteHistoryStore(server.db) as store:
+        return store.load_sync(client.cookies["uid"], cid)
+
+
+def agui_body(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "threadId": "t1",
+        "runId": "r1",
+        "state": None,
+        "messages": messages,
+        "tools": [],
+        "context": [],
+        "forwardedProps": None,
+    }
+
+
+# -- a lone surrogate: a JavaScript string cut in the middle of an emoji ------------------------
+
+CUT_EMOJI = '"hi \\ud83d"'  # JSON text: a high surrogate with no low one after it
+
+
+def test_parse_json_body_refuses_a_lone_surrogate_and_says_where() -> None:
+    body = ('{"messages": [{"parts": [{"type": "text", "text": ' + CUT_EMOJI + "}]}]}").encode()
+    with pytest.raises(Refused) as caught:
+        parse_json_body(body)
+    assert caught.value.status == 400
+    message = str(caught.value)
+    assert "messages[0].parts[0].text" in message
+    assert "surrogate" in message and "\\ud83d" in message
+    # a key can hold one too; a proper pair (an emoji written as two escapes) is fine
+    with pytest.raises(Refused, match=r"a key of messages\[0\]"):
+        parse_json_body(b'{"messages": [{"\\udc00": 1}]}')
+    assert parse_json_body(b'{"t": "\\ud83d\\ude00"}') == {"t": "\U0001f600"}
+
+
+def test_a_lone_surrogate_in_a_chat_message_is_refused_and_the_list_still_loads(
+    server: WebChatServer,
+) -> None:
+    client = browser_client(server)
+    cid = new_conversation(client)
+    body = (
+        '{"id": "' + cid + '", "messages": [{"id": "c1", "role": "user",'
+        ' "parts": [{"type": "text", "text": ' + CUT_EMOJI + "}]}]}"
+    )
+    r = client.post("/api/chat", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    assert "messages[0].parts[0].text" in r.json()["error"]
+    assert stored(server, client, cid) == ()
+    assert client.get("/api/conversations").status_code == 200
+    assert client.get(f"/api/conversations/{cid}").status_code == 200
+
+    body = json.dumps(agui_body([{"id": "u", "role": "user", "content": "x"}]))
+    body = body.replace('"content": "x"', '"content": ' + CUT_EMOJI)
+    r = client.post("/agui", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 400 and "messages[0].content" in r.json()["error"]
+
+
+def test_a_conversation_stored_with_a_lone_surrogate_still_reads(server: WebChatServer) -> None:
+    """What an older server let in: the list and the conversation still answer."""
+    client = browser_client(server)
+    cid = new_conversation(client)
+    with SQLiteHistoryStore(server.db) as store:
+        store.append_sync(client.cookies["uid"], cid, (Message.user("cut \ud83d"),), 0)
+    listed = client.get("/api/conversations")
+    assert listed.status_code == 200
+    assert [c["id"] for c in listed.json()] == [cid]
+    assert listed.json()[0]["title"] == "cut \ud83d"  # as JSON escapes: JSON.parse gives it back
+    shown = client.get(f"/api/conversations/{cid}")
+    assert shown.status_code == 200
+    assert shown.json()["messages"][0]["parts"] == [{"type": "text", "text": "cut \ud83d"}]
+
+
+@pytest.mark.anyio
+async def test_a_stream_that_carries_a_lone_surrogate_still_encodes() -> None:
+    """A model echoing a stored lone surrogate: every frame is still UTF-8 text."""
+    agent = Agent(FunctionModel(lambda r: "echo: " + r.messages[-1].text))
+    stream = VercelStream("m1")
+
+    def start(on_delta: Any, on_event: Any) -> Any:
+        return agent.run_stream_with_history((), "cut \ud83d", on_delta=on_delta, on_event=on_event)
+
+    frames = [f async for f in vercel_frames(stream, run_items(start))]
+    for frame in frames:
+        frame.encode("utf-8")
+    chunks = [json.loads(f) for f in frames[:-1]]
+    text = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+    assert text == "echo: cut \ud83d"
