@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from datetime import datetime
 from typing import Any, Literal, Protocol, TypeAlias
 
 from golem_core import Message, ToolCallPart
@@ -70,7 +69,7 @@ End: TypeAlias = Finish | Pause | Fail
 class Effects(Protocol):
     """What a runtime supplies to the driver: every effect of a run.
 
-    Implementations: ``golem_shell._agent.AgentEffects`` (asyncio), the DBOS steps in
+    Implementations: ``golem_shell._asyncio.AgentEffects`` (asyncio), the DBOS steps in
     ``golem_shell.durable``, the Temporal activities in ``golem_shell.temporal``.
     """
 
@@ -81,10 +80,6 @@ class Effects(Protocol):
     cause: BaseException | None
     """The exception behind the latest failed request, when the runtime has it (a
     replayed failure has none): it becomes a failed run's ``RunError.__cause__``."""
-
-    def now(self) -> datetime:
-        """The clock (a durable engine returns its recorded time)."""
-        ...
 
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
         """Send ``command.request`` to the model; a failure is an outcome, not an exception."""

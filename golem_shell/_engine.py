@@ -13,13 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeAlias, TypeVar, cast
+from typing import Any, TypeAlias
 
-from golem_core import Approved, DeferredAnswer, Denied, ExternalResult, join_instructions
-from golem_core._deferred import DeferredCall, check_answers
-from golem_core._loop import Fail, Finish, RunState, start_run
-from golem_core._messages import Message
-from golem_shell._agent import Agent, Prompt, _prompt_parts, _run_ids
+from returns.result import Failure, Success
+
+from golem_core import (
+    Approved,
+    DeferredAnswer,
+    Denied,
+    ExternalResult,
+    Message,
+    join_instructions,
+)
+from golem_core._deferred import check_answers  # TODO(public)
+from golem_core.loop import DeferredCall, Fail, Finish, RunState
+from golem_shell._agent import Agent
 from golem_shell._checks import check_history
 from golem_shell._errors import (
     DeferredResultsError,
@@ -34,12 +42,24 @@ from golem_shell._records import (
     AnswersSent,
     CorruptRecord,
     InstructionsResolved,
+    ProcessorRan,
     RunEnded,
     decode_as,
     encode,
 )
 from golem_shell._results import RunResult, partial_of
 from golem_shell._schema import ValidationFailed, validate
+from golem_shell._setup import (
+    Processed,
+    Prompt,
+    RunSpec,
+    process_history,
+    prompt_parts,
+    run_config,
+    run_ids,
+)
+from golem_shell._setup import first_state as spec_first_state
+from golem_shell._setup import resolve_instructions as spec_instructions
 from golem_shell._tools import RunContext
 
 __all__ = [
@@ -48,7 +68,10 @@ __all__ = [
     "check_wrapped",
     "ended",
     "first_state",
+    "input_history",
     "instructions_failed",
+    "processed_of",
+    "run_processor",
     "resolve_instructions",
     "result_of",
     "run_input",
@@ -56,7 +79,6 @@ __all__ = [
 ]
 
 JSON: TypeAlias = Any
-OutputT = TypeVar("OutputT")
 
 
 class WaitingCalls(tuple[DeferredCall, ...]):
@@ -143,8 +165,8 @@ def run_input(
     """The JSON a durable run starts from: ids (checked as ``Agent`` checks them), the
     history, the prompt and the time it was submitted (the prompt message's time)."""
     history = check_history(history)
-    parts = _prompt_parts(prompt)
-    run_id, conversation_id = _run_ids(history, run_id, conversation_id)
+    parts = prompt_parts(prompt)
+    run_id, conversation_id = run_ids(history, run_id, conversation_id)
     return {
         "runId": run_id,
         "conversationId": conversation_id,
@@ -154,13 +176,46 @@ def run_input(
     }
 
 
-async def resolve_instructions(agent: Agent[Any, Any], context: RunContext[Any]) -> JSON:
-    """The recorded value of resolving the agent's dynamic instructions (an effect)."""
+async def resolve_instructions(spec: RunSpec, context: RunContext[Any]) -> JSON:
+    """The recorded value of resolving the run's dynamic instructions (an effect)."""
     try:
-        resolved = InstructionsResolved(await agent._resolve_instructions(context))
+        resolved = InstructionsResolved(await spec_instructions(spec, context))
     except Exception as e:
         resolved = InstructionsResolved(failed=f"resolving the instructions failed: {e}")
     return encode(resolved)
+
+
+def input_history(run_input: JSON) -> tuple[Message, ...]:
+    """The history a run was started with (its recorded input)."""
+    history: tuple[Message, ...] = MESSAGES[1](run_input["history"], "history")
+    return history
+
+
+async def run_processor(spec: RunSpec, history: Sequence[Message]) -> JSON:
+    """The recorded value of running the history processor once on the run's supplied
+    history (an effect: ``summarize_history`` calls a model); replayed from the record."""
+    match await process_history(spec, history):
+        case Success(processed) if isinstance(processed, tuple | list) and all(
+            type(m) is Message for m in processed
+        ):
+            return encode(ProcessorRan(messages=tuple(processed)))
+        case Failure(error):
+            return encode(ProcessorRan(failed=str(error)))
+        case other:
+            return encode(
+                ProcessorRan(
+                    failed=f"it returned {type(other).__name__}, not Success(messages)"
+                    " (a sequence of Message) or Failure(error)"
+                )
+            )
+
+
+def processed_of(recorded: JSON) -> Processed:
+    """The processor's outcome a recorded ``run_processor`` value stands for."""
+    ran = decode_as(ProcessorRan, recorded, "processor")
+    if ran.failed is not None:
+        return Failure(ran.failed)
+    return Success(ran.messages or ())
 
 
 def instructions_failed(name: str, run_input: JSON, reason: str) -> RunEnded:
@@ -175,28 +230,23 @@ def instructions_failed(name: str, run_input: JSON, reason: str) -> RunEnded:
     )
 
 
-def first_state(agent: Agent[Any, Any], run_input: JSON, instructions: str | None) -> RunState:
-    """The run's first state, from its input and resolved instructions (deterministic:
-    the prompt's time is the recorded submission time)."""
-    history = MESSAGES[1](run_input["history"], "history")
+def first_state(
+    spec: RunSpec, run_input: JSON, instructions: str | None, processed: Processed
+) -> RunState:
+    """The run's first state, from its input, resolved instructions and the processor's
+    recorded outcome (deterministic: the prompt's time is the recorded submission time)."""
     prompt = None if run_input["prompt"] is None else PARTS[1](run_input["prompt"], "prompt")
-    config = agent._run_config(run_input["runId"], run_input["conversationId"], instructions)
-    return start_run(
-        config,
-        history,
-        prompt,
-        processor=agent._processor(),
-        processor_name=agent._processor_name(),
-        now=datetime.fromisoformat(run_input["now"]),
-    )
+    config = run_config(spec, run_input["runId"], run_input["conversationId"], instructions)
+    now = datetime.fromisoformat(run_input["now"])
+    return spec_first_state(spec, config, input_history(run_input), prompt, processed, now)
 
 
-def static_instructions(agent: Agent[Any, Any]) -> str | None:
-    """The instructions of an agent without dynamic ones (no effect needed)."""
-    return join_instructions(agent.instructions, None)
+def static_instructions(spec: RunSpec) -> str | None:
+    """The instructions of a run without dynamic ones (no effect needed)."""
+    return join_instructions(spec.instructions, None)
 
 
-def ended(name: str, agent: Agent[Any, Any], end: Finish | Fail) -> RunEnded:
+def ended(name: str, spec: RunSpec, end: Finish | Fail) -> RunEnded:
     """The recorded end of a run from the driver's last command."""
     state = end.state
     config = state.config
@@ -224,13 +274,11 @@ def ended(name: str, agent: Agent[Any, Any], end: Finish | Fail) -> RunEnded:
         usage=state.usage,
         requests=state.requests,
         tool_executions=state.tool_executions,
-        output=agent._output.dump(end.output),
+        output=spec.output.dump(end.output),
     )
 
 
-def result_of(
-    wrapper: str, name: str, agent: Agent[Any, OutputT], value: JSON
-) -> RunResult[OutputT]:
+def result_of(wrapper: str, name: str, spec: RunSpec, value: JSON) -> RunResult[Any]:
     """The ``RunResult`` a recorded end stands for.
 
     Raises:
@@ -264,14 +312,14 @@ def result_of(
             )
         raise RunError(Stage(str(record.stage)), str(record.reason), partial=partial)
     output: Any = record.output
-    if not agent._output.text:
+    if not spec.output.text:
         try:
-            output = validate(output, agent._output.type, path="output")
+            output = validate(output, spec.output.type, path="output")
         except ValidationFailed as e:
             raise CorruptRecord(f"the recorded output no longer fits the output type: {e}") from e
     messages = record.messages
     return RunResult(
-        output=cast(OutputT, output),
+        output=output,
         messages=messages,
         new_messages=messages[len(messages) - record.added :],
         usage=record.usage,

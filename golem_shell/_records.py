@@ -49,6 +49,7 @@ __all__ = [
     "AnswersSent",
     "CorruptRecord",
     "InstructionsResolved",
+    "ProcessorRan",
     "RunEnded",
     "Waiting",
     "decode",
@@ -91,6 +92,15 @@ class InstructionsResolved:
     """The dynamic instructions resolved for a run, or why resolving them failed."""
 
     instructions: str | None = None
+    failed: str | None = None
+
+
+@frozen
+class ProcessorRan:
+    """The history processor's outcome on a run's supplied history: the processed
+    ``messages``, or why it failed (recorded once per run, replayed from the record)."""
+
+    messages: tuple[Message, ...] | None = None
     failed: str | None = None
 
 
@@ -272,6 +282,14 @@ RECORDS: tuple[Record, ...] = (
         InstructionsResolved,
         (
             _f("instructions", _optional(TEXT), optional=True),
+            _f("failed", _optional(TEXT), optional=True),
+        ),
+    ),
+    Record(
+        "processed",
+        ProcessorRan,
+        (
+            _f("messages", _optional(MESSAGES), optional=True),
             _f("failed", _optional(TEXT), optional=True),
         ),
     ),

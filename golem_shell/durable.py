@@ -6,12 +6,15 @@ every decision is replayed deterministically. Each effect is a DBOS step whose o
 recorded before the run moves on:
 
 - ``golem.instructions``: the dynamic instructions (only for an agent that has them);
+- ``golem.processor``: the history processor's outcome on the supplied history (only
+  for an agent that has one; once per run, so a summarizing processor's model call is
+  made once and replayed from the record);
 - ``golem.request``: one model request (the adapter's own retries happen inside it;
   DBOS never retries a step);
 - ``golem.tool``: one tool call (the calls of one batch run concurrently, each its own
   step, at step ids reserved in call order).
 
-Validation of the output, the history processor and every transition run in the body.
+Validation of the output and every transition run in the body.
 Step outputs, the workflow's input and its result are plain JSON in golem's message
 contract, so a run recorded by one version of golem resumes in the next. A worker that
 dies (even by SIGKILL) and restarts replays the body: recorded effects return their
@@ -31,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
-from datetime import datetime
 from typing import Any, Generic, TypeAlias, TypeVar
 
 from golem_core import DeferredAnswer, Message, ToolCallPart
@@ -47,7 +49,8 @@ from golem_core._loop import (
     ToolOutcome,
     receive,
 )
-from golem_shell._agent import Agent, AgentEffects, Prompt
+from golem_shell._agent import Agent
+from golem_shell._asyncio import AgentEffects
 from golem_shell._driver import Progress, ToolBatch, run
 from golem_shell._engine import (
     WaitingCalls,
@@ -55,10 +58,13 @@ from golem_shell._engine import (
     check_wrapped,
     ended,
     first_state,
+    input_history,
     instructions_failed,
+    processed_of,
     resolve_instructions,
     result_of,
     run_input,
+    run_processor,
     static_instructions,
 )
 from golem_shell._errors import RunError, Stage, UsageError
@@ -73,6 +79,7 @@ from golem_shell._records import (
     encode,
 )
 from golem_shell._results import RunResult
+from golem_shell._setup import Processed, Prompt, RunSpec, validate_output
 from golem_shell._tools import RunContext
 
 try:
@@ -157,8 +164,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
     end (``tool_batch="run_all"``: a tool that stops the run does not cancel its
     siblings, so a replay never runs a cancelled tool again); ``timeout`` and streaming
     do not apply (use DBOS's workflow timeouts); a paused run does not end but waits for
-    ``answer``; the history processor and output validation run in the workflow body
-    and must be deterministic (golem's are).
+    ``answer``; the history processor runs once per run as a step (a summarizing one
+    calls its model once), output validation runs in the workflow body and must be
+    deterministic.
 
     Args:
         agent: the agent to run (toolsets are not supported: their tool lists are
@@ -312,44 +320,50 @@ class DurableAgent(Generic[DepsT, OutputT]):
     # -- the workflow body --------------------------------------------------------------
 
     async def _workflow(self, recorded_input: JSON) -> JSON:
-        agent = self.agent
+        spec = self.agent.run_spec()
         context: RunContext[Any] = RunContext(
             self.deps, recorded_input["runId"], recorded_input["conversationId"]
         )
-        instructions = static_instructions(agent)
-        if agent.dynamic_instructions is not None:
+        instructions = static_instructions(spec)
+        if spec.dynamic_instructions is not None:
             resolved = decode_as(
                 InstructionsResolved,
                 await DBOS.run_step_async(
-                    _step("golem.instructions"), resolve_instructions, agent, context
+                    _step("golem.instructions"), resolve_instructions, spec, context
                 ),
                 "instructions",
             )
             if resolved.failed is not None:
                 return encode(instructions_failed(self.name, recorded_input, resolved.failed))
             instructions = resolved.instructions
-        state = first_state(agent, recorded_input, instructions)
-        progress = Progress(state, observe_run(agent, state, self.on_event))
-        submitted = datetime.fromisoformat(recorded_input["now"])
-        end = await run(progress, _DBOSEffects(self, context, submitted))
+        processed: Processed = None
+        if spec.processor is not None:  # once per run: a summarizing one calls a model
+            history = input_history(recorded_input)
+            processed = processed_of(
+                await DBOS.run_step_async(_step("golem.processor"), run_processor, spec, history)
+            )
+        state = first_state(spec, recorded_input, instructions, processed)
+        progress = Progress(state, observe_run(spec, state, self.on_event))
+        end = await run(progress, _DBOSEffects(self, spec, context))
         assert not isinstance(end, Pause)  # a durable run waits instead of pausing
-        return encode(ended(self.name, agent, end))
+        return encode(ended(self.name, spec, end))
 
     # -- the steps (each output is recorded; none is retried by DBOS) -------------------
 
     async def _request_step(self, command: RequestModel, state: RunState) -> JSON:
-        return encode(await AgentEffects(self.agent, _NO_CONTEXT, None).request(command, state))
+        effects = AgentEffects(self.agent.run_spec(), _NO_CONTEXT, None)
+        return encode(await effects.request(command, state))
 
     async def _tool_step(
         self, call: ToolCallPart, state: RunState, context: RunContext[Any]
     ) -> JSON:
-        (work,) = AgentEffects(self.agent, context, None).tools((call,), state)
+        (work,) = AgentEffects(self.agent.run_spec(), context, None).tools((call,), state)
         return encode(await work)
 
     # -- the workflow's result ------------------------------------------------------------
 
     def _decode_result(self, value: JSON) -> RunResult[OutputT]:
-        return result_of("DurableAgent", self.name, self.agent, value)
+        return result_of("DurableAgent", self.name, self.agent.run_spec(), value)
 
 
 _NO_CONTEXT: RunContext[Any] = RunContext(None, "", "")
@@ -364,17 +378,12 @@ class _DBOSEffects:
     streaming = False
 
     def __init__(
-        self, durable: DurableAgent[Any, Any], context: RunContext[Any], submitted: datetime
+        self, durable: DurableAgent[Any, Any], spec: RunSpec, context: RunContext[Any]
     ) -> None:
         self.durable = durable
+        self.spec = spec
         self.context = context
-        self.submitted = submitted
         self.cause: BaseException | None = None
-
-    def now(self) -> datetime:
-        """The recorded time the run was submitted: a replay reads the same clock (a
-        response's own time is taken inside its recorded step)."""
-        return self.submitted
 
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
         recorded = await DBOS.run_step_async(
@@ -398,7 +407,7 @@ class _DBOSEffects:
         return [one(r, c) for r, c in zip(reserved, calls, strict=True)]
 
     async def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
-        return await self.durable.agent._validate(candidate, self.context)
+        return await validate_output(self.spec, candidate, self.context)
 
     async def wait(self, paused: RunState) -> Answered:
         """Publish the waiting calls (and why earlier answers were refused), then receive

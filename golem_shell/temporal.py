@@ -3,11 +3,11 @@
 Owns the mapping of golem's run driver (``golem_shell._driver``) onto Temporal (ADR 0083,
 docs/durable.md). The workflow ``golem.run`` (``GolemRun``) is the driver, replayed from
 its history; each effect is an activity recorded there before the run moves on:
-``golem.instructions`` (dynamic instructions), ``golem.request`` (one model request, the
-adapter's retries inside), ``golem.tool`` (one tool call; a batch's calls are concurrent
-activities scheduled in call order). Validation, the history processor and every
-transition run in the workflow. Inputs and results are ``golem_shell._records`` JSON; the
-workflow id is the run id.
+``golem.instructions`` (dynamic instructions), ``golem.processor`` (the history
+processor, once per run), ``golem.request`` (one model request, the adapter's retries
+inside), ``golem.tool`` (one tool call; a batch's calls are concurrent activities
+scheduled in call order). Validation and every transition run in the workflow. Inputs
+and results are ``golem_shell._records`` JSON; the workflow id is the run id.
 
 Retries stay golem's: ``RetryPolicy(maximum_attempts=1)``, and an activity returns its
 effect's failure as an outcome. An activity heartbeats; when its worker dies the
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Generic, TypeAlias, TypeVar
 
 from golem_core import DeferredAnswer, Message, ModelRequest, ToolCallPart, Usage, make_converter
@@ -47,7 +47,8 @@ from golem_core._loop import (
     ToolOutcome,
     receive,
 )
-from golem_shell._agent import Agent, AgentEffects, Prompt
+from golem_shell._agent import Agent
+from golem_shell._asyncio import AgentEffects
 from golem_shell._driver import Progress, ToolBatch, run
 from golem_shell._engine import (
     WaitingCalls,
@@ -56,9 +57,11 @@ from golem_shell._engine import (
     ended,
     first_state,
     instructions_failed,
+    processed_of,
     resolve_instructions,
     result_of,
     run_input,
+    run_processor,
     static_instructions,
 )
 from golem_shell._errors import DeferredResultsError, RunError, Stage, UsageError
@@ -70,12 +73,14 @@ from golem_shell._records import (
     AnswersSent,
     CorruptRecord,
     InstructionsResolved,
+    ProcessorRan,
     Waiting,
     decode,
     decode_as,
     encode,
 )
 from golem_shell._results import RunResult
+from golem_shell._setup import Processed, Prompt, RunSpec, validate_output
 from golem_shell._tools import RunContext
 
 try:
@@ -226,7 +231,16 @@ def _seen(payload: JSON, messages: Sequence[Message] = ()) -> RunState:
 async def instructions_activity(payload: JSON) -> JSON:
     """Resolve the dynamic instructions of the run's agent."""
     durable = _registered(payload["agent"])
-    return await _beating(resolve_instructions(durable.agent, _context(durable, payload)))
+    spec = durable.agent.run_spec()
+    return await _beating(resolve_instructions(spec, _context(durable, payload)))
+
+
+@activity.defn(name="golem.processor")
+async def processor_activity(payload: JSON) -> JSON:
+    """Run the history processor of the run's agent once on the supplied history."""
+    spec = _registered(payload["agent"]).agent.run_spec()
+    history = MESSAGES[1](payload["history"], "history")
+    return await _beating(run_processor(spec, history))
 
 
 @activity.defn(name="golem.request")
@@ -234,7 +248,7 @@ async def request_activity(payload: JSON) -> JSON:
     """Send one model request; a failure comes back as a recorded ``ModelFailed``."""
     durable = _registered(payload["agent"])
     request = _CONVERTER.structure(payload["request"], ModelRequest)
-    effects = AgentEffects(durable.agent, _context(durable, payload), None)
+    effects = AgentEffects(durable.agent.run_spec(), _context(durable, payload), None)
 
     async def once() -> JSON:
         return encode(await effects.request(RequestModel(request), _seen(payload)))
@@ -248,7 +262,8 @@ async def tool_activity(payload: JSON) -> JSON:
     durable = _registered(payload["agent"])
     call = CALL[1](payload["call"], "call")
     state = _seen(payload, MESSAGES[1](payload["messages"], "messages"))
-    (work,) = AgentEffects(durable.agent, _context(durable, payload), None).tools((call,), state)
+    effects = AgentEffects(durable.agent.run_spec(), _context(durable, payload), None)
+    (work,) = effects.tools((call,), state)
 
     async def once() -> JSON:
         return encode(await work)
@@ -256,7 +271,7 @@ async def tool_activity(payload: JSON) -> JSON:
     return await _beating(once())
 
 
-ACTIVITIES = (instructions_activity, request_activity, tool_activity)
+ACTIVITIES = (instructions_activity, processor_activity, request_activity, tool_activity)
 """The activities a worker of golem runs registers (with ``GolemRun``)."""
 
 
@@ -391,7 +406,7 @@ class TemporalAgent(Generic[DepsT, OutputT]):
                 f"the durable run {handle.id!r} ended through Temporal: {e.cause}",
                 cause=e,
             ) from e
-        return result_of("TemporalAgent", self.name, self.agent, value)
+        return result_of("TemporalAgent", self.name, self.agent.run_spec(), value)
 
     async def _start(
         self,
@@ -465,9 +480,9 @@ class TemporalAgent(Generic[DepsT, OutputT]):
     # -- the workflow body (deterministic: it replays) ----------------------------------
 
     async def _workflow(self, run_input: JSON, run_: GolemRun) -> JSON:
-        agent = self.agent
-        instructions = static_instructions(agent)
-        if agent.dynamic_instructions is not None:
+        spec = self.agent.run_spec()
+        instructions = static_instructions(spec)
+        if spec.dynamic_instructions is not None:
             try:
                 recorded = await self._effect("golem.instructions", self._payload(run_input))
             except ActivityError as e:
@@ -476,12 +491,21 @@ class TemporalAgent(Generic[DepsT, OutputT]):
             if resolved.failed is not None:
                 return encode(instructions_failed(self.name, run_input, resolved.failed))
             instructions = resolved.instructions
-        state = first_state(agent, run_input, instructions)
-        progress = Progress(state, observe_run(agent, state, self.on_event))
-        end = await run(progress, _TemporalEffects(self, run_, state.config))
+        processed: Processed = None
+        if spec.processor is not None:  # once per run: a summarizing one calls a model
+            try:
+                recorded = await self._effect(
+                    "golem.processor", self._payload(run_input, history=run_input["history"])
+                )
+            except ActivityError as e:
+                recorded = encode(ProcessorRan(failed=f"the activity failed: {e.cause}"))
+            processed = processed_of(recorded)
+        state = first_state(spec, run_input, instructions, processed)
+        progress = Progress(state, observe_run(spec, state, self.on_event))
+        end = await run(progress, _TemporalEffects(self, run_, spec, state.config))
         assert isinstance(end, Finish | Fail)  # a durable run waits instead of pausing
         await workflow.wait_condition(workflow.all_handlers_finished)  # answers told
-        return encode(ended(self.name, agent, end))
+        return encode(ended(self.name, spec, end))
 
     def _payload(self, run_input: JSON, **more: JSON) -> JSON:
         return {
@@ -524,14 +548,14 @@ class _TemporalEffects:
     tool_batch: ToolBatch = "run_all"
     streaming = False
 
-    def __init__(self, durable: TemporalAgent[Any, Any], run_: GolemRun, config: RunConfig) -> None:
+    def __init__(
+        self, durable: TemporalAgent[Any, Any], run_: GolemRun, spec: RunSpec, config: RunConfig
+    ) -> None:
         self.durable = durable
         self.run = run_
+        self.spec = spec
         self.run_config = config
         self.cause: BaseException | None = None
-
-    def now(self) -> datetime:
-        return workflow.now()
 
     def _ids(self, state: RunState) -> JSON:
         config = state.config
@@ -575,7 +599,7 @@ class _TemporalEffects:
     async def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
         config = self.run_config
         context = RunContext(self.durable.deps, config.run_id, config.conversation_id)
-        return await self.durable.agent._validate(candidate, context)
+        return await validate_output(self.spec, candidate, context)
 
     async def wait(self, paused: RunState) -> Answered:
         """Publish the waiting calls (the query), then take accepted answers in order
