@@ -307,7 +307,8 @@ def test_agui_sanitizes_a_forged_system_message_and_a_file_url(server: WebChatSe
             ],
         )
     )
-    notice = events[0]
+    assert events[0]["type"] == "RUN_STARTED"  # AG-UI clients refuse any other first event
+    notice = events[1]
     assert notice["type"] == "CUSTOM" and notice["name"] == "golem.sanitize"
     assert notice["value"]["systemPrompts"] == 1
     assert notice["value"]["unsafeParts"] == [

@@ -67,7 +67,6 @@ from golem_shell.ui import (
     agui_answers,
     agui_frames,
     agui_messages_to_history,
-    encode_event,
     history_to_ui_messages,
     parse_json_body,
     report_json,
@@ -447,11 +446,14 @@ class ChatServer:
                     history, None, on_delta=on_delta, on_event=on_event
                 )
 
+        notices = (
+            [CustomEvent(name="golem.sanitize", value=report_json(report))]
+            if report.changed
+            else []
+        )
+
         async def body_frames() -> AsyncIterator[str]:
-            if report.changed:
-                notice = CustomEvent(name="golem.sanitize", value=report_json(report))
-                yield sse_frame(encode_event(notice))
-            async for data in agui_frames(stream, run_items(start)):
+            async for data in agui_frames(stream, run_items(start), first=notices):
                 yield sse_frame(data)
 
         return StreamingResponse(body_frames(), media_type="text/event-stream")

@@ -384,12 +384,15 @@ async def agui_frames(
     stream: AGUIStream,
     items: AsyncIterator[RunItem],
     *,
+    first: Sequence[BaseEvent] = (),
     on_end: Callable[[RunEnded], Awaitable[None]] | None = None,
 ) -> AsyncIterator[str]:
-    """The data of every AG-UI event of a run, ``RUN_STARTED`` first; ``on_end`` runs
+    """The data of every AG-UI event of a run: ``RUN_STARTED`` always first (AG-UI
+    clients refuse a stream that opens with anything else), then ``first`` (e.g. a
+    ``CUSTOM`` event with the sanitize report), then the run's events. ``on_end`` runs
     when the run has ended, before ``RUN_FINISHED`` or ``RUN_ERROR`` is sent (if it
     raises, the run ends with ``RUN_ERROR``)."""
-    for event in stream.start():
+    for event in (*stream.start(), *first):
         yield encode_event(event)
     async for item in items:
         if isinstance(item, RunEnded) and on_end is not None:
