@@ -8,9 +8,19 @@ can a durable-workflow engine, a job queue or a test.
 and folds the outcome back with ``receive(state, outcome)``. Every step the loop allows is
 a row of ``TRANSITIONS``. Applications that only run agents need none of this: see
 ``golem_shell.Agent``.
+
+Answers for a paused run are checked by one pure rule, ``check_resume`` (ADR 0090):
+the pause they are for, the calls that wait and their kinds, and with keys or ``issued``
+the calls the server can vouch for. ``receive`` applies the same rule.
 """
 
-from golem_core._deferred import DeferredCall, waiting_calls
+from golem_core._deferred import (
+    DeferredAnswer,
+    DeferredCall,
+    DeferredError,
+    check_answers,
+    waiting_calls,
+)
 from golem_core._loop import (
     TRANSITIONS,
     Answered,
@@ -46,11 +56,13 @@ from golem_core._loop import (
     resume_run,
     start_run,
 )
+from golem_core._loop_table import TERMINAL
 
 __all__ = [
-    "TRANSITIONS",
     "Answered",
+    "DeferredAnswer",
     "DeferredCall",
+    "DeferredError",
     "ExecuteTools",
     "Fail",
     "Finish",
@@ -66,17 +78,20 @@ __all__ = [
     "RunConfig",
     "RunState",
     "Stage",
+    "TERMINAL",
+    "TRANSITIONS",
     "ToolCanceled",
     "ToolCrashed",
+    "ToolDone",
     "ToolKind",
     "ToolOutcome",
     "ToolRetry",
     "ToolReturned",
-    "ToolDone",
     "ToolSpec",
     "ToolsReturned",
     "Transition",
     "ValidateOutput",
+    "check_answers",
     "next_command",
     "paused_from",
     "receive",

@@ -16,6 +16,7 @@ from golem_core import (
     check_pairing,
 )
 from golem_core.loop import (
+    TERMINAL,
     TRANSITIONS,
     ExecuteTools,
     Fail,
@@ -126,9 +127,22 @@ def test_the_transition_table_names_every_phase_with_a_command() -> None:
     assert phases == {Phase.REQUEST, Phase.TOOLS, Phase.VALIDATE, Phase.PAUSED}
 
 
+def test_next_command_reads_the_tables_command_column() -> None:
+    """Issue 32.6: one command per phase, named by the table (or ``TERMINAL``), and that
+    is the command ``next_command`` gives."""
+    commands: dict[Phase, type] = dict(TERMINAL)
+    for row in TRANSITIONS:
+        assert commands.setdefault(row.phase, row.command) is row.command
+    assert set(commands) == set(Phase)
+    state = start_run(RunConfig(run_id="r", conversation_id="c"), (), (TextPart("hi"),))
+    assert type(next_command(state)) is commands[state.phase]
+    failed = receive(state, ModelFailed("boom"))
+    assert type(next_command(failed)) is commands[Phase.FAILED]
+
+
 def test_receive_dispatches_on_the_table_and_refuses_steps_outside_it() -> None:
     """Issue 14.10: the table drives ``receive``; every row's handler lands in its row."""
-    from golem_core._loop import _BY_STEP
+    from golem_core._loop_table import _BY_STEP
 
     assert {(t.phase, t.outcome) for t in TRANSITIONS} == set(_BY_STEP)
     assert all(Phase.DONE not in t.after for t in TRANSITIONS if t.phase is Phase.REQUEST)

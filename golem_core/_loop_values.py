@@ -1,0 +1,487 @@
+"""The loop's values: a run's configuration and state, the commands a driver performs and
+the outcomes it feeds back (h11's ``_events.py`` and the states of its ``_state.py``).
+
+Owns every value that crosses the loop's boundary and the one rule every added message
+passes: ``_stamp`` (the run's ids, minted call ids, a signature in its place). The
+transition table that moves between these values is ``golem_core._loop_table``; the
+handlers that build the next state are ``golem_core._loop_handlers``. Pure: no handler
+lives here, so this module imports nothing of the loop.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypeAlias
+
+import attrs
+from attrs import field, frozen
+
+from golem_core._deferred import DeferredAnswer, DeferredCall, DeferredError
+from golem_core._history import interrupted_result, unfinished_result
+from golem_core._messages import Message, Part, Role, ToolCallPart, Usage
+from golem_core._model import ModelErrorKind, ModelRequest, ModelSettings, ToolDefinition
+from golem_core._prefix import HistoryChange
+from golem_core._provenance import sign_message
+
+__all__ = [
+    "Answered",
+    "ExecuteTools",
+    "Fail",
+    "Finish",
+    "LoopCommand",
+    "LoopOutcome",
+    "ModelFailed",
+    "ModelResponded",
+    "OutputInvalid",
+    "OutputValid",
+    "Pause",
+    "Phase",
+    "RequestModel",
+    "RunConfig",
+    "RunState",
+    "Stage",
+    "ToolCanceled",
+    "ToolCrashed",
+    "ToolDone",
+    "ToolKind",
+    "ToolOutcome",
+    "ToolRetry",
+    "ToolReturned",
+    "ToolSpec",
+    "ToolsReturned",
+    "ValidateOutput",
+]
+
+ToolKind: TypeAlias = Literal["function", "output", "approval", "external"]
+"""How a tool's calls are answered: run now, end the run with output, or wait (deferred)."""
+
+
+class Stage(enum.StrEnum):
+    """Where a run failed: the loop's own stages, and the driver's (instructions, timeout)."""
+
+    HISTORY = "history"
+    INSTRUCTIONS = "instructions"
+    REQUEST = "request"
+    TOOL = "tool"
+    OUTPUT = "output"
+    LIMIT = "limit"
+    CANCELED = "canceled"
+    TIMEOUT = "timeout"
+
+
+NOT_EXECUTED_TEXT = "not executed: the run ended with its final result before this call ran"
+FINAL_RESULT_TEXT = "final result processed"
+
+
+@frozen
+class ToolSpec:
+    """What the loop knows of a tool: its definition, how it is answered, its retry budget."""
+
+    definition: ToolDefinition
+    kind: ToolKind = "function"
+    max_retries: int = 2
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+
+@frozen
+class RunConfig:
+    """Everything fixed for one run.
+
+    Args:
+        run_id: this run's id (fresh per run, or the caller's).
+        conversation_id: the conversation it joins (explicit, donated, or new).
+        instructions: the resolved instructions (static then dynamic), or ``None``.
+        tools: the tools the model may call, the output tool included.
+        output_tool: the output tool's name when output is structured; ``None`` for text.
+        settings: sampling settings sent with every request.
+        max_requests: the most model requests the run may make.
+        output_retries: how many correction rounds a bad output may get.
+        signing_key: when set, every message the run adds (and every call it issues)
+            is signed with it (``sign_message``, ADR 0054); never shown in a repr.
+        output_schema: the output's JSON Schema sent as every request's
+            ``output_schema`` (native structured output, ADR 0059); ``None`` otherwise.
+        max_input_tokens, max_output_tokens, max_total_tokens: token budgets of the run
+            (``None``: none). Checked when each answer arrives: an answer that brings the
+            run's usage to a budget fails the run at stage ``limit``, its evidence kept,
+            so no further request is sent.
+    """
+
+    run_id: str
+    conversation_id: str
+    instructions: str | None = None
+    tools: tuple[ToolSpec, ...] = ()
+    output_tool: str | None = None
+    settings: ModelSettings = ModelSettings()
+    max_requests: int = 50
+    output_retries: int = 2
+    signing_key: bytes | None = field(default=None, kw_only=True, repr=False)
+    output_schema: ToolDefinition | None = field(default=None, kw_only=True)
+    max_input_tokens: int | None = field(default=None, kw_only=True)
+    max_output_tokens: int | None = field(default=None, kw_only=True)
+    max_total_tokens: int | None = field(default=None, kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        """Refuse a configuration the types allow but the loop cannot run soundly.
+
+        Raises:
+            ValueError: two tools share a name; ``output_tool`` names no tool of kind
+                ``output``, or an ``output`` tool is not the ``output_tool``; a limit is out
+                of range.
+        """
+        names = [t.name for t in self.tools]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"RunConfig: two tools share the name {repeated[0]!r}")
+        outputs = [t.name for t in self.tools if t.kind == "output"]
+        if self.output_tool is not None and outputs != [self.output_tool]:
+            raise ValueError(
+                f"RunConfig: output_tool {self.output_tool!r} must be the one tool of kind"
+                f" 'output' (tools of kind output: {outputs})"
+            )
+        if self.output_tool is None and outputs:
+            raise ValueError(
+                f"RunConfig: tool {outputs[0]!r} is of kind 'output' but output_tool is None"
+            )
+        if self.max_requests < 1:
+            raise ValueError(f"RunConfig: max_requests must be at least 1, got {self.max_requests}")
+        if self.output_retries < 0:
+            raise ValueError(
+                f"RunConfig: output_retries must be at least 0, got {self.output_retries}"
+            )
+
+    def tool(self, name: str) -> ToolSpec | None:
+        for t in self.tools:
+            if t.name == name:
+                return t
+        return None
+
+
+class Phase(enum.Enum):
+    REQUEST = "request"
+    TOOLS = "tools"
+    VALIDATE = "validate"
+    PAUSED = "paused"
+    DONE = "done"
+    FAILED = "failed"
+
+
+@frozen
+class RunState:
+    """The whole state of a run: a value; ``receive`` returns a new one.
+
+    ``history`` is the prepared history (system-free, repaired); ``added`` what the run
+    added, stamped; ``evidence`` how many of ``added`` are completed evidence (through
+    the last completed model turn and the tool results of completed batches). ``turn``
+    is the assistant message whose calls are being answered and ``awaiting`` its calls
+    that still need a result; ``answered`` holds results decided before the batch ran
+    (unknown tools, cut-off arguments, denials), joined to the batch in call order.
+    """
+
+    config: RunConfig
+    history: tuple[Message, ...]
+    added: tuple[Message, ...] = ()
+    evidence: int = 0
+    usage: Usage = Usage()
+    requests: int = 0
+    tool_executions: int = 0
+    phase: Phase = Phase.REQUEST
+    to_execute: tuple[ToolCallPart, ...] = ()
+    deferred: tuple[DeferredCall, ...] = ()
+    candidate: ToolCallPart | Message | None = None
+    turn: Message | None = None
+    awaiting: tuple[ToolCallPart, ...] = ()
+    answered: tuple[Message, ...] = ()
+    output: Any = None
+    output_attempts: int = 0
+    retries: tuple[tuple[str, int], ...] = ()
+    failure: tuple[Stage, str] | None = None
+    returned: tuple[ToolOutcome, ...] = ()
+    pauses: int = 0
+    rejected: DeferredError | None = None
+    processed: HistoryChange | None = None
+
+    @property
+    def system(self) -> tuple[Message, ...]:
+        instructions = self.config.instructions
+        if instructions is None:
+            return ()
+        system = Message.system(instructions).with_ids(
+            self.config.run_id, self.config.conversation_id
+        )
+        key = self.config.signing_key  # system messages never count in a place: sign at the start
+        return (system if key is None else sign_message(system, key, before=()),)
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The full canonical conversation so far: instructions, history, what the run added."""
+        return self.system + self.history + self.added
+
+    @property
+    def evidence_messages(self) -> tuple[Message, ...]:
+        """The conversation through the last completed evidence (a failed run's partial)."""
+        return self.system + self.history + self.added[: self.evidence]
+
+    @property
+    def partial_messages(self) -> tuple[Message, ...]:
+        """What a run interrupted now (cancelled, timed out, crashed) leaves: the evidence,
+        and, while a tool batch runs, every outcome it completed (stamped, as the batch's
+        end would add it), a call that started and has no outcome yet closed with
+        ``unfinished_result`` (it may have had effects), and the turn's other calls
+        closed with ``interrupted_result`` (they never ran). Paired: it needs no repair."""
+        evidence = self.evidence_messages
+        if self.phase is not Phase.TOOLS:
+            return evidence
+        by_id = {o.call_id: o for o in self.returned}
+        pre = {m.tool_call_id: m for m in self.answered}
+        running = {c.id for c in self.to_execute}
+        closing: list[Message] = []
+        for call in self.awaiting:
+            if call.id in pre:
+                closing.append(pre[call.id])
+                continue
+            result = _outcome_result(call, by_id.get(call.id or ""))
+            if result is not None:
+                closing.append(_stamp(self, result))
+            elif call.id in running:
+                closing.append(unfinished_result(call))
+            else:
+                closing.append(interrupted_result(call))
+        return evidence + tuple(closing)
+
+    @property
+    def produced_evidence(self) -> bool:
+        """Whether the run completed anything (a model turn, a tool execution)."""
+        return (
+            self.requests > 0
+            or self.tool_executions > 0
+            or self.evidence > 0
+            or bool(self.returned)
+        )
+
+
+# -- commands --------------------------------------------------------------------------
+
+
+@frozen
+class RequestModel:
+    """Send ``request`` to the model; answer with ``ModelResponded`` or ``ModelFailed``."""
+
+    request: ModelRequest
+
+
+@frozen
+class ExecuteTools:
+    """Run these calls concurrently; answer with ``ToolsReturned`` in any order."""
+
+    calls: tuple[ToolCallPart, ...]
+
+
+@frozen
+class ValidateOutput:
+    """Check a candidate output: a call of the output tool, or an assistant text message."""
+
+    candidate: ToolCallPart | Message
+
+
+@frozen
+class Finish:
+    """The run is done: ``output`` and the final state."""
+
+    output: Any
+    state: RunState
+
+
+@frozen
+class Pause:
+    """The run waits for answers from outside: ``deferred`` calls, in call order."""
+
+    deferred: tuple[DeferredCall, ...]
+    state: RunState
+
+
+@frozen
+class Fail:
+    """The run failed at ``stage`` for ``reason``."""
+
+    stage: Stage
+    reason: str
+    state: RunState
+
+
+LoopCommand: TypeAlias = RequestModel | ExecuteTools | ValidateOutput | Finish | Pause | Fail
+
+
+# -- outcomes --------------------------------------------------------------------------
+
+
+@frozen
+class ModelResponded:
+    """The model answered with an assistant message."""
+
+    message: Message
+
+
+@frozen
+class ModelFailed:
+    """The request failed for good (after the model's own retries); ``kind`` says why in
+    words common to every provider, when the driver knows it."""
+
+    reason: str
+    kind: ModelErrorKind | None = None
+
+
+@frozen
+class ToolReturned:
+    """A tool ran and returned evidence (``failed`` for a definitive failure)."""
+
+    call_id: str
+    parts: tuple[Part, ...]
+    failed: bool = False
+
+
+@frozen
+class ToolRetry:
+    """The call could not run as asked (bad arguments, or the tool asked the model to retry)."""
+
+    call_id: str
+    reason: str
+
+
+@frozen
+class ToolCanceled:
+    """The tool stopped the run deliberately."""
+
+    call_id: str
+    reason: str
+
+
+@frozen
+class ToolCrashed:
+    """The tool raised an unexpected exception."""
+
+    call_id: str
+    reason: str
+
+
+ToolOutcome: TypeAlias = ToolReturned | ToolRetry | ToolCanceled | ToolCrashed
+
+
+@frozen
+class ToolsReturned:
+    """Outcomes of an ``ExecuteTools`` batch; calls with no outcome were never answered."""
+
+    outcomes: tuple[ToolOutcome, ...]
+
+
+@frozen
+class ToolDone:
+    """One call of the ``ExecuteTools`` batch in flight finished: its outcome lands in the
+    state at once (so an interrupted run keeps it); the batch ends when every call has an
+    outcome, or at the first ``ToolCrashed`` or ``ToolCanceled``."""
+
+    outcome: ToolOutcome
+
+
+@frozen
+class Answered:
+    """Answers for a paused run's waiting calls, by call id (``Approved``, ``Denied``,
+    ``ExternalResult``).
+
+    ``close_unanswered`` closes waiting calls left without an answer (otherwise they keep
+    the run paused). ``pause`` binds the answers to the pause they answer (the state's
+    ``pauses`` count when it paused): answers for an earlier pause are refused, so a
+    repeated or stale answer never applies to a later pause. ``None`` skips that check
+    (a resume from stored history, which has only the one pause).
+    """
+
+    answers: Mapping[str, DeferredAnswer]
+    close_unanswered: bool = False
+    pause: int | None = None
+
+
+@frozen
+class OutputValid:
+    """The candidate output is valid; ``value`` is the run's output."""
+
+    value: Any
+
+
+@frozen
+class OutputInvalid:
+    """The candidate output is not valid; ``reason`` tells the model what was wrong."""
+
+    reason: str
+
+
+LoopOutcome: TypeAlias = (
+    ModelResponded | ModelFailed | ToolsReturned | ToolDone | OutputValid | OutputInvalid | Answered
+)
+
+# -- stamping: the one way a message joins the run ---------------------------------------
+
+
+def _stamp(state: RunState, m: Message) -> Message:
+    """``m`` as the run adds it after everything so far: the run's ids, an id for each call
+    the model sent without one (``_with_call_ids``), and with a signing key a signature
+    bound to that place (``sign_message(before=...)``, ADR 0068). Results of one batch
+    may all be stamped against the same state: ``tool`` messages do not move the place
+    of what follows them."""
+    config = state.config
+    m = attrs.evolve(m, run_id=config.run_id, conversation_id=config.conversation_id)
+    key = config.signing_key
+    minting = m.role is Role.ASSISTANT and any(
+        type(p) is ToolCallPart and p.id is None for p in m.parts
+    )
+    if key is None and not minting:
+        return m
+    before = state.history + state.added
+    if minting:
+        m = _with_call_ids(m, before)
+    return m if key is None else sign_message(m, key, before=before)
+
+
+def _with_call_ids(message: Message, conversation: Sequence[Message]) -> Message:
+    """``message`` with an id for each call the model sent without one (Gemini 2.x).
+
+    The id is ``golem_<n>_<part index>``, ``n`` one more than the highest ``n`` of such
+    ids in ``conversation`` (the messages before it) and in ``message``: a conversation's
+    first turns get ``golem_1_0``, ``golem_2_0``, ... and every later run goes on from
+    there, so a minted id never repeats within a conversation (a repeated id would make
+    a signed call unvouchable, ADR 0068). Derived from the history only: total and
+    deterministic. Called by ``_stamp``, which stamps every message the run adds.
+    """
+    if not any(type(p) is ToolCallPart and p.id is None for p in message.parts):
+        return message
+    highest = 0
+    for m in (*conversation, message):
+        if m.role is not Role.ASSISTANT:
+            continue
+        for p in m.parts:
+            if type(p) is ToolCallPart and p.id is not None and p.id.startswith("golem_"):
+                n, _, index = p.id[6:].partition("_")
+                if n.isdigit() and n.isascii() and len(n) < 19 and index.isdigit():
+                    highest = max(highest, int(n))
+    parts: list[Part] = []
+    for i, p in enumerate(message.parts):
+        if type(p) is ToolCallPart and p.id is None:
+            p = attrs.evolve(p, id=f"golem_{highest + 1}_{i}")
+        parts.append(p)
+    return attrs.evolve(message, parts=tuple(parts))
+
+
+def _result(call: ToolCallPart, text: str, *, failed: bool) -> Message:
+    return Message.tool_result(call.id, call.name, text, failed=failed)
+
+
+def _outcome_result(call: ToolCallPart, o: ToolOutcome | None) -> Message | None:
+    """The result an outcome gives its call (unstamped): ``None`` for no outcome, or for a
+    crash or a deliberate stop (those end the run instead)."""
+    if type(o) is ToolReturned:
+        return Message.tool_result(call.id, call.name, o.parts, failed=o.failed)
+    if type(o) is ToolRetry:
+        return _result(call, o.reason, failed=True)
+    return None
