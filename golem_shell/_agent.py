@@ -11,10 +11,9 @@ driven by the one driver (``golem_shell._driver``).
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Container, Iterator, Mapping, Sequence
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, cast, overload
 
@@ -205,8 +204,7 @@ class Agent(Generic[DepsT, OutputT]):
             self._add_tool(t if isinstance(t, Tool) else Tool.from_function(t))
         self._refresh_specs()
         self.toolsets: tuple[Toolset, ...] = tuple(toolsets)
-        self._open_toolsets: AsyncExitStack | None = None
-        self._sync_holder: tuple[asyncio.Future[None], asyncio.Event] | None = None
+        self._held = _asyncio.OpenToolsets(self.toolsets)
         for ts in self.toolsets:
             if not isinstance(ts, Toolset):
                 raise UsageError(f"{ts!r} is not a toolset: it needs an async tools(context)")
@@ -277,8 +275,8 @@ class Agent(Generic[DepsT, OutputT]):
             UsageError: the first parameter is not a ``RunContext`` (use ``tool_plain``),
                 a parameter cannot be described, or the name is taken.
         """
-        return self._register(
-            function, True, name, description, requires_approval, external, max_retries
+        return _register(
+            self, function, True, name, description, requires_approval, external, max_retries
         )
 
     @overload
@@ -312,45 +310,9 @@ class Agent(Generic[DepsT, OutputT]):
             UsageError: the function takes a ``RunContext`` (use ``tool``), a parameter
                 cannot be described, or the name is taken.
         """
-        return self._register(
-            function, False, name, description, requires_approval, external, max_retries
+        return _register(
+            self, function, False, name, description, requires_approval, external, max_retries
         )
-
-    def _register(
-        self,
-        function: Callable[..., Any] | None,
-        with_context: bool,
-        name: str | None,
-        description: str | None,
-        requires_approval: bool,
-        external: bool,
-        max_retries: int,
-    ) -> Any:
-        from golem_shell._tools import tool as make_tool
-
-        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-            made = make_tool(
-                name=name,
-                description=description,
-                requires_approval=requires_approval,
-                external=external,
-                max_retries=max_retries,
-            )(fn)
-            if made.takes_context != with_context:
-                use = "agent.tool_plain" if made.takes_context is False else "agent.tool"
-                raise UsageError(
-                    f"tool {made.name}: "
-                    + (
-                        "agent.tool functions take a RunContext first"
-                        if with_context
-                        else "agent.tool_plain functions take no RunContext"
-                    )
-                    + f"; use @{use}"
-                )
-            self._add_tool(made)
-            return fn
-
-        return register(function) if function is not None else register
 
     @overload
     def output_validator(
@@ -423,46 +385,13 @@ class Agent(Generic[DepsT, OutputT]):
 
     def __enter__(self) -> Agent[DepsT, OutputT]:
         """Open the toolsets (MCP connections) for the ``_sync`` methods of this thread:
-        ``with agent: agent.run_sync(...)``.
-
-        The toolsets are entered and exited in one task of the thread's event loop (the
-        loop every ``_sync`` call of the thread runs on), which holds them open between
-        runs: MCP clients must leave their scopes in the task that entered them.
-        """
-        if self._sync_holder is not None:
-            raise UsageError("this agent's toolsets are already open (with agent: ...)")
-
-        async def open_toolsets() -> None:
-            ready, close = asyncio.Event(), asyncio.Event()
-
-            async def hold() -> None:
-                async with self:
-                    ready.set()
-                    await close.wait()
-
-            holder = asyncio.ensure_future(hold())
-            opened = asyncio.ensure_future(ready.wait())
-            await asyncio.wait({holder, opened}, return_when=asyncio.FIRST_COMPLETED)
-            if holder.done():
-                opened.cancel()
-                holder.result()  # entering failed: raise why
-            self._sync_holder = (holder, close)
-
-        _asyncio.sync(open_toolsets())
+        ``with agent: agent.run_sync(...)`` (held open in one task of the thread's loop)."""
+        self._held.open_sync()
         return self
 
     def __exit__(self, *exc: object) -> None:
         """Close what ``__enter__`` opened."""
-        held, self._sync_holder = self._sync_holder, None
-        if held is None:
-            return
-        holder, close = held
-
-        async def close_toolsets() -> None:
-            close.set()
-            await holder
-
-        _asyncio.sync(close_toolsets())
+        self._held.close_sync()
 
     def __repr__(self) -> str:
         named = f"name={self.name!r}, " if self.name is not None else ""
@@ -470,18 +399,12 @@ class Agent(Generic[DepsT, OutputT]):
 
     async def __aenter__(self) -> Agent[DepsT, OutputT]:
         """Open the toolsets that are async context managers (MCP connections)."""
-        async with AsyncExitStack() as stack:
-            for ts in self.toolsets:
-                if hasattr(ts, "__aenter__"):
-                    await stack.enter_async_context(cast(Any, ts))
-            self._open_toolsets = stack.pop_all()
+        await self._held.open()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         """Close what ``__aenter__`` opened, in reverse order."""
-        stack, self._open_toolsets = self._open_toolsets, None
-        if stack is not None:
-            await stack.aclose()
+        await self._held.close()
 
     # -- running ------------------------------------------------------------------
     # Every run method takes the run keywords (``RunOptions``: deps, run_id,
@@ -729,6 +652,43 @@ class Agent(Generic[DepsT, OutputT]):
                 history, results, issued=issued, close_unanswered=close_unanswered, **options
             )
         )
+
+
+def _register(
+    agent: Agent[Any, Any],
+    function: Callable[..., Any] | None,
+    with_context: bool,
+    name: str | None,
+    description: str | None,
+    requires_approval: bool,
+    external: bool,
+    max_retries: int,
+) -> Any:
+    from golem_shell._tools import tool as make_tool
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        made = make_tool(
+            name=name,
+            description=description,
+            requires_approval=requires_approval,
+            external=external,
+            max_retries=max_retries,
+        )(fn)
+        if made.takes_context != with_context:
+            use = "agent.tool_plain" if made.takes_context is False else "agent.tool"
+            raise UsageError(
+                f"tool {made.name}: "
+                + (
+                    "agent.tool functions take a RunContext first"
+                    if with_context
+                    else "agent.tool_plain functions take no RunContext"
+                )
+                + f"; use @{use}"
+            )
+        agent._add_tool(made)
+        return fn
+
+    return register(function) if function is not None else register
 
 
 def _check_vouched(

@@ -14,6 +14,7 @@ import asyncio
 import inspect
 import threading
 from collections.abc import Awaitable, Coroutine, Sequence
+from contextlib import AsyncExitStack
 from contextvars import copy_context
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar, cast
@@ -50,9 +51,9 @@ from golem_shell._setup import (
     toolset_specs,
     validate_output,
 )
-from golem_shell._tools import RunContext
+from golem_shell._tools import RunContext, Toolset
 
-__all__ = ["AgentEffects", "resume", "start", "sync"]
+__all__ = ["AgentEffects", "OpenToolsets", "resume", "start", "sync"]
 
 T = TypeVar("T")
 
@@ -309,6 +310,74 @@ def _result(end: Finish | Pause) -> RunResult[Any]:
         tool_executions=state.tool_executions,
         deferred=end.deferred if isinstance(end, Pause) else (),
     )
+
+
+class OpenToolsets:
+    """An agent's toolsets held open (those that are async context managers, e.g. MCP
+    connections): for async code (``async with agent``), and for the ``_sync`` methods
+    of one thread (``with agent``), entered and exited in one task of the thread's event
+    loop, which holds them open between runs (MCP clients must leave their scopes in
+    the task that entered them)."""
+
+    def __init__(self, toolsets: Sequence[Toolset]) -> None:
+        self.toolsets = tuple(toolsets)
+        self._stack: AsyncExitStack | None = None
+        self._holder: tuple[asyncio.Future[None], asyncio.Event] | None = None
+
+    async def open(self) -> None:
+        async with AsyncExitStack() as stack:
+            for ts in self.toolsets:
+                if hasattr(ts, "__aenter__"):
+                    await stack.enter_async_context(cast(Any, ts))
+            self._stack = stack.pop_all()
+
+    async def close(self) -> None:
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+
+    def open_sync(self) -> None:
+        """Open them in a task of this thread's ``sync`` loop that holds them open.
+
+        Raises:
+            UsageError: they are open already.
+        """
+        if self._holder is not None:
+            raise UsageError("this agent's toolsets are already open (with agent: ...)")
+
+        async def open_toolsets() -> None:
+            ready, close = asyncio.Event(), asyncio.Event()
+
+            async def hold() -> None:
+                await self.open()
+                try:
+                    ready.set()
+                    await close.wait()
+                finally:
+                    await self.close()
+
+            holder = asyncio.ensure_future(hold())
+            opened = asyncio.ensure_future(ready.wait())
+            await asyncio.wait({holder, opened}, return_when=asyncio.FIRST_COMPLETED)
+            if holder.done():
+                opened.cancel()
+                holder.result()  # entering failed: raise why
+            self._holder = (holder, close)
+
+        sync(open_toolsets())
+
+    def close_sync(self) -> None:
+        """Close what ``open_sync`` opened (nothing when nothing is open)."""
+        held, self._holder = self._holder, None
+        if held is None:
+            return
+        holder, close = held
+
+        async def close_toolsets() -> None:
+            close.set()
+            await holder
+
+        sync(close_toolsets())
 
 
 _runners = threading.local()
