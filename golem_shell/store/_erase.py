@@ -7,6 +7,12 @@ branch whose chain passed through them and re-signs their heads (revision + 1,
 conversation its own copy of what it shares with the deleted one, then deletes the
 rows; after commit SQLite checkpoints its WAL (``secure_delete`` zeroes the freed
 pages) and PostgreSQL vacuums the tables. Each returns a ``Receipt``.
+
+On PostgreSQL each takes its owner's exclusive lock (``prune`` and ``reencrypt``
+without an owner: the store's) before it reads anything, so it decides from a state no
+append, erasure or deletion of that owner changes before it commits: ``prune`` never
+deletes a conversation appended to after it chose, ``reencrypt`` never writes back
+content an erasure removed, nor misses the rows a ``delete`` copies into a fork.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from golem_shell.store._rows import (
     sign,
     write_branch,
 )
-from golem_shell.store._sql import Dialect, Operation, Query, Steps
+from golem_shell.store._sql import Dialect, Operation, Query, Steps, take_locks
 from golem_shell.store._tombstone import PartFilter, erase_message
 from golem_shell.store._values import Erased, Receipt
 
@@ -61,10 +67,10 @@ def _octets(d: Dialect) -> str:
     return "OCTET_LENGTH(message)" if d.postgres else "LENGTH(CAST(message AS BLOB))"
 
 
-def _owner_lock(d: Dialect, owner: str) -> Steps[None]:
-    lock = d.owner_lock(owner)
-    if lock is not None:
-        yield lock
+def _owner_lock(d: Dialect, owner: str | None) -> Steps[None]:
+    """One owner's exclusive lock, or (``None``) every owner's: taken before anything is
+    read, so what the operation decides from is what it rewrites (PostgreSQL)."""
+    yield from take_locks(d.owner_locks(owner) if owner is not None else d.every_owner_locks())
 
 
 def _decode(data: bytes, cid: str, position: int) -> Message:
@@ -289,6 +295,7 @@ def prune_op(
         raise UsageError(f"keep_newest must be an int >= 0, got {keep_newest!r}")
 
     def steps(d: Dialect) -> Steps[Receipt]:
+        yield from _owner_lock(d, owner)  # before choosing: no append slips in after
         sql = "SELECT owner, conversation_id, updated_ms FROM {C}"
         params: tuple[object, ...] = ()
         if owner is not None:
@@ -304,8 +311,6 @@ def prune_op(
             if too_old or too_many:
                 doomed.append((str(row_owner), str(row_cid)))
         erased: list[Erased] = []
-        for locked in sorted({o for o, _ in doomed}):
-            yield from _owner_lock(d, locked)
         for doomed_owner, doomed_cid in doomed:
             erased += yield from _delete(d, config, doomed_owner, doomed_cid)
         return Receipt("prune", config.now(), tuple(erased))
@@ -321,6 +326,7 @@ def reencrypt_op(config: Config, owner: str | None) -> Operation[int]:
         raise UsageError("reencrypt needs a store opened with encryption=EncryptionKeys(...)")
 
     def steps(d: Dialect) -> Steps[int]:
+        yield from _owner_lock(d, owner)  # no erase or delete rewrites a row meanwhile
         sql = "SELECT owner, conversation_id, branch, position, message FROM {M}"
         rows = yield (d.q(sql + " WHERE owner = ?", owner) if owner is not None else d.q(sql))
         updates = []

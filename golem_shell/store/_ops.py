@@ -5,10 +5,11 @@ Each function checks its arguments (``UsageError`` before any SQL) and returns a
 the owner: it is the first column of every key.
 
 Compare-and-set: an append names the length it saw; the branch row is read (``FOR
-UPDATE`` on PostgreSQL; SQLite holds its write lock from ``BEGIN IMMEDIATE``) and a
-different length raises ``HistoryConflict`` with nothing written. Two first appends to a
-new conversation race on the branch row's primary key: the loser's transaction rolls
-back and it gets ``HistoryConflict`` too.
+UPDATE`` on PostgreSQL, after the owner's shared lock, so no prune, erasure or
+reencrypt of that owner runs beside it; SQLite holds its write lock from ``BEGIN
+IMMEDIATE``) and a different length raises ``HistoryConflict`` with nothing written.
+Two first appends to a new conversation race on the branch row's primary key: the
+loser's transaction rolls back and it gets ``HistoryConflict`` too.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from golem_shell.store._rows import (
     view_rows,
     write_branch,
 )
-from golem_shell.store._sql import Dialect, Operation, Steps
+from golem_shell.store._sql import Dialect, Operation, Steps, take_locks
 from golem_shell.store._values import MAIN, BranchInfo, Head
 
 __all__ = [
@@ -143,6 +144,7 @@ def append_op(
             if actual != expected_length:
                 raise HistoryConflict(cid, expected_length, actual, branch)
             return actual
+        yield from take_locks(d.owner_locks(owner, shared=True))
         now = config.now_ms()
         yield d.q(
             "INSERT INTO {C} (owner, conversation_id, created_ms, updated_ms) "
@@ -211,9 +213,7 @@ def branch_op(
         check_id("name", name)
 
     def steps(d: Dialect) -> Steps[str]:
-        lock = d.owner_lock(owner)
-        if lock is not None:
-            yield lock
+        yield from take_locks(d.owner_locks(owner))
         src = require((yield from branch_row(d, owner, cid, source, lock=True)), cid, source)
         if at > src.length:
             raise UsageError(
@@ -249,9 +249,7 @@ def fork_op(
         raise UsageError(f"cannot fork conversation {cid!r} into itself")
 
     def steps(d: Dialect) -> Steps[None]:
-        lock = d.owner_lock(owner)
-        if lock is not None:
-            yield lock
+        yield from take_locks(d.owner_locks(owner))
         src = yield from branch_row(d, owner, cid, branch, lock=True)
         length = src.length if src is not None else 0
         if src is None and branch != MAIN:

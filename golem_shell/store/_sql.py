@@ -18,8 +18,8 @@ a conversation id of another owner is another key, not a row a filter must skip)
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
-import zlib
 from collections.abc import Awaitable, Callable, Generator
 from contextlib import suppress
 from typing import Any, Generic, TypeVar, cast
@@ -37,6 +37,7 @@ __all__ = [
     "Steps",
     "dialect",
     "schema_steps",
+    "take_locks",
     "transact",
     "transact_async",
 ]
@@ -66,7 +67,10 @@ class Dialect:
 
     @property
     def begin_read(self) -> str:
-        return "BEGIN"
+        """A read sees one snapshot in every statement (PostgreSQL's default, READ
+        COMMITTED, takes a new one per statement: a load or verify running beside a
+        write saw half of it). SQLite's read transaction in WAL mode is one snapshot."""
+        return "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" if self.postgres else "BEGIN"
 
     @property
     def begin_write(self) -> str:
@@ -82,11 +86,34 @@ class Dialect:
     def batch(self, sql: str, rows: tuple[tuple[Any, ...], ...]) -> Query:
         return Query(_format(self.prefix, self.postgres, sql), rows, batch=True)
 
-    def owner_lock(self, owner: str) -> Query | None:
-        """Serializes an owner's structural writes on PostgreSQL (SQLite: one writer)."""
+    def owner_locks(self, owner: str, *, shared: bool = False) -> tuple[Query, ...]:
+        """The PostgreSQL locks of a write to ``owner``'s conversations (SQLite: none, it
+        has one writer), held to the end of the transaction.
+
+        Two levels, always taken in this order: the store's lock, shared by every
+        one-owner write (``every_owner_locks`` takes it alone), then the owner's lock:
+        shared by appends (they race only on their branch row), exclusive for the writes
+        that read or rewrite more than they lock row by row (branch, fork, erase, delete,
+        prune, reencrypt). So an append acknowledged while a prune, a reencrypt or an
+        erasure runs was made either before that one read or after it committed.
+        """
         if not self.postgres:
-            return None
-        return Query("SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"{self.prefix}\x00{owner}"),))
+            return ()
+        kind = "_shared" if shared else ""
+        return (
+            Query("SELECT pg_advisory_xact_lock_shared(%s)", (_lock_key(f"{self.prefix}\x01"),)),
+            Query(
+                f"SELECT pg_advisory_xact_lock{kind}(%s)",
+                (_lock_key(f"{self.prefix}\x00{owner}"),),
+            ),
+        )
+
+    def every_owner_locks(self) -> tuple[Query, ...]:
+        """The PostgreSQL lock of a write to every owner (prune, reencrypt without an
+        owner): the store's lock, exclusive; it waits for every one-owner write."""
+        if not self.postgres:
+            return ()
+        return (Query("SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"{self.prefix}\x01"),)),)
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -142,8 +169,15 @@ def schema_steps(d: Dialect) -> Steps[None]:
         yield query
 
 
+def take_locks(queries: tuple[Query, ...]) -> Steps[None]:
+    """Take ``owner_locks`` or ``every_owner_locks`` (nothing on SQLite)."""
+    for query in queries:  # noqa: UP028 (a tuple's iterator takes no send)
+        yield query
+
+
 def _lock_key(text: str) -> int:
-    return zlib.crc32(text.encode())
+    """A PostgreSQL advisory lock key (a signed 64-bit integer) for ``text``."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), signed=True)
 
 
 @frozen
