@@ -7,8 +7,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from golem_core import DataPart, Message, Part, TextPart, ThinkingPart, ToolCallPart, URLPart
-from golem_core._messages import UnknownPart
+from golem_core import (
+    DataPart,
+    Message,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    UnknownPart,
+    URLPart,
+)
 from golem_shell._errors import UsageError
 
 __all__ = ["check_history", "check_prompt_parts", "check_settings"]

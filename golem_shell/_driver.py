@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Literal, Protocol, TypeAlias
 
 from golem_core import Message, ToolCallPart
-from golem_core._loop import (
+from golem_core.loop import (
     Answered,
     ExecuteTools,
     Fail,

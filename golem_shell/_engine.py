@@ -25,8 +25,7 @@ from golem_core import (
     Message,
     join_instructions,
 )
-from golem_core._deferred import check_answers  # TODO(public)
-from golem_core.loop import DeferredCall, Fail, Finish, RunState
+from golem_core.loop import DeferredCall, Fail, Finish, RunState, check_answers
 from golem_shell._agent import Agent
 from golem_shell._checks import check_history
 from golem_shell._errors import (

@@ -22,7 +22,7 @@ from __future__ import annotations
 from attrs import frozen
 
 from golem_core import Message, ModelErrorKind, Usage
-from golem_core._loop import Stage
+from golem_core.loop import Stage
 
 __all__ = [
     "DeferredResultsError",

@@ -15,7 +15,7 @@ from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any, Generic, TypeAlias, TypeVar
 
-from golem_core._events import LifecycleEvent
+from golem_core import LifecycleEvent
 from golem_shell._errors import PartialResult, UsageError
 from golem_shell._results import DeltaEvent, RunResult, ToolResultEvent, partial_from
 

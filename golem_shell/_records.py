@@ -34,8 +34,8 @@ from golem_core import (
     history_to_jsonable,
     make_converter,
 )
-from golem_core._deferred import DeferredCall
-from golem_core._loop import (
+from golem_core.loop import (
+    DeferredCall,
     ModelFailed,
     ModelResponded,
     ToolCanceled,

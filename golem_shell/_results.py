@@ -14,8 +14,7 @@ from attrs import field, frozen
 from typing_extensions import TypeVar
 
 from golem_core import Message, ModelDelta, Part, Usage
-from golem_core._deferred import DeferredCall
-from golem_core._loop import RunState, ToolRetry
+from golem_core.loop import DeferredCall, RunState, ToolRetry
 from golem_shell._errors import PartialResult, RunError, UsageError
 
 __all__ = [

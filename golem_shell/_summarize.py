@@ -23,9 +23,10 @@ from golem_core import (
     ModelSettings,
     TokenCounter,
     approximate_tokens,
+    plan_summary,
     repair_history,
+    summary_message,
 )
-from golem_core._context import plan_summary, summary_message
 from golem_shell._errors import GolemError
 from golem_shell.models import Model, infer_model
 

@@ -38,8 +38,14 @@ from golem_core import (
     URLPart,
     Usage,
 )
-from golem_core._loop import ToolCanceled, ToolCrashed, ToolOutcome, ToolRetry, ToolReturned
-from golem_core.loop import ToolSpec
+from golem_core.loop import (
+    ToolCanceled,
+    ToolCrashed,
+    ToolOutcome,
+    ToolRetry,
+    ToolReturned,
+    ToolSpec,
+)
 from golem_shell._errors import GolemError, UsageError
 from golem_shell._schema import (
     NO_DEFAULT,

@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Generic, TypeAlias, TypeVar
 
 from golem_core import DeferredAnswer, Message, ToolCallPart
-from golem_core._loop import (
+from golem_core.loop import (
     Answered,
     ModelFailed,
     ModelResponded,

@@ -32,7 +32,7 @@ from datetime import timedelta
 from typing import Any, Generic, TypeAlias, TypeVar
 
 from golem_core import DeferredAnswer, Message, ModelRequest, ToolCallPart, Usage, make_converter
-from golem_core._loop import (
+from golem_core.loop import (
     Answered,
     Fail,
     Finish,
