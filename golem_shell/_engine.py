@@ -23,6 +23,7 @@ from golem_core import (
     Denied,
     ExternalResult,
     Message,
+    Role,
     join_instructions,
 )
 from golem_core.loop import DeferredCall, Fail, Finish, RunState, check_answers
@@ -43,6 +44,7 @@ from golem_shell._records import (
     InstructionsResolved,
     ProcessorRan,
     RunEnded,
+    Waiting,
     decode_as,
     encode,
 )
@@ -64,6 +66,7 @@ from golem_shell._tools import RunContext
 __all__ = [
     "WaitingCalls",
     "answers_to_send",
+    "waiting_of",
     "check_wrapped",
     "ended",
     "first_state",
@@ -82,15 +85,36 @@ JSON: TypeAlias = Any
 
 class WaitingCalls(tuple[DeferredCall, ...]):
     """The calls a paused run waits for (a tuple), and ``pause``: which pause of the run
-    they belong to (0 when the run does not wait). Pass it to ``answer(..., pause=)`` so
-    the answers apply to this pause and never to a later one."""
+    they belong to (0 when the run does not wait). Pass it to ``answer(..., pause=)``
+    (the value itself, or its ``pause``) so the answers apply to this pause and never to
+    a later one. ``repeated``: waiting call ids that an earlier, answered call had too
+    (answers to them must name the pause)."""
 
     pause: int
+    repeated: tuple[str, ...]
 
-    def __new__(cls, calls: Sequence[DeferredCall] = (), pause: int = 0) -> WaitingCalls:
+    def __new__(
+        cls, calls: Sequence[DeferredCall] = (), pause: int = 0, repeated: Sequence[str] = ()
+    ) -> WaitingCalls:
         made = super().__new__(cls, calls)
         made.pause = pause
+        made.repeated = tuple(repeated)
         return made
+
+    @classmethod
+    def of(cls, waiting: Waiting) -> WaitingCalls:
+        """The calls a recorded ``Waiting`` value names."""
+        return cls(waiting.calls, waiting.pause, waiting.repeated)
+
+
+def waiting_of(paused: RunState) -> Waiting:
+    """What a paused run publishes: its waiting calls, the pause's number, and which of
+    their ids an earlier, answered call of the run had too."""
+    answered = {m.tool_call_id for m in paused.messages if m.role is Role.TOOL}
+    repeated = tuple(
+        str(d.call.id) for d in paused.deferred if d.call.id is not None and d.call.id in answered
+    )
+    return Waiting(paused.pauses, paused.deferred, repeated)
 
 
 def check_wrapped(
@@ -124,17 +148,25 @@ def answers_to_send(
     run_id: str,
     answers: Mapping[str, DeferredAnswer],
     waiting: WaitingCalls,
-    pause: int | None,
+    pause: int | WaitingCalls | None,
 ) -> AnswersSent:
-    """The answers to send to the paused run ``run_id``, bound to ``pause`` (default: the
-    pause it is in now, ``waiting.pause``), checked against what it waits for.
+    """The answers to send to the paused run ``run_id``, bound to ``pause`` (a number,
+    or the ``WaitingCalls`` the person answering saw; default: the pause it is in now,
+    ``waiting.pause``), checked against what it waits for.
+
+    An answer that names no pause may not answer a call whose id an earlier, answered
+    call of the run had too: it may be a retry of the answer to that earlier call, and
+    would approve a call nobody saw.
 
     Raises:
         UsageError: an answer is not ``Approved``, ``Denied`` or ``ExternalResult``.
         DeferredResultsError: the run does not wait, the pause is over (a repeated or
-            stale answer), or the answers do not fit the waiting calls (an unknown call,
-            the wrong kind of answer).
+            stale answer), an answer that names no pause names a repeated call id, or
+            the answers do not fit the waiting calls (an unknown call, the wrong kind of
+            answer).
     """
+    if isinstance(pause, WaitingCalls):
+        pause = pause.pause
     for call_id, answer in answers.items():
         if not isinstance(answer, Approved | Denied | ExternalResult):
             raise UsageError(
@@ -151,6 +183,15 @@ def answers_to_send(
     if not waiting:
         raise DeferredResultsError(
             f"run {run_id!r} is not waiting for answers", tuple(sorted(answers))
+        )
+    ambiguous = sorted(i for i in answers if i in waiting.repeated) if pause is None else []
+    if ambiguous:
+        raise DeferredResultsError(
+            f"call {', '.join(map(repr, ambiguous))} of run {run_id!r} has the id of a call"
+            " answered at an earlier pause: this may be a retry of that answer, so it is"
+            f" not applied; name the pause to answer the new call (pause={waiting.pause},"
+            " or pass the WaitingCalls you showed)",
+            tuple(ambiguous),
         )
     error = check_answers(waiting, answers)
     if error is not None:

@@ -73,10 +73,15 @@ class CorruptRecord(ValueError):
 
 @frozen
 class Waiting:
-    """A paused run's waiting calls, and which pause of the run this is (answers name it)."""
+    """A paused run's waiting calls, and which pause of the run this is (answers name it).
+
+    ``repeated``: the ids of waiting calls that an earlier, answered call of the run had
+    too (a model that reuses ids): an answer naming one must name its pause, or a
+    retried answer to the earlier call would approve this one."""
 
     pause: int
     calls: tuple[DeferredCall, ...]
+    repeated: tuple[str, ...] = ()
 
 
 @frozen
@@ -218,6 +223,12 @@ COUNT = _typed(int, "an integer")
 ANY: Codec = (lambda v: v, lambda v, where: v)
 PARTS: Codec = (lambda v: [_CONVERTER.unstructure(p, Part) for p in v], _parts)
 MESSAGE: Codec = (lambda m: history_to_jsonable((m,))[0], lambda v, w: _messages([v], w)[0])
+_texts: Codec = (
+    list,
+    lambda v, where: tuple(
+        TEXT[1](x, f"{where}[{i}]") for i, x in enumerate(_typed(list, "a list")[1](v, where))
+    ),
+)
 MESSAGES: Codec = (lambda ms: history_to_jsonable(ms), _messages)
 CALL: Codec = (lambda c: _CONVERTER.unstructure(c, Part), _call)
 USAGE: Codec = (lambda u: _CONVERTER.unstructure(u), _usage)
@@ -275,7 +286,15 @@ RECORDS: tuple[Record, ...] = (
     Record("denied", Denied, (_f("reason", TEXT),)),
     Record("external", ExternalResult, (_f("parts", PARTS), _f("failed", FLAG, optional=True))),
     Record("deferred", DeferredCall, (_f("call", CALL), _f("kind", WAITING_KIND))),
-    Record("waiting", Waiting, (_f("pause", COUNT), _f("calls", RECORD_LIST))),
+    Record(
+        "waiting",
+        Waiting,
+        (
+            _f("pause", COUNT),
+            _f("calls", RECORD_LIST),
+            _f("repeated", _texts, optional=True),
+        ),
+    ),
     Record("answers", AnswersSent, (_f("pause", COUNT), _f("answers", RECORD_MAP))),
     Record(
         "instructions",

@@ -66,6 +66,7 @@ from golem_shell._engine import (
     run_input,
     run_processor,
     static_instructions,
+    waiting_of,
 )
 from golem_shell._errors import RunError, Stage, UsageError
 from golem_shell._observe import EventHandler, observe_run
@@ -291,10 +292,14 @@ class DurableAgent(Generic[DepsT, OutputT]):
         if not value:
             return WaitingCalls()
         waiting = decode_as(Waiting, value, "waiting")
-        return WaitingCalls(waiting.calls, waiting.pause)
+        return WaitingCalls.of(waiting)
 
     async def answer(
-        self, run_id: str, answers: Mapping[str, DeferredAnswer], *, pause: int | None = None
+        self,
+        run_id: str,
+        answers: Mapping[str, DeferredAnswer],
+        *,
+        pause: int | WaitingCalls | None = None,
     ) -> None:
         """Answer waiting calls of the paused run ``run_id``, by call id; it goes on.
 
@@ -303,15 +308,18 @@ class DurableAgent(Generic[DepsT, OutputT]):
         unanswered keep the run paused. The calls are the run's own (recorded by the
         workflow), so a forged call cannot be answered.
 
-        Answers are bound to one pause of the run: ``pause`` (``waiting(...).pause``, as
-        the person answering saw it), or the pause the run is in now. A repeated answer
-        (a double click, an HTTP retry) is refused here once the run has moved on, and by
-        the run itself if it arrives late: it never applies to a later pause, even one
-        whose call has the same id.
+        Answers are bound to one pause of the run: ``pause`` (the ``WaitingCalls`` from
+        ``waiting(...)`` that the person answering saw, or its ``pause``), or else the
+        pause the run is in now. A repeated answer (a double click, an HTTP retry) is
+        refused here once the run has moved on, and by the run itself if it arrives
+        late: it never applies to a later pause, even one whose call has the same id (an
+        answer that names no pause is refused for a call whose id an earlier, answered
+        call had: name the pause then).
 
         Raises:
             DeferredResultsError: an answer names a call that is not waiting, answers it
-                with the wrong kind of answer, or answers a pause that is over; nothing
+                with the wrong kind of answer, answers a pause that is over, or names no
+                pause for a call with a repeated id; nothing
                 is sent then.
         """
         sent = answers_to_send(run_id, answers, await self.waiting(run_id), pause)
@@ -412,7 +420,7 @@ class _DBOSEffects:
     async def wait(self, paused: RunState) -> Answered:
         """Publish the waiting calls (and why earlier answers were refused), then receive
         answers until some fit this pause; the run goes on in the same workflow."""
-        waiting = Waiting(paused.pauses, paused.deferred)
+        waiting = waiting_of(paused)
         await DBOS.set_event_async(WAITING_EVENT, encode(waiting), serialization_type=_PORTABLE)
         while True:
             message = await DBOS.recv_async(ANSWERS_TOPIC, timeout_seconds=_WAIT_SECONDS)

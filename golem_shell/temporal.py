@@ -63,6 +63,7 @@ from golem_shell._engine import (
     run_input,
     run_processor,
     static_instructions,
+    waiting_of,
 )
 from golem_shell._errors import DeferredResultsError, RunError, Stage, UsageError
 from golem_shell._observe import EventHandler, observe_run
@@ -168,7 +169,7 @@ class GolemRun:
     @workflow.query(name=WAITING_QUERY)
     def waiting(self) -> JSON:
         paused = self.paused
-        return None if paused is None else encode(Waiting(paused.pauses, paused.deferred))
+        return None if paused is None else encode(waiting_of(paused))
 
     @workflow.update(name=ANSWER_UPDATE)
     async def answer(self, sent: JSON) -> None:
@@ -443,7 +444,7 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         if not value:
             return WaitingCalls()
         waiting = decode_as(Waiting, value, "waiting")
-        return WaitingCalls(waiting.calls, waiting.pause)
+        return WaitingCalls.of(waiting)
 
     async def answer(
         self,
@@ -451,7 +452,7 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         run_id: str,
         answers: Mapping[str, DeferredAnswer],
         *,
-        pause: int | None = None,
+        pause: int | WaitingCalls | None = None,
     ) -> None:
         """Answer waiting calls of the paused run ``run_id``, by call id; it goes on.
 

@@ -125,11 +125,38 @@ class Calls:
         return self.function(request)
 
 
+EFFECTS_DONE: list[str] = []
+
+
+@tool(requires_approval=True)
+def publish() -> str:
+    """Publish the draft."""
+    EFFECTS_DONE.append("publish")
+    return "published"
+
+
+@tool(requires_approval=True)
+def wipe() -> str:
+    """Wipe everything."""
+    EFFECTS_DONE.append("wipe")
+    return "wiped"
+
+
+def _same_ids(request: Any) -> Message | str:
+    """A model that reuses call ids: call_0 publish, then call_0 wipe."""
+    n = _turns(request)
+    if n < 2:
+        name = ("publish", "wipe")[n]
+        return Message(Role.ASSISTANT, (ToolCallPart("call_0", name, "{}"),))
+    return "done"
+
+
 COUNTED = Calls(_two_tools)
 AGENTS = {
     "two-tools": Agent(FunctionModel(COUNTED), tools=[add]),
     "verdict": Agent(FunctionModel(_verdict), output_type=Verdict),
     "deferred": Agent(FunctionModel(_deferred), tools=[delete, lookup]),
+    "same-ids": Agent(FunctionModel(_same_ids), tools=[publish, wipe]),
     "model-fails": Agent(FunctionModel(lambda r: 1 / 0)),
     "tool-crashes": Agent(
         FunctionModel(lambda r: Message(Role.ASSISTANT, (ToolCallPart("x", "crash", "{}"),)))
@@ -295,6 +322,33 @@ async def test_a_paused_run_waits_for_answers_then_goes_on(launched: Path) -> No
         Role.ASSISTANT,
     ]
     assert await durable.waiting(run_id) == ()
+
+
+@pytest.mark.anyio
+async def test_a_retried_answer_never_approves_the_next_pause(launched: Path) -> None:
+    """The same answer sent again without ``pause=`` (an HTTP retry) once the run paused
+    on a new call with the same id is refused: it never approves a call nobody saw."""
+    durable = DURABLE["same-ids"]
+    run_id = await durable.start("ship it", run_id="unit-same-ids")
+    first = await durable.waiting(run_id, timeout=10)
+    assert [(d.call.id, d.call.name) for d in first] == [("call_0", "publish")]
+    await durable.answer(run_id, {"call_0": Approved()})
+    for _ in range(500):
+        second = await durable.waiting(run_id)
+        if second and second.pause > first.pause:
+            break
+        await asyncio.sleep(0.02)
+    assert [(d.call.id, d.call.name) for d in second] == [("call_0", "wipe")]
+    assert second.repeated == ("call_0",)
+    with pytest.raises(DeferredResultsError, match="earlier pause") as refused:
+        await durable.answer(run_id, {"call_0": Approved()})  # the retry
+    assert refused.value.call_ids == ("call_0",)
+    with pytest.raises(DeferredResultsError, match="pause"):  # bound to the first pause
+        await durable.answer(run_id, {"call_0": Approved()}, pause=first)
+    assert EFFECTS_DONE == ["publish"]
+    await durable.answer(run_id, {"call_0": Denied("no")}, pause=second)  # the easy path
+    result = await durable.result(run_id)
+    assert result.output == "done" and EFFECTS_DONE == ["publish"]
 
 
 @pytest.mark.anyio
