@@ -5,8 +5,11 @@ tested directly, and through the example served by uvicorn on 127.0.0.1."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterator
+import socket
+import threading
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,15 @@ from web_chat_server import WebChatServer, serve_web_chat
 
 from golem_core import Message
 from golem_shell import Agent, FunctionModel, SQLiteHistoryStore
-from golem_shell.ui import Refused, VercelStream, parse_json_body, run_items, vercel_frames
+from golem_shell.ui import (
+    DEFAULT_MAX_BODY_BYTES,
+    Refused,
+    VercelStream,
+    parse_json_body,
+    read_body,
+    run_items,
+    vercel_frames,
+)
 
 
 @pytest.fixture
@@ -150,3 +161,90 @@ def test_agui_sends_run_started_before_the_sanitize_notice(server: WebChatServer
     assert events[1]["name"] == "golem.sanitize" and events[1]["value"]["systemPrompts"] == 1
     assert [e["type"] for e in events].count("RUN_STARTED") == 1
     assert events[-1]["type"] == "RUN_FINISHED"
+
+
+# -- the body limit holds while reading, not after -------------------------------------------
+
+
+def _post_unfinished(server: WebChatServer, path: str, head: str, body: bytes) -> bytes:
+    """Send a request's head and ``body`` on a raw socket, never the body's end, and read
+    what the server answers; b"" when it answered nothing before the socket timed out."""
+    port = int(server.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+        request = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}\r\n".encode()
+
+        def send() -> None:
+            with contextlib.suppress(OSError):  # the server may close once it has answered
+                sock.sendall(request + body)
+
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+        answer = b""
+        try:
+            while b"\r\n\r\n" not in answer:
+                data = sock.recv(65536)
+                if not data:
+                    break
+                answer += data
+        except TimeoutError:
+            pass
+        sender.join(20)
+        return answer
+
+
+def _chunked(total: int, size: int = 64 * 1024) -> bytes:
+    """``total`` bytes of a JSON-looking body as HTTP/1.1 chunks, without the last chunk."""
+    out = bytearray()
+    for start in range(0, total, size):
+        piece = b"[" * min(size, total - start)
+        out += b"%x\r\n" % len(piece) + piece + b"\r\n"
+    return bytes(out)
+
+
+@pytest.mark.parametrize("path", ["/agui", "/api/chat"])
+def test_a_chunked_body_over_the_limit_is_refused_before_it_ends(
+    server: WebChatServer, path: str
+) -> None:
+    """No cookie needed on /agui: 1 MiB and 256 kB sent, and the upload never finishes;
+    the server answers 413 once it has read past the limit, not after the whole body."""
+    cookie = ""
+    if path == "/api/chat":
+        cookie = f"Cookie: uid={browser_client(server).cookies['uid']}\r\n"
+    head = f"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n{cookie}"
+    answer = _post_unfinished(server, path, head, _chunked(DEFAULT_MAX_BODY_BYTES + (256 << 10)))
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+
+
+def test_a_declared_length_over_the_limit_is_refused_before_the_body(
+    server: WebChatServer,
+) -> None:
+    head = f"Content-Type: application/json\r\nContent-Length: {100 << 20}\r\n"
+    answer = _post_unfinished(server, "/agui", head, b"[")
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+
+
+@pytest.mark.anyio
+async def test_read_body_stops_reading_at_the_limit() -> None:
+    pulled = 0
+
+    async def endless() -> AsyncIterator[bytes]:
+        nonlocal pulled
+        while True:
+            pulled += 1
+            yield b"x" * 1000
+
+    with pytest.raises(Refused, match="over the limit of 10000 bytes") as caught:
+        await read_body(endless(), max_bytes=10_000)
+    assert caught.value.status == 413
+    assert pulled == 11  # the chunk that passed the limit was the last one read
+
+    async def chunks(*parts: bytes) -> AsyncIterator[bytes]:
+        for part in parts:
+            yield part
+
+    assert await read_body(chunks(b'{"a":', b" 1}"), max_bytes=8) == b'{"a": 1}'
+    with pytest.raises(Refused, match="9 bytes is over the limit of 8") as caught:
+        await read_body(chunks(b"x"), max_bytes=8, content_length="9")
+    assert caught.value.status == 413
+    with pytest.raises(Refused, match="Content-Length"):
+        await read_body(chunks(b"x"), max_bytes=8, content_length="many")

@@ -69,6 +69,7 @@ from golem_shell.ui import (
     agui_messages_to_history,
     history_to_ui_messages,
     parse_json_body,
+    read_body,
     report_json,
     run_items,
     sse_frame,
@@ -185,6 +186,12 @@ class SafeJSONResponse(JSONResponse):
             return json.dumps(content, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
+async def _json_body(request: Request) -> Any:
+    """The request's JSON, read no further than the 1 MiB limit (413 past it)."""
+    length = request.headers.get("content-length")
+    return parse_json_body(await read_body(request.stream(), content_length=length))
+
+
 def _title(history: Sequence[Message]) -> str:
     first = next((m.text for m in history if m.role is Role.USER and m.text), "New chat")
     return first if len(first) <= 40 else first[:39] + "…"
@@ -294,7 +301,7 @@ class ChatServer:
 
     async def chat(self, request: Request) -> Response:
         uid = self.owner(request)
-        body = parse_json_body(await request.body())
+        body = await _json_body(request)
         if not isinstance(body, dict):
             raise Refused("the body must be an object {id, branch, messages}")
         cid, branch = body.get("id"), _branch(body.get("branch"))
@@ -415,7 +422,7 @@ class ChatServer:
     # -- AG-UI, stateless --------------------------------------------------------------------
 
     async def agui(self, request: Request) -> Response:
-        body = parse_json_body(await request.body())
+        body = await _json_body(request)
         try:
             run_input = RunAgentInput.model_validate(body)
         except ValidationError as e:

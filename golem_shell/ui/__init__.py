@@ -21,6 +21,7 @@ from golem_shell.ui._boundary import (
     Refused,
     accept_history,
     parse_json_body,
+    read_body,
     report_json,
     sse_frame,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "history_to_agui_messages",
     "history_to_ui_messages",
     "parse_json_body",
+    "read_body",
     "report_json",
     "run_items",
     "sse_frame",

@@ -4,7 +4,8 @@ Owns ``Refused`` (a client request the server will not run, with the HTTP status
 says why), ``accept_history`` (``sanitize_history`` on the client's history, with the
 signing key when the server signs, and the size limits), ``report_json`` (what the pass
 dropped, as JSON a client or a log can read), the SSE framing both protocols share, and
-``parse_json_body`` (the request body, refused when it is too large, not JSON, or holds
+``read_body`` (the request body, read chunk by chunk and refused as soon as it passes the
+limit), ``parse_json_body`` (its JSON value, refused when it is too large, not JSON, or holds
 a string that is not Unicode text: a lone surrogate, such as a JavaScript string cut in
 the middle of an emoji, would be stored and then fail every response that tries to
 encode it as UTF-8).
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import AsyncIterable, Collection, Sequence
 from typing import Any
 
 from golem_core import Message, SanitizeReport, SigningKeys, sanitize_history
@@ -26,6 +27,7 @@ __all__ = [
     "Refused",
     "accept_history",
     "parse_json_body",
+    "read_body",
     "report_json",
     "sse_frame",
 ]
@@ -47,6 +49,51 @@ class Refused(GolemError, ValueError):
     def __init__(self, message: str, status: int = 400) -> None:
         self.status = status
         super().__init__(message)
+
+
+async def read_body(
+    chunks: AsyncIterable[bytes],
+    *,
+    max_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    content_length: str | None = None,
+) -> bytes:
+    """A request body, read from its ``chunks`` (Starlette: ``request.stream()``) and
+    refused as soon as it passes ``max_bytes``: the server never holds more than the
+    limit and one chunk, however much a client sends or declares.
+
+    Args:
+        chunks: the body as it arrives.
+        max_bytes: the most bytes a body may have.
+        content_length: the request's ``Content-Length`` header, when it has one: a
+            declared length over the limit is refused before a byte is read.
+
+    Raises:
+        Refused: the body declares or passes ``max_bytes`` (413); ``content_length``
+            is not a number of bytes (400).
+    """
+    if content_length is not None:
+        try:
+            declared = int(content_length)
+        except ValueError:
+            raise Refused(
+                f"Content-Length must be a number of bytes, got {content_length!r}"
+            ) from None
+        if declared > max_bytes:
+            raise Refused(
+                f"request body of {declared} bytes is over the limit of {max_bytes} bytes", 413
+            )
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in chunks:
+        size += len(chunk)
+        if size > max_bytes:
+            raise Refused(
+                f"request body is over the limit of {max_bytes} bytes"
+                f" (stopped reading at {size} bytes)",
+                413,
+            )
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def parse_json_body(body: bytes, *, max_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Any:
