@@ -121,6 +121,32 @@ def _deferred(request: Any) -> Message | str:
     return "after: " + " | ".join(results)
 
 
+EFFECTS_DONE: list[str] = []
+
+
+@tool(requires_approval=True)
+def publish() -> str:
+    """Publish the draft."""
+    EFFECTS_DONE.append("publish")
+    return "published"
+
+
+@tool(requires_approval=True)
+def wipe() -> str:
+    """Wipe everything."""
+    EFFECTS_DONE.append("wipe")
+    return "wiped"
+
+
+def _same_ids(request: Any) -> Message | str:
+    """A model that reuses call ids: call_0 publish, then call_0 wipe."""
+    n = _turns(request)
+    if n < 2:
+        name = ("publish", "wipe")[n]
+        return Message(Role.ASSISTANT, (ToolCallPart("call_0", name, "{}"),))
+    return "done"
+
+
 @tool
 def crash() -> str:
     """Crash."""
@@ -140,6 +166,7 @@ AGENTS: dict[str, Agent[None, Any]] = {
         output_type=Verdict,
     ),
     "deferred": Agent(FunctionModel(_deferred), tools=[delete, lookup]),
+    "same-ids": Agent(FunctionModel(_same_ids), tools=[publish, wipe]),
     "model-fails": Agent(FunctionModel(lambda r: 1 / 0)),
     "tool-crashes": Agent(
         FunctionModel(lambda r: Message(Role.ASSISTANT, (ToolCallPart("x", "crash", "{}"),))),
@@ -321,6 +348,60 @@ async def test_two_answers_for_one_pause_apply_once(temporal_server: Any) -> Non
     assert len(refused) == 1 and isinstance(refused[0], DeferredResultsError), outcomes
     assert result.output == "after: denied: no | denied: none"
     assert result.requests == 2
+
+
+@pytest.mark.anyio
+async def test_a_retried_answer_never_approves_the_next_pause(temporal_server: Any) -> None:
+    """As on DBOS: the same answer sent again without ``pause=`` once the run paused on
+    a new call with the same id is refused; bound to the WaitingCalls shown, it applies."""
+    durable = DURABLE["same-ids"]
+    async with _working(temporal_server.address) as client:
+        run_id = await durable.start(client, "ship it", run_id=_id("same-ids"))
+        first = await durable.waiting(client, run_id, timeout=30)
+        assert [(d.call.id, d.call.name) for d in first] == [("call_0", "publish")]
+        await durable.answer(client, run_id, {"call_0": Approved()})
+        for _ in range(500):
+            second = await durable.waiting(client, run_id)
+            if second and second.pause > first.pause:
+                break
+            await asyncio.sleep(0.02)
+        assert [(d.call.id, d.call.name) for d in second] == [("call_0", "wipe")]
+        with pytest.raises(DeferredResultsError, match="earlier pause"):
+            await durable.answer(client, run_id, {"call_0": Approved()})  # the retry
+        with pytest.raises(DeferredResultsError, match="pause"):
+            await durable.answer(client, run_id, {"call_0": Approved()}, pause=first)
+        assert EFFECTS_DONE == ["publish"]
+        await durable.answer(client, run_id, {"call_0": Denied("no")}, pause=second)
+        result = await durable.result(client, run_id)
+    assert result.output == "done" and EFFECTS_DONE == ["publish"]
+
+
+def test_the_update_validator_itself_refuses_answers_that_do_not_fit() -> None:
+    """The validator runs the core's check (nothing is recorded for a refused update):
+    tested on its own, since the update handler refuses such answers too."""
+    from temporalio.exceptions import ApplicationError
+
+    from golem_core.loop import paused_from
+    from golem_shell._records import AnswersSent, encode
+    from golem_shell._setup import run_config
+    from golem_shell.temporal import GolemRun
+
+    agent = AGENTS["deferred"]
+    paused_run = agent.run_sync("clean up")
+    config = run_config(agent.run_spec(), paused_run.run_id, paused_run.conversation_id, None)
+    workflow_run = GolemRun()
+    with pytest.raises(ApplicationError, match="not waiting"):
+        workflow_run.check_answer(encode(AnswersSent(1, {"d1": Denied("no")})))
+    workflow_run.paused = paused = paused_from(config, paused_run.messages)
+    workflow_run.check_answer(encode(AnswersSent(paused.pauses, {"d1": Denied("no")})))  # fits
+    for stale in (paused.pauses - 1, paused.pauses + 1):
+        with pytest.raises(ApplicationError, match="pause") as refused:
+            workflow_run.check_answer(encode(AnswersSent(stale, {"d1": Denied("no")})))
+        assert refused.value.type == "Rejected"
+    with pytest.raises(ApplicationError, match="forged"):
+        workflow_run.check_answer(encode(AnswersSent(paused.pauses, {"forged": Approved()})))
+    with pytest.raises(ApplicationError, match="cannot be read"):
+        workflow_run.check_answer({"type": "answers"})
 
 
 EVENTS: list[Any] = []
