@@ -107,6 +107,8 @@ def _worker(
     job: Job,
     options: dict[str, Any],
     pause: _Pause | None,
+    ready: Any,
+    start: Any,
     done: Any,
     results: Any,
 ) -> None:
@@ -114,7 +116,11 @@ def _worker(
         store = _PausingStore(f"{url}?application_name={name}", table=table, **options)
         store.pause = pause
         try:
-            store.list_conversations_sync("warm-up")  # connect and create tables first
+            # Connect (the schema's CREATE ... IF NOT EXISTS waits for a writer's table
+            # lock) before either operation starts: only the operations may meet.
+            store.list_conversations_sync("warm-up")
+            ready.set()
+            start.wait(_WAIT)
             if pause is not None:
                 pause.armed = True
             outcome: tuple[str, object] = ("ok", job(store))
@@ -158,35 +164,40 @@ def race(
     """
     context = multiprocessing.get_context("fork")  # the children inherit golem's imports
     reached, go = context.Event(), context.Event()
-    done_first, done_second = context.Event(), context.Event()
+    ready_a, ready_b, start_a, start_b = (context.Event() for _ in range(4))
+    done_a, done_b = context.Event(), context.Event()
     results = context.Queue()
     tag = backend.table
     pause = _Pause(pattern, nth, reached, go)
     a = context.Process(
         target=_worker,
-        args=(backend.target, tag, f"{tag}_a", first, first_options or {}, pause, done_first,
-              results),
+        args=(backend.target, tag, f"{tag}_a", first, first_options or {}, pause, ready_a,
+              start_a, done_a, results),
     )  # fmt: skip
     b = context.Process(
         target=_worker,
-        args=(backend.target, tag, f"{tag}_b", second, second_options or {}, None, done_second,
-              results),
+        args=(backend.target, tag, f"{tag}_b", second, second_options or {}, None, ready_b,
+              start_b, done_b, results),
     )  # fmt: skip
     a.start()
+    b.start()
     try:
+        if not (ready_a.wait(_WAIT) and ready_b.wait(_WAIT)):
+            raise AssertionError(f"a process did not connect: {_drain(results)}")
+        start_a.set()
         if not reached.wait(_WAIT):
             raise AssertionError(f"the first process never reached {pattern!r}: {_drain(results)}")
-        b.start()
-        gap = _done_or_waiting(backend, f"{tag}_b", done_second)
+        start_b.set()
+        gap = _done_or_waiting(backend, f"{tag}_b", done_b)
         go.set()
         outcomes = dict(results.get(timeout=_WAIT) for _ in range(2))
     finally:
-        go.set()
+        for event in (start_a, start_b, go):
+            event.set()
         for p in (a, b):
-            if p.pid is not None:
-                p.join(_WAIT)
-                if p.is_alive():
-                    p.kill()
+            p.join(_WAIT)
+            if p.is_alive():
+                p.kill()
     return outcomes[f"{tag}_a"], outcomes[f"{tag}_b"], gap
 
 
@@ -272,6 +283,29 @@ def test_prune_keeps_a_conversation_appended_to_after_it_looked(
     check = postgres_backend.open()
     assert texts(check.load_sync(OWNER, "revived")) == ["old", "new"]
     assert check.list_conversations_sync(OWNER) == ("revived",)
+
+
+def test_prune_keeps_a_conversation_whose_append_is_in_flight(postgres_backend: Backend) -> None:
+    """The append is the one stopped: it has written its rows and not yet its
+    conversation's time when the prune starts; the prune must not decide from the old
+    time and delete what the append then acknowledges."""
+    long_ago = postgres_backend.open(clock=lambda: 1_000.0)
+    long_ago.append_sync(OWNER, "revived", [user("old")], 0)
+    long_ago.append_sync(OWNER, "stale", [user("old too")], 0)
+    long_ago.close()
+    cutoff = datetime(2000, 1, 1, tzinfo=UTC)
+
+    first, second, gap = race(
+        postgres_backend,
+        lambda s: s.append_sync(OWNER, "revived", [user("new")], 1),
+        r"UPDATE \w+_conversations SET updated_ms",
+        lambda s: s.prune_sync(owner=OWNER, older_than=cutoff).conversations,
+    )
+    assert gap == "waiting"
+    assert first == ("ok", 2)
+    assert second == ("ok", ("stale",))
+    check = postgres_backend.open()
+    assert texts(check.load_sync(OWNER, "revived")) == ["old", "new"]
 
 
 # -- reads see one snapshot --------------------------------------------------------------------
