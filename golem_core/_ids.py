@@ -2,14 +2,16 @@
 
 Owns the bit layout of RFC 9562 UUIDv7 (48-bit Unix milliseconds, version 7, 12 bits
 ``rand_a``, variant ``10``, 62 bits ``rand_b``). Pure: the clock reading and the random
-bytes are arguments; ``golem_shell.new_id`` supplies them.
+bytes are arguments; ``golem_shell.new_id`` supplies them. Also the run tag that the call
+ids a run mints carry (``run_tag``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 
-__all__ = ["next_uuid7", "uuid7", "uuid7_unix_ms"]
+__all__ = ["next_uuid7", "run_tag", "uuid7", "uuid7_unix_ms"]
 
 _RAND_BITS = 74
 _RAND_MASK = (1 << _RAND_BITS) - 1
@@ -68,3 +70,12 @@ def next_uuid7(previous: str | None, unix_ms: int, rand_bytes: bytes) -> str:
     if rand > _RAND_MASK:  # the millisecond is exhausted: borrow the next one
         return _assemble(min(prev_ms + 1, _MAX_MS), rand & _RAND_MASK)
     return _assemble(prev_ms, rand)
+
+
+def run_tag(run_id: str) -> str:
+    """The 12 hex digits that the call ids a run mints carry (``golem_<tag>_<n>_<index>``
+    for a call the model sent without an id): the start of the SHA-256 of the run id.
+    48 bits: two runs of one conversation share a tag about once in 10**14 pairs, and
+    minted ids stay well within OpenAI's 40 characters. Total and deterministic.
+    """
+    return hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]

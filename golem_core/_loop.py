@@ -23,8 +23,10 @@ Rules the loop keeps:
 - Messages the run adds (prompt, model turns, tool results) carry the run's identity;
   the history it received keeps its own stamps; synthesized no-result results carry
   none (they equal what repair would produce, so resumes stay cache-friendly).
-- A call without an id gets ``golem_<n>_<index>``, ``n`` new within the conversation,
-  so its result can be paired and its signature vouched for in any later run.
+- A call without an id gets ``golem_<run tag>_<n>_<index>`` (the tag from the run id,
+  ``n`` new within the run), unique in the conversation even when a processor cut what
+  the run sees, so its result can be paired and its signature vouched for in any later
+  run.
 - A call whose arguments are not a JSON object is never executed: the model gets a
   failed result saying the arguments were cut off. An unknown tool likewise. Both count
   against that tool's retries.

@@ -19,6 +19,7 @@ from attrs import field, frozen
 
 from golem_core._deferred import DeferredAnswer, DeferredCall, DeferredError
 from golem_core._history import interrupted_result, unfinished_result
+from golem_core._ids import run_tag
 from golem_core._messages import Message, Part, Role, ToolCallPart, Usage
 from golem_core._model import ModelErrorKind, ModelRequest, ModelSettings, ToolDefinition
 from golem_core._prefix import HistoryChange
@@ -440,35 +441,38 @@ def _stamp(state: RunState, m: Message) -> Message:
         return m
     before = state.history + state.added
     if minting:
-        m = _with_call_ids(m, before)
+        m = _with_call_ids(m, before, config.run_id)
     return m if key is None else sign_message(m, key, before=before)
 
 
-def _with_call_ids(message: Message, conversation: Sequence[Message]) -> Message:
+def _with_call_ids(message: Message, conversation: Sequence[Message], run_id: str) -> Message:
     """``message`` with an id for each call the model sent without one (Gemini 2.x).
 
-    The id is ``golem_<n>_<part index>``, ``n`` one more than the highest ``n`` of such
-    ids in ``conversation`` (the messages before it) and in ``message``: a conversation's
-    first turns get ``golem_1_0``, ``golem_2_0``, ... and every later run goes on from
-    there, so a minted id never repeats within a conversation (a repeated id would make
-    a signed call unvouchable, ADR 0068). Derived from the history only: total and
-    deterministic. Called by ``_stamp``, which stamps every message the run adds.
+    The id is ``golem_<run tag>_<n>_<part index>``: the run tag is ``run_tag(run_id)``,
+    and ``n`` is one more than the highest ``n`` of this run's ids in ``conversation``
+    (the messages before it; the first minted turn of a run is ``n = 1``). So a minted
+    id is unique in the whole conversation without seeing all of it: a processor may
+    cut the window a run sees (issue 33.5), and another run has another tag (a repeated
+    id would make a signed call unvouchable, ADR 0068 and 0091). Total and
+    deterministic in the message, the conversation and the run id. Called by
+    ``_stamp``, which stamps every message the run adds.
     """
     if not any(type(p) is ToolCallPart and p.id is None for p in message.parts):
         return message
+    prefix = f"golem_{run_tag(run_id)}_"
     highest = 0
-    for m in (*conversation, message):
+    for m in conversation:
         if m.role is not Role.ASSISTANT:
             continue
         for p in m.parts:
-            if type(p) is ToolCallPart and p.id is not None and p.id.startswith("golem_"):
-                n, _, index = p.id[6:].partition("_")
+            if type(p) is ToolCallPart and p.id is not None and p.id.startswith(prefix):
+                n, _, index = p.id[len(prefix) :].partition("_")
                 if n.isdigit() and n.isascii() and len(n) < 19 and index.isdigit():
                     highest = max(highest, int(n))
     parts: list[Part] = []
     for i, p in enumerate(message.parts):
         if type(p) is ToolCallPart and p.id is None:
-            p = attrs.evolve(p, id=f"golem_{highest + 1}_{i}")
+            p = attrs.evolve(p, id=f"{prefix}{highest + 1}_{i}")
         parts.append(p)
     return attrs.evolve(message, parts=tuple(parts))
 

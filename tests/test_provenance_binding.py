@@ -32,6 +32,7 @@ from golem_core import (
     trim_history,
     verify_history,
 )
+from golem_core.ids import run_tag
 from golem_shell import Agent, DeferredResultsError, FunctionModel, tool
 
 KEY = b"k" * 32
@@ -87,14 +88,15 @@ def test_minted_ids_never_repeat_so_every_runs_signed_pause_can_be_approved() ->
     agent = Agent(FunctionModel(gemini_2), tools=[transfer], signing_key=KEY)
     first = agent.run_sync("pay the rent")
     [waiting] = first.deferred
-    assert waiting.call.id == "golem_1_0"  # a conversation's first minted id, as before
+    assert waiting.call.id == f"golem_{run_tag(first.run_id)}_1_0"  # the run's first id
     paid = agent.run_with_deferred_results_sync(
-        round_trip(first.messages), {"golem_1_0": Approved()}
+        round_trip(first.messages), {waiting.call.id: Approved()}
     )
     second = agent.run_with_history_sync(round_trip(paid.messages), "pay it again")
     [again] = second.deferred
     ids = [c.id for m in second.messages for c in m.tool_calls]
-    assert len(ids) == len(set(ids)) == 2 and again.call.id == "golem_2_0"
+    assert len(ids) == len(set(ids)) == 2
+    assert again.call.id == f"golem_{run_tag(second.run_id)}_1_0"  # another run, another tag
     history = round_trip(second.messages)
     assert again.call.id in signed_calls(history, KEY)
     clean, report = sanitize_history(history, key=KEY)
@@ -111,12 +113,13 @@ def test_minted_ids_are_deterministic_and_unique_without_a_key_too() -> None:
         return "ok"
 
     agent = Agent(FunctionModel(three_calls), tools=[lookup])
-    runs = [agent.run_sync("one"), agent.run_sync("one")]
-    for _ in range(2):
-        runs.append(agent.run_with_history_sync(runs[-1].messages, "more"))
+    runs = [agent.run_sync("one", run_id="r1"), agent.run_sync("one", run_id="r1")]
+    for n in (2, 3):
+        runs.append(agent.run_with_history_sync(runs[-1].messages, "more", run_id=f"r{n}"))
     ids = [[c.id for m in r.messages for c in m.tool_calls] for r in runs]
-    assert ids[0] == ids[1] == ["golem_1_0", "golem_1_1"]  # the same history, the same ids
-    assert ids[-1] == ["golem_1_0", "golem_1_1", "golem_2_0", "golem_2_1", "golem_3_0", "golem_3_1"]
+    tags = [run_tag(f"r{n}") for n in (1, 2, 3)]
+    assert ids[0] == ids[1] == [f"golem_{tags[0]}_1_0", f"golem_{tags[0]}_1_1"]  # deterministic
+    assert ids[-1] == [f"golem_{t}_1_{i}" for t in tags for i in (0, 1)]
     assert all(m.tool_call_id in ids[-1] for m in runs[-1].messages if m.role is Role.TOOL)
 
 
