@@ -35,7 +35,9 @@ from golem_shell._event_stream import EventStream, RunEvent
 from golem_shell._ids import new_id
 from golem_shell._limits import UsageLimits
 from golem_shell._observe import EventHandler, instrument, uninstrument
+from golem_shell._options import RunOptions, StreamOptions
 from golem_shell._results import DeltaEvent, RunResult, ToolResultEvent, partial_from
+from golem_shell._setup import RunSpec
 from golem_shell._summarize import (
     AsyncHistoryProcessor,
     run_history_processor,
@@ -162,12 +164,15 @@ __all__ = [
     "RunEvent",
     "RunFailed",
     "RunFinished",
+    "RunOptions",
     "RunPaused",
     "RunResult",
+    "RunSpec",
     "RunStarted",
     "SQLiteHistoryStore",
     "ScriptedModel",
     "Stage",
+    "StreamOptions",
     "TestModel",
     "Tool",
     "ToolFailure",
