@@ -46,6 +46,7 @@ from golem_core.wire import openai_responses as wire
 
 openai_types = pytest.importorskip("openai.types.responses")
 from openai import omit  # noqa: E402
+from openai._models import construct_type  # noqa: E402
 from openai.lib.streaming.responses._responses import ResponseStreamState  # noqa: E402
 from openai.types.responses import (  # noqa: E402
     EasyInputMessageParam,
@@ -301,7 +302,16 @@ def sdk_view(response: Any) -> dict[str, Any]:
         "calls": [
             (i.call_id, i.name, i.arguments) for i in response.output if i.type == "function_call"
         ],
-        "reasoning": [i.encrypted_content for i in response.output if i.type == "reasoning"],
+        "reasoning": [  # golem keeps a reasoning item that has something to show or replay
+            i.encrypted_content
+            for i in response.output
+            if i.type == "reasoning"
+            and (
+                i.encrypted_content
+                or any(s.text for s in i.summary)
+                or any(c.text for c in i.content or ())
+            )
+        ],
         "usage": None
         if usage is None
         else (
@@ -335,16 +345,25 @@ def test_a_failed_body_agrees_with_the_sdk() -> None:
     assert ours.failure().message == theirs.error.message
 
 
-def sdk_stream(data: bytes) -> tuple[Any | None, dict[int, str], list[Any]]:
+def sdk_stream(
+    data: bytes, *, validate: bool = True
+) -> tuple[Any | None, dict[int, str], list[Any]]:
     """The SDK's accumulation of a stream: the finished response (if any), the text or
-    argument snapshot of each output index, and the error events."""
+    argument snapshot of each output index, and the error events. ``validate=False``
+    builds the events as the SDK's own stream reader does (``construct_type``, which
+    takes a terminal response that leaves out its ``output``)."""
     state: ResponseStreamState[Any] = ResponseStreamState(input_tools=[], text_format=omit)
     sse = SSEDecoder()
     finished = None
     snapshots: dict[int, str] = {}
     errors: list[Any] = []
     for event in [*sse.feed(data), *sse.close()]:
-        raw = EVENT.validate_python(json.loads(event.data))
+        payload = json.loads(event.data)
+        raw = (
+            EVENT.validate_python(payload)
+            if validate
+            else construct_type(type_=ResponseStreamEvent, value=payload)
+        )
         if raw.type == "error":
             errors.append(raw)
             break
@@ -388,3 +407,225 @@ def test_streams_agree_with_the_sdk_accumulator(name: str) -> None:
         assert partial == [snapshots[k] for k in sorted(snapshots)]
         return
     assert golem_view(decoder.finish().unwrap()) == sdk_view(finished)
+
+
+# -- generated streams: the stream, its body and the SDK agree -----------------------------
+
+_BASE = json.loads((FIXTURES / "response_text.json").read_bytes())
+_words = st.text(alphabet='ab \n{}":,é', max_size=12)
+
+
+@st.composite
+def output_items(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """The ``output`` of a finished response: messages (text, refusals, a phase),
+    function calls and reasoning items (summaries, encrypted content), in any order."""
+    items: list[dict[str, Any]] = []
+    for k in range(draw(st.integers(0, 4))):
+        kind = draw(st.sampled_from(["message", "function_call", "reasoning"]))
+        if kind == "message":
+            content: list[dict[str, Any]] = []
+            for _ in range(draw(st.integers(0, 2))):
+                if draw(st.booleans()):
+                    text = draw(_words)
+                    content.append(
+                        {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
+                    )
+                else:
+                    content.append({"type": "refusal", "refusal": draw(_words)})
+            item: dict[str, Any] = {
+                "id": f"msg_{k}",
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": content,
+            }
+            if draw(st.booleans()):
+                item["phase"] = draw(st.sampled_from(["commentary", "final_answer"]))
+        elif kind == "function_call":
+            item = {
+                "id": f"fc_{k}",
+                "type": "function_call",
+                "status": "completed",
+                "arguments": draw(_words),
+                "call_id": f"call_{k}",
+                "name": draw(st.sampled_from(["get_weather", "lookup"])),
+            }
+        else:
+            summary = [
+                {"type": "summary_text", "text": draw(_words)}
+                for _ in range(draw(st.integers(0, 2)))
+            ]
+            item = {"id": f"rs_{k}", "type": "reasoning", "summary": summary}
+            if draw(st.booleans()):
+                item["encrypted_content"] = draw(
+                    st.text(alphabet="abcXYZ=", min_size=1, max_size=8)
+                )
+        items.append(item)
+    return items
+
+
+def _chunks(draw: st.DrawFn, text: str) -> list[str]:
+    cuts = sorted(draw(st.sets(st.integers(1, max(1, len(text) - 1)), max_size=3)))
+    cuts = [c for c in cuts if c < len(text)]
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True) if text[a:b]]
+
+
+def _opened(item: dict[str, Any]) -> dict[str, Any]:
+    """An item as ``response.output_item.added`` announces it: nothing in it yet."""
+    if item["type"] == "message":
+        return {**item, "status": "in_progress", "content": []}
+    if item["type"] == "function_call":
+        return {**item, "status": "in_progress", "arguments": ""}
+    return {k: v for k, v in item.items() if k != "encrypted_content"} | {"summary": []}
+
+
+@st.composite
+def streamed_responses(
+    draw: st.DrawFn,
+) -> tuple[dict[str, Any], list[dict[str, Any]], bool]:
+    """A finished response body and the events a server streams for it, as OpenAI does:
+    each item added, its content in delta chunks, each item done, then
+    ``response.completed`` (or ``response.incomplete``, where the last item may never
+    be done) carrying the response with its ``output``, without it, or with an empty
+    list; and whether the SDK's accumulator can be compared (it keeps an empty list as
+    it is, and does not add refusal deltas to an item that never finished)."""
+    output = draw(output_items())
+    incomplete = draw(st.booleans())
+    body = {
+        **_BASE,
+        "output": output,
+        "status": "incomplete" if incomplete else "completed",
+        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+    }
+    unfinished = incomplete and bool(output) and draw(st.booleans())
+    if unfinished and output[-1]["type"] == "reasoning":  # cut before its encrypted content
+        output[-1] = {k: v for k, v in output[-1].items() if k != "encrypted_content"}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {**body, "status": "in_progress", "output": []}}
+    ]
+    for index, item in enumerate(output):
+        ids = {"item_id": item["id"], "output_index": index}
+        events.append(
+            {"type": "response.output_item.added", "output_index": index, "item": _opened(item)}
+        )
+        if item["type"] == "message":
+            for c, part in enumerate(item["content"]):
+                key = "text" if part["type"] == "output_text" else "refusal"
+                kind = "output_text" if key == "text" else "refusal"
+                extra = {"logprobs": []} if key == "text" else {}
+                events.append(
+                    {
+                        "type": "response.content_part.added",
+                        **ids,
+                        "content_index": c,
+                        "part": {**part, key: ""},
+                    }
+                )
+                for chunk in _chunks(draw, part[key]):
+                    events.append(
+                        {
+                            "type": f"response.{kind}.delta",
+                            **ids,
+                            "content_index": c,
+                            "delta": chunk,
+                            **extra,
+                        }
+                    )
+                events.append(
+                    {
+                        "type": f"response.{kind}.done",
+                        **ids,
+                        "content_index": c,
+                        key: part[key],
+                        **extra,
+                    }
+                )
+                events.append(
+                    {"type": "response.content_part.done", **ids, "content_index": c, "part": part}
+                )
+        elif item["type"] == "function_call":
+            for chunk in _chunks(draw, item["arguments"]):
+                events.append(
+                    {"type": "response.function_call_arguments.delta", **ids, "delta": chunk}
+                )
+            events.append(
+                {
+                    "type": "response.function_call_arguments.done",
+                    **ids,
+                    "arguments": item["arguments"],
+                    "name": item["name"],
+                }
+            )
+        else:
+            for s, part in enumerate(item["summary"]):
+                events.append(
+                    {
+                        "type": "response.reasoning_summary_part.added",
+                        **ids,
+                        "summary_index": s,
+                        "part": {"type": "summary_text", "text": ""},
+                    }
+                )
+                for chunk in _chunks(draw, part["text"]):
+                    events.append(
+                        {
+                            "type": "response.reasoning_summary_text.delta",
+                            **ids,
+                            "summary_index": s,
+                            "delta": chunk,
+                        }
+                    )
+                events.append(
+                    {
+                        "type": "response.reasoning_summary_text.done",
+                        **ids,
+                        "summary_index": s,
+                        "text": part["text"],
+                    }
+                )
+                events.append(
+                    {
+                        "type": "response.reasoning_summary_part.done",
+                        **ids,
+                        "summary_index": s,
+                        "part": part,
+                    }
+                )
+        if unfinished and index == len(output) - 1:
+            break
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    final = dict(body)
+    listed = draw(st.sampled_from(["all", "left out", "empty"]))
+    if listed == "left out":  # the items are in the events only
+        del final["output"]
+    elif listed == "empty":
+        final["output"] = []
+    events.append(
+        {"type": f"response.{'incomplete' if incomplete else 'completed'}", "response": final}
+    )
+    for n, event in enumerate(events):
+        event["sequence_number"] = n
+    return body, events, listed == "all" or (listed == "left out" and not unfinished)
+
+
+def _sse(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streamed=streamed_responses())
+def test_a_stream_decodes_as_its_body_and_as_the_sdk_accumulates_it(
+    streamed: tuple[dict[str, Any], list[dict[str, Any]], bool],
+) -> None:
+    body, events, comparable = streamed
+    data = _sse(events)
+    decoder = wire.StreamDecoder()
+    sse = SSEDecoder()
+    for event in [*sse.feed(data), *sse.close()]:
+        assert isinstance(decoder.feed(event), Success)
+    streamed_message = decoder.finish().unwrap()
+    assert streamed_message == wire.decode_response(body).unwrap()
+    if comparable:
+        finished, _, errors = sdk_stream(data, validate=False)
+        assert errors == [] and finished is not None
+        assert golem_view(streamed_message) == sdk_view(finished)

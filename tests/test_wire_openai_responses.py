@@ -697,3 +697,136 @@ def test_every_error_class(name: str, status: int, kind: ModelErrorKind) -> None
 def test_an_error_body_that_is_not_json() -> None:
     error = wire.decode_error(502, {}, b"<html>Bad Gateway</html>", now_unix=None)
     assert error.message == "OpenAI Responses answered HTTP 502: <html>Bad Gateway</html>"
+
+
+# -- a terminal event that lists no output: the stream's own items (issue 33, item 10) ---------
+
+
+def _events_sse(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+def _cut_response(output: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        **fixture_json(F + "response_text.json"),
+        "status": "incomplete",
+        "incomplete_details": {"reason": "max_output_tokens"},
+        "output": output,
+    }
+
+
+def test_a_call_cut_before_its_done_event_stays_in_the_call_list() -> None:
+    first = {
+        "id": "fc_1",
+        "type": "function_call",
+        "status": "completed",
+        "arguments": '{"city":"Paris"}',
+        "call_id": "call_1",
+        "name": "get_weather",
+    }
+    second = {
+        **first,
+        "id": "fc_2",
+        "call_id": "call_2",
+        "status": "incomplete",
+        "arguments": '{"city":"Ro',
+    }
+    opened = {**second, "arguments": "", "status": "in_progress"}
+    events = [
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {**first, "arguments": ""},
+        },
+        {
+            "type": "response.function_call_arguments.delta",
+            "output_index": 0,
+            "item_id": "fc_1",
+            "delta": first["arguments"],
+        },
+        {"type": "response.output_item.done", "output_index": 0, "item": first},
+        {"type": "response.output_item.added", "output_index": 1, "item": opened},
+        {
+            "type": "response.function_call_arguments.delta",
+            "output_index": 1,
+            "item_id": "fc_2",
+            "delta": '{"city":',
+        },
+        {
+            "type": "response.function_call_arguments.delta",
+            "output_index": 1,
+            "item_id": "fc_2",
+            "delta": '"Ro',
+        },
+        {
+            "type": "response.incomplete",
+            "response": {k: v for k, v in _cut_response([]).items() if k != "output"},
+        },
+    ]
+    decoder, _, failures = run_stream(_events_sse(events), 1000)
+    assert failures == []
+    streamed = decoder.finish().unwrap()
+    assert [(c.id, c.arguments) for c in streamed.tool_calls] == [
+        ("call_1", '{"city":"Paris"}'),
+        ("call_2", '{"city":"Ro'),
+    ]
+    assert streamed == wire.decode_response(_cut_response([first, second])).unwrap()
+
+
+def test_a_message_cut_before_its_done_event_keeps_its_phase_and_refusal() -> None:
+    item = {
+        "id": "msg_1",
+        "type": "message",
+        "status": "incomplete",
+        "role": "assistant",
+        "phase": "commentary",
+        "content": [
+            {"type": "output_text", "annotations": [], "logprobs": [], "text": "Let me"},
+            {"type": "refusal", "refusal": " no."},
+        ],
+    }
+    ids = {"item_id": "msg_1", "output_index": 0}
+    events = [
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {**item, "status": "in_progress", "content": []},
+        },
+        {
+            "type": "response.content_part.added",
+            **ids,
+            "content_index": 0,
+            "part": {"type": "output_text", "annotations": [], "logprobs": [], "text": ""},
+        },
+        {
+            "type": "response.output_text.delta",
+            **ids,
+            "content_index": 0,
+            "delta": "Let ",
+            "logprobs": [],
+        },
+        {
+            "type": "response.output_text.delta",
+            **ids,
+            "content_index": 0,
+            "delta": "me",
+            "logprobs": [],
+        },
+        {
+            "type": "response.content_part.added",
+            **ids,
+            "content_index": 1,
+            "part": {"type": "refusal", "refusal": ""},
+        },
+        {"type": "response.refusal.delta", **ids, "content_index": 1, "delta": " no."},
+        {
+            "type": "response.incomplete",
+            "response": {k: v for k, v in _cut_response([]).items() if k != "output"},
+        },
+    ]
+    decoder, _, failures = run_stream(_events_sse(events), 1000)
+    assert failures == []
+    streamed = decoder.finish().unwrap()
+    assert streamed == wire.decode_response(_cut_response([item])).unwrap()
+    assert streamed.finish_reason == "refusal"
+    assert streamed.parts[0].extra == ((wire.PHASE_KEY, '"commentary"'),)

@@ -647,6 +647,40 @@ def decode_error(
     return decode_error_body(PROVIDER, status, headers, body, now_unix=now_unix)
 
 
+def _opened_item(item: dict[str, Any]) -> dict[str, Any]:
+    """A copy of an item ``response.output_item.added`` announced, its lists copied, to
+    be grown by the item's deltas."""
+    return {k: list(v) if isinstance(v, list) else v for k, v in item.items()}
+
+
+class _Pieces(list[str]):
+    """The fragments of one text an item's deltas add, joined once at the end (adding
+    to a string at every delta would copy it each time)."""
+
+
+def _pieces(entry: dict[str, Any], key: str) -> _Pieces:
+    """``entry[key]`` as fragments to append to (the announced text first)."""
+    value = entry.get(key)
+    if isinstance(value, _Pieces):
+        return value
+    pieces = entry[key] = _Pieces([value] if isinstance(value, str) else [])
+    return pieces
+
+
+def _built(item: dict[str, Any]) -> dict[str, Any]:
+    """An item built from deltas with its fragments joined: as a body would list it."""
+
+    def joined(entry: dict[str, Any]) -> dict[str, Any]:
+        return {k: "".join(v) if isinstance(v, _Pieces) else v for k, v in entry.items()}
+
+    out = joined(item)
+    for field in ("content", "summary"):
+        entries = out.get(field)
+        if isinstance(entries, list):
+            out[field] = [joined(e) if isinstance(e, dict) else e for e in entries]
+    return out
+
+
 class StreamDecoder:
     """Responses stream events in, deltas out, then the complete message.
 
@@ -654,9 +688,14 @@ class StreamDecoder:
     (text, refusal text, reasoning summary text and function-call arguments, indexed by
     ``output_index``) or the failure it reports. The stream is complete at
     ``response.completed`` or ``response.incomplete``: the message is then read from the
-    response those events carry, exactly as ``decode_response`` reads a body (items from
-    ``response.output_item.done`` when the response lists none). Events of other types
-    are ignored. A builder, mutated in place; deterministic, effect-free.
+    response those events carry, exactly as ``decode_response`` reads a body. When that
+    response lists no ``output`` (left out, or empty), the output is rebuilt from the
+    stream as the SDK's accumulator does: per ``output_index``, the item of
+    ``response.output_item.done``, else the item ``response.output_item.added``
+    announced with the content, arguments and summaries its deltas added (an item cut
+    by ``max_output_tokens`` keeps its phase and its refusal). So a stream and the body
+    of the same response decode to the same message. Events of other types are ignored.
+    A builder, mutated in place; deterministic, effect-free.
     """
 
     __slots__ = (
@@ -665,6 +704,7 @@ class StreamDecoder:
         "_final",
         "_items",
         "_model",
+        "_open",
         "_origin",
         "_summaries",
         "_usage",
@@ -676,6 +716,7 @@ class StreamDecoder:
         self._done = False
         self._final: Message | None = None
         self._items: dict[int, object] = {}  # output_index -> item from output_item.done
+        self._open: dict[int, dict[str, Any]] = {}  # output_index -> item built from deltas
         self._summaries: dict[int, int] = {}  # output_index -> last summary_index seen
         self._model: str | None = None
         self._usage: Usage | None = None
@@ -745,6 +786,7 @@ class StreamDecoder:
             index = self._index(data, kind)
             item = obj(data.get("item"), f"{kind}.item")
             itype = req_str(item, "type", f"{kind}.item")
+            self._open[index] = _opened_item(item)
             if itype == "function_call":
                 return (
                     ToolCallDelta(
@@ -756,15 +798,34 @@ class StreamDecoder:
                 )
             if itype == "reasoning":
                 return (ThinkingDelta("", index),)
+        elif kind == "response.content_part.added":
+            part = obj(data.get("part"), f"{kind}.part")
+            self._grow(data, kind, "content", "content_index", dict(part))
+        elif kind == "response.reasoning_summary_part.added":
+            part = obj(data.get("part"), f"{kind}.part")
+            self._grow(data, kind, "summary", "summary_index", dict(part))
         elif kind in ("response.output_text.delta", "response.refusal.delta"):
             text = req_str(data, "delta", kind)
+            key, ctype = ("text", "output_text") if "text" in kind else ("refusal", "refusal")
+            self._grow(data, kind, "content", "content_index", {"type": ctype}, (key, text))
             return (TextDelta(text, self._index(data, kind)),) if text else ()
         elif kind == "response.function_call_arguments.delta":
             fragment = req_str(data, "delta", kind)
+            call = self._open.get(self._index(data, kind))
+            if call is not None:
+                _pieces(call, "arguments").append(fragment)
             return (ToolCallDelta(self._index(data, kind), arguments=fragment),) if fragment else ()
+        elif kind == "response.reasoning_text.delta":
+            text = req_str(data, "delta", kind)
+            self._grow(
+                data, kind, "content", "content_index", {"type": "reasoning_text"}, ("text", text)
+            )
         elif kind == "response.reasoning_summary_text.delta":
             index = self._index(data, kind)
             text = req_str(data, "delta", kind)
+            self._grow(
+                data, kind, "summary", "summary_index", {"type": "summary_text"}, ("text", text)
+            )
             summary = data.get("summary_index", 0)
             summary = summary if isinstance(summary, int) and not isinstance(summary, bool) else 0
             last = self._summaries.get(index)
@@ -778,12 +839,51 @@ class StreamDecoder:
             self._finish(kind, obj(data.get("response"), f"{kind}.response"))
         return ()
 
+    def _grow(
+        self,
+        data: dict[str, Any],
+        kind: str,
+        field: str,
+        position: str,
+        new: dict[str, Any],
+        append: tuple[str, str] | None = None,
+    ) -> None:
+        """Add to the item being built at the event's ``output_index``: a new entry of
+        its ``field`` list (``content`` or ``summary``) at ``data[position]``, or text
+        appended to that entry's ``append[0]`` (the entry made from ``new`` when the
+        stream never announced it). Events for an item never announced are left out
+        here (their deltas still reach the accumulator)."""
+        item = self._open.get(self._index(data, kind))
+        if item is None:
+            return
+        entries = item.get(field)
+        if not isinstance(entries, list):
+            entries = item[field] = []
+        at = data.get(position, len(entries) if append is None else max(len(entries) - 1, 0))
+        if not isinstance(at, int) or isinstance(at, bool) or at < 0:
+            bad(f"{kind}.{position}", "a non-negative integer", at)
+        while len(entries) <= at:
+            entries.append(dict(new))
+        if append is None:
+            entries[at] = new
+            return
+        entry = entries[at]
+        if not isinstance(entry, dict):
+            entry = entries[at] = dict(new)
+        key, text = append
+        _pieces(entry, key).append(text)
+
     def _finish(self, kind: str, response: dict[str, Any]) -> None:
         output = response.get("output")
         if isinstance(output, list) and output:
             items = [(raw, f"{kind}.response.output[{k}]") for k, raw in enumerate(output)]
-        else:
-            items = [(self._items[k], f"output_item.done[{k}]") for k in sorted(self._items)]
+        else:  # the output as the stream built it: done items, else what was added so far
+            items = [
+                (self._items[k], f"output_item.done[{k}]")
+                if k in self._items
+                else (_built(self._open[k]), f"output_item.added[{k}]")
+                for k in sorted(self._items.keys() | self._open.keys())
+            ]
         if not response.get("model") and self._model:
             response = {**response, "model": self._model}
         message = _message(response, items)
