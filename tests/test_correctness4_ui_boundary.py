@@ -248,3 +248,36 @@ async def test_read_body_stops_reading_at_the_limit() -> None:
     assert caught.value.status == 413
     with pytest.raises(Refused, match="Content-Length"):
         await read_body(chunks(b"x"), max_bytes=8, content_length="many")
+
+
+# -- JSON nested too deeply: a 400, never a RecursionError ---------------------------------
+
+
+def test_parse_json_body_refuses_json_nested_too_deeply() -> None:
+    deep = b"[" * 5000 + b"]" * 5000  # 10 kB
+    with pytest.raises(Refused, match="nested deeper than 200") as caught:
+        parse_json_body(deep)
+    assert caught.value.status == 400
+    objects = b'{"a":' * 3000 + b"1" + b"}" * 3000
+    with pytest.raises(Refused, match="nested deeper than 200"):
+        parse_json_body(objects)
+    # brackets inside strings are text, not nesting; the limit itself is allowed
+    assert parse_json_body(b'["' + b"[" * 5000 + b'"]') == ["[" * 5000]
+    assert parse_json_body(b'["\\"' + b"{" * 500 + b'"]') == ['"' + "{" * 500]
+    assert parse_json_body(b'"' + b"[" * 500 + b'"') == "[" * 500
+    at_limit = b"[" * 200 + b"]" * 200
+    assert parse_json_body(at_limit) is not None
+    with pytest.raises(Refused, match="nested deeper than 4"):
+        parse_json_body(b'{"a": [[{"b": []}]]}', max_depth=4)
+    assert parse_json_body(b'{"a": [[{"b": 1}]], "c": [[[1]]]}', max_depth=4)
+
+
+@pytest.mark.parametrize("path", ["/agui", "/api/chat"])
+def test_deeply_nested_json_is_a_400_not_a_500(server: WebChatServer, path: str) -> None:
+    client = browser_client(server)
+    r = client.post(path, content=b"[" * 5000 + b"]" * 5000)
+    assert r.status_code == 400 and "nested deeper than" in r.json()["error"]
+    body = json.dumps(agui_body([{"id": "u", "role": "user", "content": "hi"}]))
+    body = body.replace('"state": null', '"state": ' + "[" * 3000 + "]" * 3000)
+    r = client.post(path, content=body)
+    assert r.status_code == 400 and "nested deeper than" in r.json()["error"]

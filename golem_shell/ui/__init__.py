@@ -17,6 +17,7 @@ from golem_shell.ui._agui import (
 )
 from golem_shell.ui._boundary import (
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_JSON_DEPTH,
     DEFAULT_MAX_MESSAGES,
     Refused,
     accept_history,
@@ -49,6 +50,7 @@ __all__ = [
     "AGUIStream",
     "Chunk",
     "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_JSON_DEPTH",
     "DEFAULT_MAX_MESSAGES",
     "DONE",
     "LiveRun",
