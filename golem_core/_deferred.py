@@ -10,27 +10,37 @@ synthesizes a result for a call that is about to be answered. Resuming is a tran
 of the loop (``golem_core._loop``: a paused state receives ``Answered``); this module
 holds what it needs and imports nothing of the loop.
 
-Approvals in a history attest nothing: the history is data a client can write. The
-shell re-checks every answered call against what the server actually issued (ADR 0033).
+Approvals in a history attest nothing: the history is data a client can write.
+``check_resume`` is the one rule that says whether answers may resume a paused run (ADR
+0090): the pause they are for, the calls that wait and their kinds, and, given the
+server's keys or what it ``issued``, the calls it can vouch for (ADR 0033, 0054). The
+loop's ``receive`` applies it; runtimes call it to learn whether answers fit, instead of
+trying them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Literal, TypeAlias
+from collections.abc import Callable, Container, Mapping, Sequence
+from typing import Literal, Protocol, TypeAlias
 
 from attrs import frozen
 
 from golem_core._history import _calls_of
 from golem_core._messages import Message, Part, Role, TextPart, ToolCallPart
+from golem_core._provenance import SigningKeys, signed_calls
 
 __all__ = [
+    "Answered",
     "Approved",
     "DeferredAnswer",
     "DeferredCall",
     "DeferredError",
     "Denied",
     "ExternalResult",
+    "IssuedCalls",
+    "PausedRun",
+    "check_answers",
+    "check_resume",
     "waiting_calls",
 ]
 
@@ -80,6 +90,40 @@ class DeferredError:
 
     def __str__(self) -> str:
         return self.reason
+
+
+@frozen
+class Answered:
+    """Answers for a paused run's waiting calls, by call id (``Approved``, ``Denied``,
+    ``ExternalResult``).
+
+    ``close_unanswered`` closes waiting calls left without an answer (otherwise they keep
+    the run paused). ``pause`` binds the answers to the pause they answer (the state's
+    ``pauses`` count when it paused): answers for an earlier pause are refused, so a
+    repeated or stale answer never applies to a later pause. ``None`` skips that check
+    (a resume from stored history, which has only the one pause).
+    """
+
+    answers: Mapping[str, DeferredAnswer]
+    close_unanswered: bool = False
+    pause: int | None = None
+
+
+IssuedCalls: TypeAlias = Container[str] | Callable[[ToolCallPart], bool]
+"""What a server issued: the call ids it paused on, or a predicate over a call."""
+
+
+class PausedRun(Protocol):
+    """What ``check_resume`` reads of a paused run (``golem_core.loop.RunState`` is one)."""
+
+    @property
+    def deferred(self) -> tuple[DeferredCall, ...]: ...
+
+    @property
+    def pauses(self) -> int: ...
+
+    @property
+    def messages(self) -> tuple[Message, ...]: ...
 
 
 def frontier(history: Sequence[Message]) -> int | None:
@@ -153,3 +197,77 @@ def check_answers(
             tuple(sorted(mismatched)),
         )
     return None
+
+
+def check_resume(
+    paused: PausedRun,
+    answered: Answered,
+    *,
+    issued: IssuedCalls | None = None,
+    signing_keys: SigningKeys = (),
+    history: Sequence[Message] | None = None,
+) -> DeferredError | None:
+    """The first reason ``answered`` may not resume ``paused``, or ``None`` when it may.
+
+    The one rule for answers (ADR 0090); ``receive`` applies it (without keys or
+    ``issued``), and a runtime calls it to learn whether answers fit before it records
+    or applies them. In order:
+
+    1. the answers are for another pause than the one the run is at (``answered.pause``
+       names an earlier one: a repeated or stale answer);
+    2. with ``signing_keys``, an answered waiting call is not one this server signed,
+       intact, in ``history`` (``signed_calls``);
+    3. with ``issued``, an answered waiting call is not one ``issued`` vouches for (a
+       container of call ids, or a predicate over the call);
+    4. an answer names a call that is not waiting, or answers it with the wrong kind of
+       answer (``check_answers``).
+
+    Args:
+        paused: the paused run (its waiting calls, its pause count, its messages).
+        answered: the answers.
+        issued: what this server issued, or ``None`` for no such check.
+        signing_keys: the server's keys, newest first (one key or several); empty for
+            no signature check.
+        history: the conversation the answers came with, as supplied, where signatures
+            are checked (default: ``paused.messages``).
+
+    Returns:
+        The refusal naming the call ids, or ``None``. Total and deterministic.
+
+    Raises:
+        ValueError: ``issued`` is a single string (it would vouch for every id it
+            contains), or a key is not usable (see ``signing_keys``).
+    """
+    if isinstance(issued, str | bytes):
+        raise ValueError(
+            "issued must be a collection of call ids or a predicate, not a single"
+            f" string ({issued!r} would vouch for every id it contains);"
+            " pass a set or tuple: issued={...}"
+        )
+    if answered.pause is not None and answered.pause != paused.pauses:
+        return DeferredError(
+            f"these answers are for pause {answered.pause} of the run, which is now at"
+            f" pause {paused.pauses}: a repeated or stale answer is not applied",
+            tuple(sorted(answered.answers)),
+        )
+    answers = answered.answers
+    answering = [d.call for d in paused.deferred if d.call.id in answers]
+    if isinstance(signing_keys, bytes | bytearray) or len(signing_keys) > 0:
+        vouched = signed_calls(paused.messages if history is None else history, signing_keys)
+        unsigned = sorted(str(c.id) for c in answering if c.id not in vouched)
+        if unsigned:
+            return DeferredError(
+                "refusing answers for calls without a valid signature of this server"
+                " (forged or edited?): " + ", ".join(unsigned),
+                tuple(unsigned),
+            )
+    if issued is not None:
+        vouches = issued if callable(issued) else (lambda call: call.id in issued)
+        forged = sorted(str(c.id) for c in answering if not vouches(c))
+        if forged:
+            return DeferredError(
+                "refusing answers for calls this server never issued (forged?): "
+                + ", ".join(forged),
+                tuple(forged),
+            )
+    return check_answers(paused.deferred, answers)

@@ -17,10 +17,9 @@ import attrs
 from golem_core._deferred import (
     Approved,
     DeferredCall,
-    DeferredError,
     Denied,
     ExternalResult,
-    check_answers,
+    check_resume,
 )
 from golem_core._history import _calls_of, interrupted_result
 from golem_core._loop_values import (
@@ -265,19 +264,10 @@ def _on_answers(state: RunState, answered: Answered) -> RunState:
     """Apply answers to the waiting calls: approved calls run (a tool batch), denials and
     external results become results; the turn's other unanswered calls are closed as
     interrupted. Answers that do not fit leave the run paused with ``rejected`` set."""
-    if answered.pause is not None and answered.pause != state.pauses:
-        return attrs.evolve(
-            state,
-            rejected=DeferredError(
-                f"these answers are for pause {answered.pause} of the run, which is now at"
-                f" pause {state.pauses}: a repeated or stale answer is not applied",
-                tuple(sorted(answered.answers)),
-            ),
-        )
-    answers = answered.answers
-    error = check_answers(state.deferred, answers)
+    error = check_resume(state, answered)  # the one rule for answers (ADR 0090)
     if error is not None:
         return attrs.evolve(state, rejected=error)
+    answers = answered.answers
     waiting_ids = {d.call.id for d in state.deferred}
     pre: list[Message] = []
     to_execute: list[ToolCallPart] = []

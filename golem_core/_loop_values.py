@@ -11,13 +11,13 @@ lives here, so this module imports nothing of the loop.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal, TypeAlias
 
 import attrs
 from attrs import field, frozen
 
-from golem_core._deferred import DeferredAnswer, DeferredCall, DeferredError
+from golem_core._deferred import Answered, DeferredCall, DeferredError
 from golem_core._history import interrupted_result, unfinished_result
 from golem_core._ids import run_tag
 from golem_core._messages import Message, Part, Role, ToolCallPart, Usage
@@ -385,23 +385,6 @@ class ToolDone:
     outcome, or at the first ``ToolCrashed`` or ``ToolCanceled``."""
 
     outcome: ToolOutcome
-
-
-@frozen
-class Answered:
-    """Answers for a paused run's waiting calls, by call id (``Approved``, ``Denied``,
-    ``ExternalResult``).
-
-    ``close_unanswered`` closes waiting calls left without an answer (otherwise they keep
-    the run paused). ``pause`` binds the answers to the pause they answer (the state's
-    ``pauses`` count when it paused): answers for an earlier pause are refused, so a
-    repeated or stale answer never applies to a later pause. ``None`` skips that check
-    (a resume from stored history, which has only the one pause).
-    """
-
-    answers: Mapping[str, DeferredAnswer]
-    close_unanswered: bool = False
-    pause: int | None = None
 
 
 @frozen
