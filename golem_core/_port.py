@@ -35,7 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final, Literal, Protocol, TypeAlias
 
 import attrs
@@ -51,11 +51,17 @@ from golem_core._messages import (
     ToolCallPart,
     URLPart,
 )
-from golem_core.wire import anthropic as _anthropic
-from golem_core.wire import gemini as _gemini
-from golem_core.wire import openai as _openai
-from golem_core.wire import openai_responses as _responses
-from golem_core.wire._common import Origin, WireIds
+from golem_core._providers import (
+    MISTRAL_CALL_IDS,
+    PROFILES,
+    STRING_CONTENT,
+    Provider,
+    ProviderProfile,
+    UnknownProviderError,
+    profile_of,
+    recorded_provider,
+)
+from golem_core.wire._common import Origin
 
 __all__ = [
     "BINDS_MODEL",
@@ -74,33 +80,58 @@ __all__ = [
     "same_model",
 ]
 
-PROVIDERS: Final = ("openai", "openai-responses", "anthropic", "google")
-"""The wire formats a target speaks, by adapter name (``HTTPModel._prefix``)."""
-BINDS_MODEL: Final = frozenset({"anthropic", "google"})
+PROVIDERS: Final = tuple(Provider)
+"""The wire formats a target speaks: every provider of the registry (``golem_core.providers``)."""
+BINDS_MODEL: Final = frozenset(p for p, profile in PROFILES.items() if profile.binds_model)
 """Providers whose artifacts are valid only for the model that issued them."""
-MISTRAL_CALL_IDS: Final = "mistral-call-ids"
-"""A quirk: call ids must be exactly nine letters and digits (Mistral, vLLM's mistral mode)."""
-STRING_CONTENT: Final = "string-content"
-"""A quirk: a text-only message must be one string, never an array of text parts."""
 
 ThinkingRule: TypeAlias = Literal["text", "drop"]
 """What becomes of readable thinking a target cannot verify (see the module docstring)."""
 
 
+def _known_provider(value: Provider | str) -> Provider:
+    return profile_of(value).provider
+
+
+def _quirks(values: Iterable[str]) -> frozenset[str]:
+    return frozenset(values)
+
+
 @frozen
 class Target:
-    """Where a history is about to be sent: the adapter's wire format (one of
-    ``PROVIDERS``), the model, the API host, and the OpenAI-compatible server's quirks
-    (``MISTRAL_CALL_IDS``, ``STRING_CONTENT``)."""
+    """Where a history is about to be sent: the adapter's wire format (a ``Provider``,
+    or its value), the model, the API host, and the compatible server's quirks (among
+    its profile's: ``MISTRAL_CALL_IDS``, ``STRING_CONTENT``).
 
-    provider: str
+    Raises:
+        UnknownProviderError: a provider not in the registry, or a quirk its profile
+            does not know (a ``ValueError``).
+    """
+
+    provider: Provider = attrs.field(converter=_known_provider)
     model: str
     endpoint: str | None = None
-    quirks: frozenset[str] = frozenset()
+    quirks: frozenset[str] = attrs.field(default=frozenset(), converter=_quirks)
+    replays_reasoning: bool = attrs.field(default=True, kw_only=True)
+    """Whether the target's encoder sends reasoning items back (a Responses model
+    without encrypted reasoning does not: they are left off, and reported)."""
+
+    def __attrs_post_init__(self) -> None:
+        known = self.profile.quirks
+        if not self.quirks <= known:
+            raise UnknownProviderError(
+                f"unknown quirks {sorted(self.quirks - known)} for {self.provider.value};"
+                f" known: {sorted(known)}"
+            )
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """The target's registry profile."""
+        return PROFILES[self.provider]
 
     def __str__(self) -> str:
         at = f" at {self.endpoint}" if self.endpoint else ""
-        return f"{self.provider}:{self.model}{at}"
+        return f"{self.provider.value}:{self.model}{at}"
 
 
 @frozen
@@ -190,38 +221,44 @@ def _same_endpoint(a: str | None, b: str | None) -> bool:
 
 # -- artifacts ---------------------------------------------------------------------------
 
-_GEMINI_KEY: Final = _gemini.THOUGHT_SIGNATURE_KEY
-_RESPONSES_KEYS: Final = frozenset({_responses.REASONING_ID_KEY, _responses.ENCRYPTED_CONTENT_KEY})
-_GEMINI_KEYS: Final = frozenset({_GEMINI_KEY})
-_ARTIFACT_KEYS: Final = _RESPONSES_KEYS | _GEMINI_KEYS
+_SIGNER: Final = next(p for p in PROFILES.values() if p.signs_thinking)
+"""The provider whose thinking carries a ``signature`` (and may be redacted)."""
+_KEY_READER: Final = {key: p for p in PROFILES.values() for key in p.artifact_keys}
+"""Who reads each artifact key a part's ``extra`` may hold."""
+_ARTIFACT_KEYS: Final = frozenset(_KEY_READER)
 
 
-def _has_key(part: Part, keys: frozenset[str]) -> bool:
-    return any(k in keys for k, _ in getattr(part, "extra", ()))
+def _reader_of(part: Part) -> ProviderProfile | None:
+    """The provider whose artifact ``part``'s ``extra`` carries, if any."""
+    for k, _ in getattr(part, "extra", ()):
+        reader = _KEY_READER.get(k)
+        if reader is not None:
+            return reader
+    return None
 
 
 def _without(part: Any, keys: frozenset[str]) -> Any:
     return attrs.evolve(part, extra=tuple((k, v) for k, v in part.extra if k not in keys))
 
 
-def _valid_for(format_provider: str, origin: Origin, target: Target) -> str | None:
-    """``None`` when an artifact of ``format_provider`` issued by ``origin`` is valid for
-    ``target``; else why not."""
+def _valid_for(reader: Provider, origin: Origin, target: Target) -> str | None:
+    """``None`` when an artifact only ``reader`` reads, issued by ``origin``, is valid
+    for ``target``; else why not."""
     issued = f"issued by {origin.provider}:{origin.model} at {origin.endpoint}"
-    if target.provider != format_provider:
-        return f"{issued}; {target.provider} cannot read it"
-    if origin.provider != format_provider:
-        return f"{issued}, not by {format_provider}"
+    if target.provider is not reader:
+        return f"{issued}; {target.provider.value} cannot read it"
+    if recorded_provider(origin.provider) is not reader:
+        return f"{issued}, not by {reader.value}"
     if not _same_endpoint(origin.endpoint, target.endpoint):
         return f"{issued}; {target.endpoint} is another endpoint"
-    if format_provider in BINDS_MODEL and not same_model(origin.model, target.model):
-        return f"{issued}; {format_provider} binds it to that model"
+    if PROFILES[reader].binds_model and not same_model(origin.model, target.model):
+        return f"{issued}; {reader.value} binds it to that model"
     return None
 
 
 def _foreign(origin: Origin, target: Target) -> bool:
     return (
-        origin.provider != target.provider
+        recorded_provider(origin.provider) is not target.provider
         or not _same_endpoint(origin.endpoint, target.endpoint)
         or not same_model(origin.model, target.model)
     )
@@ -255,30 +292,28 @@ class _Assistant:
             return part
         if type(part) is ThinkingPart:
             return self.thought(j, part, origin)
-        if type(part) in (TextPart, ToolCallPart) and _has_key(part, _GEMINI_KEYS):
-            why = _valid_for("google", origin, self.target)
-            if why is not None:
-                self.note(self.left_off, j, "thought signature", why)
-                return _without(part, _GEMINI_KEYS)  # type: ignore[no-any-return]
+        if type(part) in (TextPart, ToolCallPart):
+            reader = _reader_of(part)
+            if reader is not None:
+                why = _valid_for(reader.provider, origin, self.target)
+                if why is not None:
+                    self.note(self.left_off, j, "thought signature", why)
+                    return _without(part, reader.artifact_keys)  # type: ignore[no-any-return]
         return part
 
     def thought(self, j: int, part: ThinkingPart, origin: Origin) -> Part | None:
         """One entry per part: the artifact it carries (if any) and what became of it."""
         target = self.target
         if part.redacted:
-            why = _valid_for("anthropic", origin, target)
+            why = _valid_for(_SIGNER.provider, origin, target)
             if why is None:
                 return part
             self.note(self.left_off, j, "redacted thinking", why)
             return None
         what, why, readable = "thinking", None, part
-        if part.signature:
-            what, why = "signed thinking", _valid_for("anthropic", origin, target)
-        elif _has_key(part, _RESPONSES_KEYS):
-            what, why = "reasoning item", _valid_for("openai-responses", origin, target)
-        elif _has_key(part, _GEMINI_KEYS):
-            what, why = "signed thought", _valid_for("google", origin, target)
-        if what != "thinking":
+        reader = _SIGNER if part.signature else _reader_of(part)
+        if reader is not None:
+            what, why = reader.artifact_name, _valid_for(reader.provider, origin, target)
             if why is None:
                 return part  # its artifact is valid here: sent as it came
             readable = _without(attrs.evolve(part, signature=None), _ARTIFACT_KEYS)
@@ -341,38 +376,24 @@ class _NineChars:
 
 
 def _ids_for(target: Target) -> _Ids:
-    """The id rules of the target's encoder (the same ``WireIds`` it builds), or Mistral's."""
-    if target.provider == "openai" and MISTRAL_CALL_IDS in target.quirks:
+    """The id rules of the target's encoder (its profile's ``CallIdRule``, the same
+    ``WireIds`` it builds), or Mistral's nine characters."""
+    if MISTRAL_CALL_IDS in target.quirks:
         return _NineChars()
-    if target.provider == "anthropic":
-        return WireIds(allowed=_anthropic.ID_CHARS, unique=True)
-    if target.provider == "openai-responses":
-        return WireIds(max_length=_responses.MAX_CALL_ID_LENGTH, unique=True)
-    if target.provider == "openai":
-        return WireIds(max_length=_openai.MAX_CALL_ID_LENGTH)
-    return WireIds()
+    return target.profile.call_ids.builder()
 
 
 # -- media -------------------------------------------------------------------------------
 
-_MEDIA: Final = {
-    "openai": _openai.media_block,
-    "openai-responses": _responses.media_block,
-    "anthropic": _anthropic.media_block,
-    "google": _gemini.media_block,
-}
-
 
 def _stood_in(part: URLPart | DataPart, target: Target, role: Role) -> bool:
     """Whether the target's encoder sends ``part`` as its textual stand-in (ADR 0067)."""
-    if role is Role.ASSISTANT and target.provider != "google":
+    profile = target.profile
+    if role is Role.ASSISTANT and not profile.media_in_assistant:
         return True  # only Gemini carries media in a model turn
-    media = _MEDIA.get(target.provider)
-    if media is None:
-        return False
     if isinstance(part, DataPart) and part.media_type.lower() != "text/plain":
         part = attrs.evolve(part, data=b"")  # the choice never reads the bytes
-    block = media(part)
+    block = profile.codec.media_block(part)
     return block.get("type") in ("text", "input_text") or set(block) == {"text"}
 
 
@@ -433,7 +454,7 @@ def port_history(
             if type(part) in (URLPart, DataPart) and message.role is not Role.SYSTEM:
                 media: Any = part
                 if _stood_in(media, target, message.role):
-                    why = f"{target.provider} cannot take it: sent as a stand-in"
+                    why = f"{target.provider.value} cannot take it: sent as a stand-in"
                     cannot.append(PortedPart(i, j, _media_what(media), why))
         if (
             STRING_CONTENT in target.quirks

@@ -5,7 +5,8 @@ the loop's own limits (``RunConfig.max_requests`` and ``max_*_tokens``, stage ``
 the core checks the run's usage as each answer arrives, so a run stops, with its
 partial, before it spends more once its budget is gone, in every runtime alike.
 ``Overrides`` are what ``Agent.override(...)`` and a run method's ``model=``, ``settings=`` and
-``usage_limits=`` put in place of the agent's own configuration.
+``usage_limits=`` put in place of the agent's own configuration; ``merge_settings`` (one
+rule, in ``models._settings``, re-exported here) lays a run's settings over the agent's.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from attrs import frozen
 from golem_core import ModelSettings
 from golem_shell._errors import UsageError
 from golem_shell.models import Model
+from golem_shell.models._settings import merge_settings
 
 __all__ = ["Overrides", "UsageLimits", "merge_settings"]
 
@@ -67,15 +69,3 @@ class Overrides:
             self.settings if self.settings is not None else inner.settings,
             self.usage_limits if self.usage_limits is not None else inner.usage_limits,
         )
-
-
-def merge_settings(base: ModelSettings, run: ModelSettings | None) -> ModelSettings:
-    """``base`` with every field that ``run`` sets away from its default."""
-    if run is None:
-        return base
-    changed = {
-        f.name: getattr(run, f.name)
-        for f in attrs.fields(ModelSettings)
-        if getattr(run, f.name) != f.default
-    }
-    return attrs.evolve(base, **changed)

@@ -180,7 +180,8 @@ class RunObserver:
         self.run_id = state.config.run_id
         self.conversation_id = state.config.conversation_id
         self.model = str(agent.model.name)
-        # what the model's adapter changes to send a request (ADR 0085); pure, per request
+        # what the model's adapter changes to send a request (ADR 0085): the adapter keeps
+        # the port it makes here for that very request, so a request is ported once
         self._port_report = getattr(agent.model, "port_report", None)
         self.resumed = resumed
         self._handler = handler

@@ -55,6 +55,7 @@ from golem_core import (
     Usage,
 )
 from golem_core._loop import DeferredCall, RunState, ToolOutcome, ToolReturned
+from golem_core.providers import profile_of, recorded_provider
 from golem_shell._errors import ModelError, RunError
 
 __all__ = ["CAPTURE_ENV", "Instrumentation", "RunTrace", "capture_from_env"]
@@ -96,8 +97,6 @@ DURATION_BUCKETS = (
     81.92,
 )
 """The conventions' advised histogram bucket boundaries."""
-
-_PROVIDER_NAMES = {"google": "gcp.gen_ai", "gemini": "gcp.gemini", "vertex": "gcp.vertex_ai"}
 
 
 def capture_from_env() -> bool:
@@ -143,8 +142,11 @@ class Instrumentation:
 def model_names(model: Any) -> tuple[str, str]:
     """``(gen_ai.provider.name, gen_ai.request.model)`` of a golem model.
 
-    ``"openai:gpt-4o-mini"`` is ``("openai", "gpt-4o-mini")``; a model named without a
-    provider prefix (an offline ``FunctionModel``) is its own provider.
+    A provider of the registry is named by its profile (``golem_core.providers``:
+    ``"google:gemini-2.5-flash"`` is ``("gcp.gemini", "gemini-2.5-flash")``,
+    ``"openai-responses:..."`` is ``"openai"``); a model named without a provider prefix
+    (an offline ``FunctionModel``), or with one the registry does not know, is named by
+    its own prefix.
     """
     name = str(getattr(model, "name", "") or type(model).__name__)
     prefix, colon, rest = name.partition(":")
@@ -153,9 +155,10 @@ def model_names(model: Any) -> tuple[str, str]:
         request_model = rest if colon else name
     if not colon:
         return name, request_model
-    prefix = prefix.lower()
-    provider = _PROVIDER_NAMES.get(prefix, "openai" if prefix.startswith("openai") else prefix)
-    return provider, request_model
+    known = recorded_provider(prefix)
+    if known is None:
+        return prefix.lower(), request_model
+    return profile_of(known).otel_name, request_model
 
 
 def _server(model: Any) -> dict[str, Any]:

@@ -17,19 +17,24 @@ Owns what a request body says about caching, for every provider, from one settin
   minimum size without a marker; explicit ``cachedContents`` are a separate resource
   golem does not manage.
 
-Pure: functions of the request and the body the encoder built.
+Each provider's rule is a ``CacheRule`` in its registry profile (``golem_core.providers``);
+``add_cache_markers(body, request, rule)`` applies one. Pure: functions of the request and
+the body the encoder built.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+import enum
+from typing import Any, Final, assert_never
 
 from golem_core._identity import conversation_id_of
 from golem_core._model import ModelRequest, PromptCache
 
 __all__ = [
     "MAX_ANTHROPIC_BREAKPOINTS",
+    "CacheRule",
     "add_anthropic_breakpoints",
+    "add_cache_markers",
     "add_openai_cache_key",
     "cache_key",
     "strip_cache_markers",
@@ -37,6 +42,18 @@ __all__ = [
 
 MAX_ANTHROPIC_BREAKPOINTS: Final = 4
 """Anthropic refuses a request with more ``cache_control`` blocks than this."""
+
+
+class CacheRule(enum.StrEnum):
+    """How a request body asks a provider to cache its prefix."""
+
+    BREAKPOINTS = "breakpoints"
+    """Anthropic: ``cache_control`` markers (``add_anthropic_breakpoints``)."""
+    KEY = "key"
+    """OpenAI: ``prompt_cache_key`` and retention (``add_openai_cache_key``)."""
+    IMPLICIT = "implicit"
+    """Gemini: nothing in the body; any repeated prefix is served from cache."""
+
 
 _UNMARKABLE: Final = frozenset({"thinking", "redacted_thinking"})
 
@@ -149,3 +166,17 @@ def strip_cache_markers(value: Any) -> Any:
     if isinstance(value, list):
         return [strip_cache_markers(v) for v in value]
     return value
+
+
+def add_cache_markers(body: dict[str, Any], request: ModelRequest, rule: CacheRule) -> None:
+    """Write what ``rule`` says about caching into ``body`` (nothing when caching is off,
+    or for ``IMPLICIT``)."""
+    match rule:
+        case CacheRule.BREAKPOINTS:
+            add_anthropic_breakpoints(body, request)
+        case CacheRule.KEY:
+            add_openai_cache_key(body, request)
+        case CacheRule.IMPLICIT:
+            pass
+        case _:  # pragma: no cover
+            assert_never(rule)

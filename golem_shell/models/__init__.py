@@ -1,9 +1,11 @@
 """Models: the ``Model`` protocol, the offline models, the provider adapters, and
 ``infer_model``.
 
-The provider adapters (and with them httpx and the wire codecs) load on first use
-(``__getattr__``, or ``infer_model`` naming their provider), so an application that
-imports golem pays for a provider only when it uses one (start-up, issue 29).
+The provider adapters (and with them httpx) load on first use (``__getattr__``, or
+``infer_model`` naming their provider), so an application that imports golem pays for a
+provider only when it uses one (start-up, issue 29). ``ADAPTERS`` names each provider's
+adapter; the model-string prefixes and the "did you mean" families come from the
+provider registry (``golem_core.providers``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING
 
+from golem_core.providers import PROFILES, Provider
 from golem_shell._errors import UsageError
 from golem_shell.models._base import Model
 from golem_shell.models.function import FunctionModel, ScriptedModel
@@ -25,12 +28,15 @@ if TYPE_CHECKING:
     from golem_shell.models.openai import OpenAIModel
     from golem_shell.models.openai_responses import OpenAIResponsesModel
 
-_ADAPTERS = {
-    "AnthropicModel": "golem_shell.models.anthropic",
-    "GeminiModel": "golem_shell.models.gemini",
-    "OpenAIModel": "golem_shell.models.openai",
-    "OpenAIResponsesModel": "golem_shell.models.openai_responses",
+ADAPTERS: dict[Provider, tuple[str, str]] = {
+    Provider.ANTHROPIC: ("golem_shell.models.anthropic", "AnthropicModel"),
+    Provider.GOOGLE: ("golem_shell.models.gemini", "GeminiModel"),
+    Provider.OPENAI: ("golem_shell.models.openai", "OpenAIModel"),
+    Provider.OPENAI_RESPONSES: ("golem_shell.models.openai_responses", "OpenAIResponsesModel"),
 }
+"""Each provider's adapter: (module, class). A provider of the registry without one is
+an error (``tests/test_correctness4_registry.py``)."""
+_ADAPTERS = {cls: module for module, cls in ADAPTERS.values()}
 
 
 def __getattr__(name: str) -> object:
@@ -42,15 +48,19 @@ def __getattr__(name: str) -> object:
     return value
 
 
-def _adapter(name: str) -> Callable[[str], Model]:
+def _adapter(provider: Provider) -> Callable[[str], Model]:
     def make(model: str) -> Model:
-        made: Model = getattr(import_module(_ADAPTERS[name]), name)(model)
+        where = ADAPTERS.get(provider)
+        if where is None:
+            raise UsageError(f"no adapter is registered for provider {provider.value!r}")
+        made: Model = getattr(import_module(where[0]), where[1])(model)
         return made
 
     return make
 
 
 __all__ = [
+    "ADAPTERS",
     "AnthropicModel",
     "FunctionModel",
     "GeminiModel",
@@ -63,19 +73,14 @@ __all__ = [
 ]
 
 _PROVIDERS: dict[str, Callable[[str], Model]] = {
-    "anthropic": _adapter("AnthropicModel"),
-    "gemini": _adapter("GeminiModel"),
-    "google": _adapter("GeminiModel"),
-    "google-gla": _adapter("GeminiModel"),
-    "openai": _adapter("OpenAIModel"),
-    "openai-responses": _adapter("OpenAIResponsesModel"),
+    prefix: _adapter(p.provider) for p in PROFILES.values() for prefix in p.prefixes
 }
+"""Every model-string prefix (``"google:"``, also ``"gemini:"``), to its provider's adapter."""
 
-
-_FAMILIES = (  # a model name's usual provider, for "did you mean" when the prefix is missing
-    (re.compile(r"(gpt-|chatgpt|o\d(-|$))", re.I), "openai"),
-    (re.compile(r"claude", re.I), "anthropic"),
-    (re.compile(r"gemini|gemma", re.I), "google"),
+_FAMILIES = tuple(  # a model name's usual provider, for "did you mean" when the prefix is missing
+    (re.compile(p.model_family, re.I), p.provider.value)
+    for p in PROFILES.values()
+    if p.model_family is not None
 )
 
 

@@ -1,12 +1,15 @@
 """What the HTTP adapters share: encoding a request, the two entry points of the
 ``Model`` protocol, owning or borrowing the HTTP client, and a key-free repr.
 
-A provider adapter only says how to encode its body and which pure decoders read the
-answer; ``ProviderHTTP`` (``_http.py``) does every effect. Every request's history is
-first ported to the model (``golem_core.port_history``, ADR 0085): artifacts of another
-provider, endpoint or model are left off or sent as text, call ids fit the provider's
-rules. ``port_report(request)`` says what changed (the run's ``HistoryPorted`` event);
-every answer records its origin (``Message.provider``, ``endpoint``, ``model``).
+A provider adapter names its ``provider`` (a ``golem_core.providers.Provider``: its
+profile in the registry gives the codec's decoders, the default endpoint and the key's
+environment variables) and says how to encode its body; ``ProviderHTTP`` (``_http.py``)
+does every effect. Every request's history is ported to the model once
+(``golem_core.providers.port_history``, ADR 0085): artifacts of another provider,
+endpoint or model are left off or sent as text, call ids fit the provider's rules.
+``port_report(request)`` says what changed (the run's ``HistoryPorted`` event); the
+request then sent reuses that port (``ported``) instead of porting again. Every answer
+records its origin (``Message.provider``, ``endpoint``, ``model``).
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import weakref
 from collections.abc import AsyncIterator, Callable
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import attrs
 import httpx
@@ -27,11 +31,17 @@ from golem_core import (
     ModelErrorKind,
     ModelRequest,
     ModelSettings,
+    StreamEvent,
+)
+from golem_core.providers import (
     Origin,
     PortReport,
-    StreamEvent,
+    Provider,
+    ProviderProfile,
     Target,
+    UnknownProviderError,
     port_history,
+    profile_of,
 )
 from golem_core.wire import WireError
 from golem_shell._errors import UsageError
@@ -40,16 +50,54 @@ from golem_shell.models._http import (
     ProviderHTTP,
     StreamDecoder,
     encode_json,
-    merge_settings,
 )
+from golem_shell.models._settings import merge_settings
 
-__all__ = ["HTTPModel", "check_base_url", "endpoint_of", "env_value"]
+_KEPT_PORTS = 64
+"""Ports kept between ``port_report`` and sending, per model (concurrent runs)."""
+
+__all__ = [
+    "HTTPModel",
+    "check_base_url",
+    "endpoint_of",
+    "env_value",
+    "key_and_base",
+    "key_from_env",
+]
 
 
 def env_value(name: str) -> str | None:
     """An environment variable, ``None`` when unset or empty."""
     value = os.environ.get(name, "").strip()
     return value or None
+
+
+def key_from_env(profile: ProviderProfile) -> str | None:
+    """The first of the provider's key variables that is set (``GOOGLE_API_KEY``, then
+    ``GEMINI_API_KEY``), ``None`` when none is."""
+    return next((v for v in map(env_value, profile.key_env) if v is not None), None)
+
+
+def key_and_base(
+    profile: ProviderProfile, api_key: str | None, base_url: str | None, *, vendor: str
+) -> tuple[str | None, str]:
+    """The API key and base URL of an adapter: the arguments, else the provider's
+    environment variables, else (the base URL) its default endpoint.
+
+    Raises:
+        UsageError: no key for the default base URL (a custom one may need none), or a
+            base URL that is not http(s).
+    """
+    key = api_key or key_from_env(profile)
+    custom_base = base_url or env_value(profile.base_url_env)
+    if key is None and custom_base is None:
+        names = " or ".join(profile.key_env)
+        raise UsageError(
+            f"no {vendor} API key: pass api_key= or set {names} "
+            f"(a custom base_url / {profile.base_url_env} needs none)"
+        )
+    base = check_base_url(custom_base or profile.default_base_url, f"the {vendor} base URL")
+    return key, base
 
 
 def check_base_url(base_url: str, setting: str) -> str:
@@ -68,9 +116,13 @@ def endpoint_of(url: str) -> str:
 
 
 class HTTPModel:
-    """A model answered over HTTP by one provider endpoint."""
+    """A model answered over HTTP by one provider endpoint.
 
-    _prefix: str = ""
+    A subclass sets ``provider``; constructing one whose provider has no profile in the
+    registry raises ``UsageError``.
+    """
+
+    provider: ClassVar[Provider]
 
     def __init__(
         self,
@@ -78,26 +130,60 @@ class HTTPModel:
         *,
         http: ProviderHTTP,
         settings: ModelSettings | None,
-        decode_response: Callable[..., Result[Message, WireError]],
-        new_stream_decoder: Callable[..., StreamDecoder],
+        decode_response: Callable[..., Result[Message, WireError]] | None = None,
+        new_stream_decoder: Callable[..., StreamDecoder] | None = None,
         quirks: frozenset[str] = frozenset(),
+        replays_reasoning: bool = True,
     ) -> None:
         if not model or not model.strip():
             raise UsageError(f"{type(self).__name__} needs a model name")
+        profile = self.profile_of_class()
         self._model = model
         self._http = http
         self._settings = settings
-        self._target = Target(self._prefix, model, endpoint_of(http.url), quirks)
-        self._origin = Origin(self._prefix, model, self._target.endpoint)
-        self._decode_response: BodyDecoder = functools.partial(decode_response, origin=self._origin)
+        try:
+            self._target = Target(
+                profile.provider,
+                model,
+                endpoint_of(http.url),
+                quirks,
+                replays_reasoning=replays_reasoning,
+            )
+        except UnknownProviderError as e:
+            raise UsageError(str(e)) from None
+        self._origin = Origin(profile.provider.value, model, self._target.endpoint)
+        decode = decode_response or profile.codec.decode_response
+        new_decoder = new_stream_decoder or profile.codec.StreamDecoder
+        self._decode_response: BodyDecoder = functools.partial(decode, origin=self._origin)
         self._new_stream_decoder: Callable[[], StreamDecoder] = functools.partial(
-            new_stream_decoder, origin=self._origin
+            new_decoder, origin=self._origin
         )
+        # ports made for ``port_report``, kept until the request they were made for is
+        # encoded (by id, checked against a weak reference: one port per request)
+        self._ports: dict[int, tuple[weakref.ref[ModelRequest], ModelRequest, PortReport]] = {}
+
+    @classmethod
+    def profile_of_class(cls) -> ProviderProfile:
+        """The registry profile of this adapter's ``provider``.
+
+        Raises:
+            UsageError: the class names no provider, or one with no profile.
+        """
+        provider = getattr(cls, "provider", None)
+        if provider is None:
+            raise UsageError(
+                f"{cls.__name__} names no provider: set provider = Provider.<...>"
+                " (golem_core.providers) and register its profile"
+            )
+        try:
+            return profile_of(provider)
+        except UnknownProviderError as e:
+            raise UsageError(f"{cls.__name__}: {e}") from None
 
     @property
     def name(self) -> str:
         """``"<provider>:<model>"``, e.g. ``"openai:gpt-4o-mini"``."""
-        return f"{self._prefix}:{self._model}"
+        return f"{self._target.provider.value}:{self._model}"
 
     @property
     def model_name(self) -> str:
@@ -121,13 +207,29 @@ class HTTPModel:
 
     def port_report(self, request: ModelRequest) -> PortReport:
         """What this model's requests change in ``request``'s history (``port_history``;
-        the same as the next ``request`` call sends). Pure: a run calls it before a
-        request and emits ``HistoryPorted`` when ``report.changed``."""
-        return port_history(request.messages, self._target)[1]
+        the same as the next ``request`` call sends). A run calls it before a request
+        and emits ``HistoryPorted`` when ``report.changed``; sending that same request
+        object then reuses this port rather than porting again."""
+        ported, report = self._port(request)
+        if len(self._ports) >= _KEPT_PORTS:
+            self._ports.pop(next(iter(self._ports)))
+        key = id(request)
+        ports = self._ports
+        ref = weakref.ref(request, lambda _: ports.pop(key, None))
+        ports[key] = (ref, ported, report)
+        return report
 
-    def _ported(self, request: ModelRequest) -> ModelRequest:
-        messages, _ = port_history(request.messages, self._target)
-        return attrs.evolve(request, messages=messages)
+    def _port(self, request: ModelRequest) -> tuple[ModelRequest, PortReport]:
+        messages, report = port_history(request.messages, self._target)
+        return attrs.evolve(request, messages=messages), report
+
+    def ported(self, request: ModelRequest) -> tuple[ModelRequest, PortReport]:
+        """``request`` as it is sent (ported to this model) and the report: the port
+        ``port_report`` made for this very request, else a new one. Pure."""
+        kept = self._ports.pop(id(request), None)
+        if kept is not None and kept[0]() is request:
+            return kept[1], kept[2]
+        return self._port(request)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._model!r}, url={self._http.url!r})"
@@ -136,7 +238,8 @@ class HTTPModel:
         raise NotImplementedError
 
     def _body(self, request: ModelRequest, *, stream: bool) -> bytes:
-        request = self._ported(merge_settings(self._settings, request))
+        ported, _ = self.ported(request)
+        request = attrs.evolve(ported, settings=merge_settings(self._settings, ported.settings))
         match self._encode(request, stream=stream):
             case Success(value):
                 body: dict[str, Any] = value

@@ -31,7 +31,6 @@ import weakref
 from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, Protocol, TypeAlias
 
-import attrs
 import httpx
 from returns.result import Failure, Result, Success
 
@@ -39,8 +38,6 @@ from golem_core import (
     Message,
     ModelDelta,
     ModelErrorKind,
-    ModelRequest,
-    ModelSettings,
     StreamDone,
     StreamEvent,
 )
@@ -59,7 +56,6 @@ __all__ = [
     "ProviderHTTP",
     "StreamDecoder",
     "encode_json",
-    "merge_settings",
     "redact",
 ]
 
@@ -124,26 +120,6 @@ def encode_json(body: Mapping[str, Any]) -> bytes:
 def _without_lone_surrogates(text: str) -> str:
     """``text`` with surrogate pairs joined and every lone surrogate replaced by U+FFFD."""
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
-def merge_settings(defaults: ModelSettings | None, request: ModelRequest) -> ModelRequest:
-    """``request`` with its unset settings taken from an adapter's defaults."""
-    if defaults is None:
-        return request
-    own = request.settings
-    merged = ModelSettings(
-        max_tokens=own.max_tokens if own.max_tokens is not None else defaults.max_tokens,
-        temperature=own.temperature if own.temperature is not None else defaults.temperature,
-        top_p=own.top_p if own.top_p is not None else defaults.top_p,
-        stop=own.stop or defaults.stop,
-        parallel_tool_calls=(
-            own.parallel_tool_calls
-            if own.parallel_tool_calls is not None
-            else defaults.parallel_tool_calls
-        ),
-        cache=own.cache if own.cache != ModelSettings().cache else defaults.cache,
-    )
-    return attrs.evolve(request, settings=merged)
 
 
 def _media_type(response: httpx.Response) -> str:

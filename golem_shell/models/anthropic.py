@@ -12,11 +12,12 @@ import httpx
 from returns.result import Result
 
 from golem_core import ModelRequest, ModelSettings
-from golem_core._retry import RetryPolicy
+from golem_core.providers import Provider, profile_of
+from golem_core.retry import RetryPolicy
 from golem_core.wire import WireError
 from golem_core.wire import anthropic as wire
 from golem_shell._errors import UsageError
-from golem_shell.models._adapter import HTTPModel, check_base_url, env_value
+from golem_shell.models._adapter import HTTPModel, key_and_base
 from golem_shell.models._http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_RETRY,
@@ -26,7 +27,7 @@ from golem_shell.models._http import (
 
 __all__ = ["DEFAULT_ANTHROPIC_BASE_URL", "AnthropicModel"]
 
-DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+DEFAULT_ANTHROPIC_BASE_URL = profile_of(Provider.ANTHROPIC).default_base_url
 
 
 class AnthropicModel(HTTPModel):
@@ -55,7 +56,7 @@ class AnthropicModel(HTTPModel):
         UsageError: no key for the default base URL, or a base URL that is not http(s).
     """
 
-    _prefix = "anthropic"
+    provider = Provider.ANTHROPIC
     supports_native_output: bool = False
     """Whether this model honours ``ModelRequest.output_schema`` (``output_config.format``:
     ``output_mode="native"``): Claude 4.5 and later, or what ``native_output=`` says."""
@@ -74,21 +75,15 @@ class AnthropicModel(HTTPModel):
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         native_output: bool | None = None,
     ) -> None:
-        key = api_key or env_value("ANTHROPIC_API_KEY")
-        custom_base = base_url or env_value("ANTHROPIC_BASE_URL")
-        if key is None and custom_base is None:
-            raise UsageError(
-                "no Anthropic API key: pass api_key= or set ANTHROPIC_API_KEY "
-                "(a custom base_url / ANTHROPIC_BASE_URL needs none)"
-            )
+        profile = self.profile_of_class()
+        key, base = key_and_base(profile, api_key, base_url, vendor="Anthropic")
         if max_tokens < 1:
             raise UsageError(f"max_tokens must be positive, got {max_tokens}")
-        base = check_base_url(custom_base or DEFAULT_ANTHROPIC_BASE_URL, "the Anthropic base URL")
         headers = {"anthropic-version": wire.ANTHROPIC_VERSION}
         if key:
             headers["x-api-key"] = key
         http = ProviderHTTP(
-            provider="anthropic",
+            provider=profile.provider.value,
             url=f"{base}/v1/messages",
             headers=headers,
             secret=key,
@@ -102,8 +97,6 @@ class AnthropicModel(HTTPModel):
             model,
             http=http,
             settings=settings,
-            decode_response=wire.decode_response,
-            new_stream_decoder=wire.StreamDecoder,
         )
         self._max_tokens = max_tokens
         self.supports_native_output = (

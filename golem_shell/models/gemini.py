@@ -15,11 +15,12 @@ import httpx
 from returns.result import Result
 
 from golem_core import ModelRequest, ModelSettings, StreamEvent
-from golem_core._retry import RetryPolicy
+from golem_core.providers import Provider, profile_of
+from golem_core.retry import RetryPolicy
 from golem_core.wire import WireError
 from golem_core.wire import gemini as wire
 from golem_shell._errors import UsageError
-from golem_shell.models._adapter import HTTPModel, check_base_url, env_value
+from golem_shell.models._adapter import HTTPModel, key_and_base
 from golem_shell.models._http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_RETRY,
@@ -29,7 +30,7 @@ from golem_shell.models._http import (
 
 __all__ = ["DEFAULT_GEMINI_BASE_URL", "GeminiModel"]
 
-DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+DEFAULT_GEMINI_BASE_URL = profile_of(Provider.GOOGLE).default_base_url
 
 
 class GeminiModel(HTTPModel):
@@ -60,7 +61,7 @@ class GeminiModel(HTTPModel):
             is not http(s).
     """
 
-    _prefix = "google"
+    provider = Provider.GOOGLE
     supports_native_output = True
     """Honours ``ModelRequest.output_schema`` (``responseJsonSchema``: ``output_mode="native"``)."""
 
@@ -79,19 +80,13 @@ class GeminiModel(HTTPModel):
     ) -> None:
         if not model or not model.strip():
             raise UsageError("GeminiModel needs a model name")
-        key = api_key or env_value("GOOGLE_API_KEY") or env_value("GEMINI_API_KEY")
-        custom_base = base_url or env_value("GEMINI_BASE_URL")
-        if key is None and custom_base is None:
-            raise UsageError(
-                "no Gemini API key: pass api_key= or set GOOGLE_API_KEY or GEMINI_API_KEY "
-                "(a custom base_url / GEMINI_BASE_URL needs none)"
-            )
-        base = check_base_url(custom_base or DEFAULT_GEMINI_BASE_URL, "the Gemini base URL")
+        profile = self.profile_of_class()
+        key, base = key_and_base(profile, api_key, base_url, vendor="Gemini")
         headers = {"x-goog-api-key": key} if key else {}
 
         def endpoint(stream: bool) -> ProviderHTTP:
             return ProviderHTTP(
-                provider="gemini",
+                provider=profile.provider.value,
                 url=f"{base}/{wire.request_path(model, stream=stream)}",
                 headers=headers,
                 secret=key,
@@ -106,8 +101,6 @@ class GeminiModel(HTTPModel):
             model.strip(),
             http=endpoint(False),
             settings=settings,
-            decode_response=wire.decode_response,
-            new_stream_decoder=wire.StreamDecoder,
         )
         self._stream_http = endpoint(True)
         self._include_thoughts = include_thoughts

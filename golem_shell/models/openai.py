@@ -13,12 +13,12 @@ import httpx
 from returns.result import Result
 
 from golem_core import ModelRequest, ModelSettings
-from golem_core._port import MISTRAL_CALL_IDS, STRING_CONTENT
-from golem_core._retry import RetryPolicy
+from golem_core.providers import MISTRAL_CALL_IDS, Provider, profile_of
+from golem_core.retry import RetryPolicy
 from golem_core.wire import WireError
 from golem_core.wire import openai as wire
 from golem_shell._errors import UsageError
-from golem_shell.models._adapter import HTTPModel, check_base_url, env_value
+from golem_shell.models._adapter import HTTPModel, key_and_base
 from golem_shell.models._http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_RETRY,
@@ -28,8 +28,8 @@ from golem_shell.models._http import (
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIModel", "guess_quirks"]
 
-DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
-_QUIRKS = frozenset({MISTRAL_CALL_IDS, STRING_CONTENT})
+DEFAULT_OPENAI_BASE_URL = profile_of(Provider.OPENAI).default_base_url
+_QUIRKS = profile_of(Provider.OPENAI).quirks
 _MISTRAL_MODELS = (
     "mistral",
     "open-mistral",
@@ -88,7 +88,7 @@ class OpenAIModel(HTTPModel):
             or an unknown quirk.
     """
 
-    _prefix = "openai"
+    provider = Provider.OPENAI
     supports_native_output = True
     """Honours ``ModelRequest.output_schema`` (``response_format``: ``output_mode="native"``)."""
 
@@ -107,16 +107,10 @@ class OpenAIModel(HTTPModel):
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         quirks: Iterable[str] | None = None,
     ) -> None:
-        key = api_key or env_value("OPENAI_API_KEY")
-        custom_base = base_url or env_value("OPENAI_BASE_URL")
-        if key is None and custom_base is None:
-            raise UsageError(
-                "no OpenAI API key: pass api_key= or set OPENAI_API_KEY "
-                "(a custom base_url / OPENAI_BASE_URL needs none)"
-            )
+        profile = self.profile_of_class()
+        key, base = key_and_base(profile, api_key, base_url, vendor="OpenAI")
         if system_role not in ("system", "developer"):
             raise UsageError(f"system_role must be 'system' or 'developer', got {system_role!r}")
-        base = check_base_url(custom_base or DEFAULT_OPENAI_BASE_URL, "the OpenAI base URL")
         if max_tokens_field is None:
             official = httpx.URL(base).host == "api.openai.com"
             max_tokens_field = "max_completion_tokens" if official else "max_tokens"
@@ -132,7 +126,7 @@ class OpenAIModel(HTTPModel):
             )
         headers = {"authorization": f"Bearer {key}"} if key else {}
         http = ProviderHTTP(
-            provider="openai",
+            provider=profile.provider.value,
             url=f"{base}/chat/completions",
             headers=headers,
             secret=key,
@@ -146,8 +140,6 @@ class OpenAIModel(HTTPModel):
             model,
             http=http,
             settings=settings,
-            decode_response=wire.decode_response,
-            new_stream_decoder=wire.StreamDecoder,
             quirks=found,
         )
         self._system_role: Literal["system", "developer"] = system_role

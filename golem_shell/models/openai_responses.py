@@ -15,18 +15,18 @@ import httpx
 from returns.result import Result
 
 from golem_core import ModelRequest, ModelSettings
-from golem_core._retry import RetryPolicy
+from golem_core.providers import Provider
+from golem_core.retry import RetryPolicy
 from golem_core.wire import WireError
 from golem_core.wire import openai_responses as wire
 from golem_shell._errors import UsageError
-from golem_shell.models._adapter import HTTPModel, check_base_url, env_value
+from golem_shell.models._adapter import HTTPModel, key_and_base
 from golem_shell.models._http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_RETRY,
     DEFAULT_TIMEOUT,
     ProviderHTTP,
 )
-from golem_shell.models.openai import DEFAULT_OPENAI_BASE_URL
 
 __all__ = ["OpenAIResponsesModel", "ReasoningEffort", "ReasoningSummary"]
 
@@ -73,7 +73,7 @@ class OpenAIResponsesModel(HTTPModel):
             or an unknown reasoning effort or summary.
     """
 
-    _prefix = "openai-responses"
+    provider = Provider.OPENAI_RESPONSES
     supports_native_output = True
     """Honours ``ModelRequest.output_schema`` (``text.format``: ``output_mode="native"``)."""
 
@@ -92,13 +92,8 @@ class OpenAIResponsesModel(HTTPModel):
         settings: ModelSettings | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
-        key = api_key or env_value("OPENAI_API_KEY")
-        custom_base = base_url or env_value("OPENAI_BASE_URL")
-        if key is None and custom_base is None:
-            raise UsageError(
-                "no OpenAI API key: pass api_key= or set OPENAI_API_KEY "
-                "(a custom base_url / OPENAI_BASE_URL needs none)"
-            )
+        profile = self.profile_of_class()
+        key, base = key_and_base(profile, api_key, base_url, vendor="OpenAI")
         if reasoning_effort is not None and reasoning_effort not in _EFFORTS:
             raise UsageError(
                 f"reasoning_effort must be one of {', '.join(_EFFORTS)}, got {reasoning_effort!r}"
@@ -108,10 +103,9 @@ class OpenAIResponsesModel(HTTPModel):
                 f"reasoning_summary must be one of {', '.join(_SUMMARIES)},"
                 f" got {reasoning_summary!r}"
             )
-        base = check_base_url(custom_base or DEFAULT_OPENAI_BASE_URL, "the OpenAI base URL")
         headers = {"authorization": f"Bearer {key}"} if key else {}
         http = ProviderHTTP(
-            provider="openai-responses",
+            provider=profile.provider.value,
             url=f"{base}/responses",
             headers=headers,
             secret=key,
@@ -125,8 +119,6 @@ class OpenAIResponsesModel(HTTPModel):
             model,
             http=http,
             settings=settings,
-            decode_response=wire.decode_response,
-            new_stream_decoder=wire.StreamDecoder,
         )
         self._encrypted_reasoning = (
             wire.supports_encrypted_reasoning(model)

@@ -1,0 +1,253 @@
+"""The provider registry: every provider golem speaks, as one profile value (ADR 0095).
+
+Owns the one spelling of each provider (``Provider``: the value ``Message.provider``
+records and ``Target.provider`` names) and, per provider, everything the rest of golem
+reads about it: the pure wire codec, the display name in error messages, the
+model-string prefixes ``infer_model`` accepts, the default endpoint and the environment
+variables of the key and the base URL, the rules ``port_history`` applies (call ids,
+which artifacts it reads and whether they are bound to the model, media in a model
+turn, the quirks a compatible server may have), the prompt-cache rule, and the
+OpenTelemetry ``gen_ai.provider.name``.
+
+Adding a provider is one ``Provider`` member, one profile in ``PROFILES``, one codec
+module in ``golem_core.wire`` and one adapter in ``golem_shell.models``;
+``tests/test_correctness4_registry.py`` fails while any of them is missing. An unknown
+provider is an error where it is named (``profile_of``); a provider recorded in a stored
+history is read by ``recorded_provider``, which also maps the spellings other tools
+use for the same API (``"gemini"``, ``"gcp.gemini"``).
+
+Pure: constants and total look-ups.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Final, Protocol
+
+from attrs import frozen
+from returns.result import Result
+
+from golem_core._messages import DataPart, Message, URLPart
+from golem_core.wire import anthropic as _anthropic
+from golem_core.wire import gemini as _gemini
+from golem_core.wire import openai as _openai
+from golem_core.wire import openai_responses as _responses
+from golem_core.wire._cache import CacheRule
+from golem_core.wire._common import Origin, WireError, WireIds
+
+__all__ = [
+    "MISTRAL_CALL_IDS",
+    "PROFILES",
+    "STRING_CONTENT",
+    "CacheRule",
+    "CallIdRule",
+    "Codec",
+    "Provider",
+    "ProviderProfile",
+    "UnknownProviderError",
+    "profile_of",
+    "recorded_provider",
+]
+
+MISTRAL_CALL_IDS: Final = "mistral-call-ids"
+"""A quirk: call ids must be exactly nine letters and digits (Mistral, vLLM's mistral mode)."""
+STRING_CONTENT: Final = "string-content"
+"""A quirk: a text-only message must be one string, never an array of text parts."""
+
+
+class Provider(enum.StrEnum):
+    """The providers golem speaks, one spelling each: the wire format an adapter sends
+    (Chat Completions and Responses are two, since their artifacts differ). The value is
+    what ``Message.provider`` records and what a model string starts with."""
+
+    ANTHROPIC = "anthropic"
+    GOOGLE = "google"
+    """The Gemini API (``generateContent``)."""
+    OPENAI = "openai"
+    """OpenAI Chat Completions, and every compatible server."""
+    OPENAI_RESPONSES = "openai-responses"
+
+
+class UnknownProviderError(ValueError):
+    """A provider name that is not in the registry (golem was misused)."""
+
+
+class Codec(Protocol):
+    """What every wire codec module offers, whatever else it does (its
+    ``encode_request`` takes provider-specific options, so only its adapter calls it)."""
+
+    PROVIDER: str
+
+    def decode_response(
+        self, body: object, *, origin: Origin | None = None
+    ) -> Result[Message, WireError]: ...
+
+    def decode_error(
+        self,
+        status: int,
+        headers: Mapping[str, str],
+        body: bytes,
+        *,
+        now_unix: float | None = None,
+    ) -> WireError: ...
+
+    def media_block(self, part: URLPart | DataPart) -> dict[str, Any]: ...
+
+    @property
+    def StreamDecoder(self) -> Callable[..., Any]: ...
+
+
+@frozen
+class CallIdRule:
+    """The call ids a provider takes: the characters (``None``: any), the longest
+    (``0``: any length), and whether two calls of one request may share one. The same
+    settings its encoder gives ``WireIds``."""
+
+    allowed: str | None = None
+    max_length: int = 0
+    unique: bool = False
+
+    def builder(self) -> WireIds:
+        """A fresh ``WireIds`` for one request under this rule."""
+        return WireIds(allowed=self.allowed, max_length=self.max_length, unique=self.unique)
+
+
+@frozen(kw_only=True)
+class ProviderProfile:
+    """Everything golem knows about one provider (see the module docstring).
+
+    ``signs_thinking``: its thinking carries a ``signature`` (and may be redacted) that
+    only it reads; ``artifact_keys``: the part ``extra`` keys that only it reads (and
+    ``artifact_name``, what such a thinking part is called in a ``PortReport``);
+    ``binds_model``: its artifacts are valid only for the model that issued them;
+    ``media_in_assistant``: a model turn may carry media (elsewhere a stand-in is sent).
+    """
+
+    provider: Provider
+    codec: Codec
+    prefixes: tuple[str, ...]
+    """Model-string prefixes, the provider's own value first (``"google:"``, ``"gemini:"``)."""
+    default_base_url: str
+    key_env: tuple[str, ...]
+    """Environment variables read for the API key, in order."""
+    base_url_env: str
+    otel_name: str
+    """The OpenTelemetry ``gen_ai.provider.name`` (its well-known values)."""
+    cache: CacheRule
+    call_ids: CallIdRule = CallIdRule()
+    binds_model: bool = False
+    signs_thinking: bool = False
+    artifact_keys: frozenset[str] = frozenset()
+    artifact_name: str = "thinking"
+    media_in_assistant: bool = False
+    quirks: frozenset[str] = frozenset()
+    """The quirks a compatible server of this wire format may have."""
+    model_family: str | None = None
+    """A regex matching the model names usually served by it (for "did you mean")."""
+
+    @property
+    def display_name(self) -> str:
+        """How errors name it (``"Gemini"``): the codec's own."""
+        return self.codec.PROVIDER
+
+
+_PROFILES: Final = (
+    ProviderProfile(
+        provider=Provider.OPENAI,
+        codec=_openai,
+        prefixes=("openai",),
+        default_base_url="https://api.openai.com/v1",
+        key_env=("OPENAI_API_KEY",),
+        base_url_env="OPENAI_BASE_URL",
+        otel_name="openai",
+        cache=CacheRule.KEY,
+        call_ids=CallIdRule(max_length=_openai.MAX_CALL_ID_LENGTH),
+        quirks=frozenset({MISTRAL_CALL_IDS, STRING_CONTENT}),
+        model_family=r"(gpt-|chatgpt|o\d(-|$))",
+    ),
+    ProviderProfile(
+        provider=Provider.OPENAI_RESPONSES,
+        codec=_responses,
+        prefixes=("openai-responses",),
+        default_base_url="https://api.openai.com/v1",
+        key_env=("OPENAI_API_KEY",),
+        base_url_env="OPENAI_BASE_URL",
+        otel_name="openai",
+        cache=CacheRule.KEY,
+        call_ids=CallIdRule(max_length=_responses.MAX_CALL_ID_LENGTH, unique=True),
+        artifact_keys=frozenset({_responses.REASONING_ID_KEY, _responses.ENCRYPTED_CONTENT_KEY}),
+        artifact_name="reasoning item",
+    ),
+    ProviderProfile(
+        provider=Provider.ANTHROPIC,
+        codec=_anthropic,
+        prefixes=("anthropic",),
+        default_base_url="https://api.anthropic.com",
+        key_env=("ANTHROPIC_API_KEY",),
+        base_url_env="ANTHROPIC_BASE_URL",
+        otel_name="anthropic",
+        cache=CacheRule.BREAKPOINTS,
+        call_ids=CallIdRule(allowed=_anthropic.ID_CHARS, unique=True),
+        binds_model=True,
+        signs_thinking=True,
+        artifact_name="signed thinking",
+        model_family="claude",
+    ),
+    ProviderProfile(
+        provider=Provider.GOOGLE,
+        codec=_gemini,
+        prefixes=("google", "gemini", "google-gla"),
+        default_base_url="https://generativelanguage.googleapis.com/v1beta",
+        key_env=("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+        base_url_env="GEMINI_BASE_URL",
+        otel_name="gcp.gemini",
+        cache=CacheRule.IMPLICIT,
+        binds_model=True,
+        artifact_keys=frozenset({_gemini.THOUGHT_SIGNATURE_KEY}),
+        artifact_name="signed thought",
+        media_in_assistant=True,
+        model_family="gemini|gemma",
+    ),
+)
+
+PROFILES: Final[Mapping[Provider, ProviderProfile]] = MappingProxyType(
+    {p.provider: p for p in _PROFILES}
+)
+"""The registry: one profile per ``Provider``."""
+
+# spellings of the same providers other tools (and the OpenTelemetry conventions) use,
+# accepted when a stored history records one
+_RECORDED: Final = MappingProxyType(
+    {
+        **{prefix: p.provider for p in _PROFILES for prefix in p.prefixes},
+        **{p.provider.value: p.provider for p in _PROFILES},
+        "gcp.gemini": Provider.GOOGLE,
+        "gcp.gen_ai": Provider.GOOGLE,
+    }
+)
+
+
+def profile_of(provider: Provider | str) -> ProviderProfile:
+    """The profile of ``provider`` (a ``Provider`` or its value).
+
+    Raises:
+        UnknownProviderError: no such provider; the message lists the known ones.
+    """
+    try:
+        return PROFILES[Provider(provider)]
+    except (ValueError, KeyError):
+        known = ", ".join(repr(p.value) for p in Provider)
+        raise UnknownProviderError(
+            f"unknown provider {provider!r}: expected one of {known}"
+        ) from None
+
+
+def recorded_provider(value: str | None) -> Provider | None:
+    """The provider a stored ``Message.provider`` names (any case; also a model-string
+    prefix or an OpenTelemetry name of it), or ``None`` when it names none golem knows
+    (an origin of someone else's adapter). Total."""
+    if value is None:
+        return None
+    return _RECORDED.get(value.strip().lower())

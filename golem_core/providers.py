@@ -1,0 +1,56 @@
+"""The provider registry, public: one profile per provider golem speaks (ADR 0095).
+
+``Provider`` is the one spelling of each provider (what ``Message.provider`` records);
+``PROFILES`` maps each to its ``ProviderProfile`` (codec, model-string prefixes, default
+endpoint, key variables, porting and cache rules, quirks, OpenTelemetry name);
+``profile_of`` looks one up and refuses an unknown name; ``recorded_provider`` reads a
+stored ``provider`` value, old spellings included. The porting names an adapter needs
+(``Target``, ``Origin``, ``port_history``, ``describe_report``, ``same_model``, the
+quirks) are here too, so the shell imports no private core module for them.
+"""
+
+from golem_core._port import (
+    Origin,
+    PortedPart,
+    PortReport,
+    RewrittenId,
+    Target,
+    describe_report,
+    port_history,
+    same_model,
+)
+from golem_core._providers import (
+    MISTRAL_CALL_IDS,
+    PROFILES,
+    STRING_CONTENT,
+    CacheRule,
+    CallIdRule,
+    Codec,
+    Provider,
+    ProviderProfile,
+    UnknownProviderError,
+    profile_of,
+    recorded_provider,
+)
+
+__all__ = [
+    "MISTRAL_CALL_IDS",
+    "PROFILES",
+    "STRING_CONTENT",
+    "CacheRule",
+    "CallIdRule",
+    "Codec",
+    "Origin",
+    "PortReport",
+    "PortedPart",
+    "Provider",
+    "ProviderProfile",
+    "RewrittenId",
+    "Target",
+    "UnknownProviderError",
+    "describe_report",
+    "port_history",
+    "profile_of",
+    "recorded_provider",
+    "same_model",
+]

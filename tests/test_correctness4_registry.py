@@ -1,0 +1,164 @@
+"""The provider registry (issue 32, item 7; ADR 0095): one profile per provider, read by
+the porting rules, the adapters, ``infer_model`` and OpenTelemetry; a missing entry
+anywhere fails here, and an unknown provider is an error where it is named."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import Any
+
+import attrs
+import pytest
+
+import golem_core.wire
+from golem_core import Message, ModelRequest, ModelSettings, PromptCache, Role, ToolCallPart
+from golem_core.providers import (
+    PROFILES,
+    Provider,
+    Target,
+    UnknownProviderError,
+    port_history,
+    profile_of,
+    recorded_provider,
+)
+from golem_core.retry import RetryPolicy
+from golem_core.wire._cache import add_cache_markers
+from golem_core.wire.gemini import with_thought_signature
+from golem_shell import UsageError
+from golem_shell._otel import model_names
+from golem_shell.models import ADAPTERS, infer_model
+from golem_shell.models._adapter import HTTPModel
+from golem_shell.models._http import ProviderHTTP
+
+CODEC_NAMES = ("PROVIDER", "encode_request", "decode_response", "decode_error", "media_block")
+
+
+def adapter(provider: Provider, name: str = "some-model") -> HTTPModel:
+    module, cls = ADAPTERS[provider]
+    made: HTTPModel = getattr(importlib.import_module(module), cls)(
+        name, api_key="k", base_url="http://127.0.0.1:9/v1"
+    )
+    return made
+
+
+def all_adapter_classes() -> set[type[HTTPModel]]:
+    for module, _ in ADAPTERS.values():
+        importlib.import_module(module)
+    found: set[type[HTTPModel]] = set()
+    todo = list(HTTPModel.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        found.add(cls)
+        todo += cls.__subclasses__()
+    return {c for c in found if c.__module__.startswith("golem_shell.models")}
+
+
+def test_every_provider_has_one_profile_codec_and_adapter() -> None:
+    assert set(PROFILES) == set(Provider)
+    assert set(ADAPTERS) == set(Provider)
+    for provider, profile in PROFILES.items():
+        assert profile.provider is provider
+        assert profile.prefixes[0] == provider.value  # the one spelling leads
+        for name in (*CODEC_NAMES, "StreamDecoder"):
+            assert hasattr(profile.codec, name), (provider, name)
+        assert profile.otel_name and profile.key_env and profile.base_url_env
+        assert profile.default_base_url.startswith("https://")
+        assert profile.display_name == profile.codec.PROVIDER
+
+
+def test_every_codec_module_belongs_to_a_profile() -> None:
+    codecs = {
+        f"golem_core.wire.{m.name}"
+        for m in pkgutil.iter_modules(golem_core.wire.__path__)
+        if not m.name.startswith("_")
+    }
+    assert codecs == {p.codec.__name__ for p in PROFILES.values()}  # type: ignore[attr-defined]
+
+
+def test_every_adapter_class_names_a_registered_provider() -> None:
+    classes = all_adapter_classes()
+    assert {c.provider for c in classes} == set(Provider)
+    for cls in classes:
+        module, name = ADAPTERS[cls.provider]
+        assert (cls.__module__, cls.__name__) == (module, name)
+
+
+def test_every_prefix_makes_its_providers_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
+    prefixes = [p for profile in PROFILES.values() for p in profile.prefixes]
+    assert len(prefixes) == len(set(prefixes))
+    for profile in PROFILES.values():
+        for env in profile.key_env:
+            monkeypatch.setenv(env, "k")
+        for prefix in profile.prefixes:
+            model = infer_model(f"{prefix}:m")
+            assert isinstance(model, HTTPModel)
+            assert model.provider is profile.provider
+            assert model.name == f"{profile.provider.value}:m"  # one spelling, any alias
+            assert model.url.startswith(profile.default_base_url)
+
+
+def test_opentelemetry_names_come_from_the_registry() -> None:
+    for provider, profile in PROFILES.items():
+        assert model_names(adapter(provider)) == (profile.otel_name, "some-model")
+    assert PROFILES[Provider.GOOGLE].otel_name == "gcp.gemini"
+    assert PROFILES[Provider.OPENAI_RESPONSES].otel_name == "openai"
+
+
+def test_each_profiles_cache_rule_is_what_its_encoder_writes() -> None:
+    on = ModelSettings(cache=PromptCache(key="conv"))
+    off = ModelSettings(cache=None)
+    history = (Message.user("a"), Message.assistant("b"), Message.user("c"))
+    for provider, profile in PROFILES.items():
+        model = adapter(provider)
+        cached = ModelRequest(history, instructions="Be brief.", settings=on)
+        plain = attrs.evolve(cached, settings=off)
+        body: dict[str, Any] = model._encode(plain, stream=False).unwrap()
+        add_cache_markers(body, cached, profile.cache)
+        assert body == model._encode(cached, stream=False).unwrap(), provider
+
+
+def test_an_unknown_provider_is_an_error_where_it_is_named() -> None:
+    with pytest.raises(UnknownProviderError, match=r"unknown provider 'gemini'.*'google'"):
+        Target("gemini", "m")
+    with pytest.raises(UnknownProviderError, match="unknown quirks"):
+        Target(Provider.ANTHROPIC, "m", quirks=["mistral-call-ids"])
+    with pytest.raises(UnknownProviderError):
+        profile_of("mistral")
+
+    def http() -> ProviderHTTP:
+        return ProviderHTTP(
+            provider="x",
+            url="http://127.0.0.1:9/x",
+            headers={},
+            secret=None,
+            http_client=None,
+            timeout=1.0,
+            retry=RetryPolicy(),
+            decode_error=PROFILES[Provider.OPENAI].codec.decode_error,
+        )
+
+    class Nameless(HTTPModel):
+        pass
+
+    class Unknown(HTTPModel):
+        provider = "mistral"  # type: ignore[assignment]
+
+    with pytest.raises(UsageError, match="Nameless names no provider"):
+        Nameless("m", http=http(), settings=None)
+    with pytest.raises(UsageError, match="Unknown: unknown provider 'mistral'"):
+        Unknown("m", http=http(), settings=None)
+
+
+def test_stored_spellings_of_a_provider_still_read_as_it() -> None:
+    for old in ("google", "gemini", "Gemini", "gcp.gemini", "google-gla"):
+        assert recorded_provider(old) is Provider.GOOGLE
+    assert recorded_provider("mistral") is None and recorded_provider(None) is None
+    call = with_thought_signature(ToolCallPart("c1", "f", "{}"), "c2ln")
+    for old in ("gemini", "Gemini"):
+        step = Message(
+            Role.ASSISTANT, (call,), provider=old, model="gemini-2.5-flash", endpoint="g"
+        )
+        history = (Message.user("go"), step, Message.tool_result("c1", "f", "ok"))
+        ported, report = port_history(history, Target("google", "gemini-2.5-flash", "g"))
+        assert ported[1] == step and report.left_off == ()  # its own signature goes back
