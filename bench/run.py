@@ -17,7 +17,9 @@ Ops per size ``n`` (seconds per call):
   ``normalize_history`` on the clean and the damaged workload and ``sanitize_history``,
   each both on one history called again and again (the plain name) and ``_cold``: on a
   freshly built history whose tool-call arguments were never parsed (golem parses them
-  once per part and caches the result); ``trim_history(n // 2)``;
+  once per part and caches the result); ``trim_history(n // 2)`` as the sliding window
+  (``trim_half``: the window the peers keep) and with its default steps
+  (``trim_half_stepped``);
   ``budget_history(approximate_tokens, half)``;
 - pydantic-ai: its JSON codec, ``repair_messages``, ``sanitize_messages``; langchain-core:
   ``trim_messages`` by message count and by approximate tokens. Above 10,000 messages
@@ -169,6 +171,7 @@ def size_ops(n: int, peers: Peers) -> tuple[list[Op], list[Memory]]:
     keep = max(1, n // 2)
     budget = max(1, sum(approximate_tokens(m) for m in history) // 2)
     trim = trim_history(keep, low_water=keep)  # the window the peers' ops keep (ADR 0078)
+    trim_stepped = trim_history(keep)  # the default: cuts in steps down to keep // 2
     fit = budget_history(approximate_tokens, budget, low_water=budget)
 
     ops = [
@@ -187,6 +190,7 @@ def size_ops(n: int, peers: Peers) -> tuple[list[Op], list[Memory]]:
         Op("golem", "sanitize_clean", n, lambda: sanitize_history(history)),
         Op("golem", "sanitize_clean_cold", n, sanitize_history, _fresh(clean)),
         Op("golem", "trim_half", n, lambda: trim(history)),
+        Op("golem", "trim_half_stepped", n, lambda: trim_stepped(history)),
         Op("golem", "budget_half_tokens", n, lambda: fit(history)),
     ]
     memory: list[Memory] = []
@@ -345,6 +349,13 @@ TARGETS = (
     Target("sanitize_clean", ("python", "floor_pass"), None, "info: arguments parsed before"),
     Target("sanitize_clean", ("pydantic-ai", "sanitize_messages_clean"), None, "info"),
     Target("trim_half", ("langchain-core", "trim_messages_count"), None, "info"),
+    Target(
+        "trim_half_stepped",
+        ("langchain-core", "trim_messages_count"),
+        0.5,
+        "<= 1/2 (the default stepped cut)",
+        TARGET_N,
+    ),
     Target("trim_half", ("pydantic-ai", "keep_last_half"), None, "a bare slice"),
     Target(
         "budget_half_tokens",

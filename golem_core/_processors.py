@@ -36,9 +36,11 @@ Both builtins follow one rule, and keep these invariants:
   (the boundary rule applies only when a cut happens). A cut that leaves nothing able
   to open a request is ``Failure(HistoryError)``; a successful cut is never empty.
 - The output is a suffix of the input: no kept message is changed, none reordered.
-- Linear: a history within the bound is read from the newest back only as far as the
-  bound (plus the one message that did not fit); a stepped cut then reads the rest once.
-  ``budget_history`` calls its counter at most once per message; the boundary rule
+- Linear: ``budget_history`` reads a history within the bound from the newest back only
+  as far as the bound (plus the one message that did not fit), and a stepped cut then
+  reads the rest once, calling its counter at most once per message; ``trim_history``
+  reads each message's role once (``map`` and ``list.count``, no Python-level pass) and
+  finds both cut points by searching that list for system messages; the boundary rule
   reads the messages it skips and the block of the message that opens, and only for a
   turn whose results are not in its block, one more backward pass to pair them.
 """
@@ -402,10 +404,38 @@ def _cut(
     suffix), used when ``low_water == limit``.
     """
     point = fit_cut if low_water == limit else _step_point(counts, total, limit, low_water)
+    return _cut_at(history, point)
+
+
+def _cut_at(history: Sequence[Message], point: int) -> int | None:
+    """Where the kept suffix starts when the cut falls at ``point``: the first message at
+    or after it that can open a request, moved back to keep a pending call; ``None`` when
+    nothing opens."""
     start = _opening_index(history, point)
     if start >= len(history):
         return None
     return _protect_open_tail(history, start)
+
+
+_ROLE: Final = operator.attrgetter("role")
+
+
+def _after_counted(roles: list[Role], target: int) -> int:
+    """The first index whose prefix holds ``target`` non-system messages (``len`` if none).
+
+    ``_step_point``'s answer when every non-system message counts one, found with C-level
+    searches instead of a Python pass: start at ``target`` and move one on for each
+    system message before the candidate (``list.index``), so the work is the number of
+    system messages, not of messages.
+    """
+    index, searched, end = target, 0, len(roles)
+    while index <= end:
+        try:
+            found = roles.index(Role.SYSTEM, searched, index)
+        except ValueError:
+            return index
+        index, searched = index + 1, found + 1
+    return end
 
 
 @frozen(repr=False)
@@ -415,21 +445,19 @@ class _TrimHistory:
 
     def __call__(self, history: Sequence[Message]) -> Result[tuple[Message, ...], HistoryError]:
         limit = self.max_messages
-        counted = 0
-        cut = len(history)
-        while cut > 0:
-            if history[cut - 1].role != Role.SYSTEM:
-                if counted == limit:
-                    break
-                counted += 1
-            cut -= 1
-        if cut == 0:
+        # every non-system message counts one: the roles, read once at C speed, give the
+        # total and both cut points without a Python pass over the messages
+        roles = list(map(_ROLE, history))
+        total = len(roles) - roles.count(Role.SYSTEM)
+        if total <= limit:
             return Success(_as_tuple(history))
-        counts: list[int] = []
+        cut = _after_counted(roles, total - limit)  # the sliding window's cut
         if self.low_water < limit:
-            counts = [0 if m.role == Role.SYSTEM else 1 for m in history]
-        total = sum(counts)
-        start = _cut(history, counts, total, fit_cut=cut, limit=limit, low_water=self.low_water)
+            step = limit - self.low_water
+            cut_point = _after_counted(roles, -(-(total - limit) // step) * step)
+        else:
+            cut_point = cut
+        start = _cut_at(history, cut_point)
         if start is not None:
             return Success(_as_tuple(history) if start == 0 else _suffix(history, start))
         kept = len(history) - cut
