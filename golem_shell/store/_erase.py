@@ -44,7 +44,7 @@ from golem_shell.store._rows import (
     sign,
     write_branch,
 )
-from golem_shell.store._sql import Dialect, Operation, Query, Steps, take_locks
+from golem_shell.store._sql import Dialect, Operation, Steps, take_locks
 from golem_shell.store._tombstone import PartFilter, erase_message
 from golem_shell.store._values import Erased, Receipt
 
@@ -55,12 +55,6 @@ Selection = int | Sequence[int] | Callable[[Message], bool]
 
 Physical = tuple[str, str, int]  # conversation, branch, position: where a row is stored
 _OWN_ROWS = "owner = ? AND conversation_id = ? AND branch = ?"
-
-
-def _cleanup(d: Dialect) -> tuple[Query, ...]:
-    if d.postgres:
-        return tuple(Query(f"VACUUM {t}") for t in d.tables)
-    return (Query("PRAGMA wal_checkpoint(TRUNCATE)"),)
 
 
 def _octets(d: Dialect) -> str:
@@ -228,7 +222,7 @@ def erase_op(
         )
         return Receipt("erase", config.now(), erased)
 
-    return Operation(steps, write=True, after=_cleanup)
+    return Operation(steps, write=True, erases=True)
 
 
 def _materialize(d: Dialect, owner: str, row: BranchRow, config: Config) -> Steps[None]:
@@ -279,7 +273,7 @@ def delete_op(config: Config, owner: str, cid: str) -> Operation[Receipt]:
         erased = yield from _delete(d, config, owner, cid)
         return Receipt("delete", config.now(), tuple(erased))
 
-    return Operation(steps, write=True, after=_cleanup)
+    return Operation(steps, write=True, erases=True)
 
 
 def prune_op(
@@ -315,7 +309,7 @@ def prune_op(
             erased += yield from _delete(d, config, doomed_owner, doomed_cid)
         return Receipt("prune", config.now(), tuple(erased))
 
-    return Operation(steps, write=True, after=_cleanup)
+    return Operation(steps, write=True, erases=True)
 
 
 def reencrypt_op(config: Config, owner: str | None) -> Operation[int]:
@@ -350,4 +344,4 @@ def reencrypt_op(config: Config, owner: str | None) -> Operation[int]:
             )
         return len(updates)
 
-    return Operation(steps, write=True, after=_cleanup)
+    return Operation(steps, write=True, erases=True)

@@ -80,6 +80,14 @@ class Dialect:
     def for_update(self) -> str:
         return " FOR NO KEY UPDATE" if self.postgres else ""
 
+    @property
+    def after_erasure(self) -> tuple[Query, ...]:
+        """Run after an erasure commits: PostgreSQL vacuums the tables (SQLite: none here;
+        its store checkpoints the WAL without waiting for readers)."""
+        if not self.postgres:
+            return ()
+        return tuple(Query(f"VACUUM {t}") for t in self.tables)
+
     def q(self, sql: str, *params: Any) -> Query:
         return Query(_format(self.prefix, self.postgres, sql), params)
 
@@ -183,12 +191,14 @@ def _lock_key(text: str) -> int:
 @frozen
 class Operation(Generic[T]):
     """One transaction: its steps, whether it writes, whose length a lost race is about,
-    and what to run after it commits (outside a transaction: VACUUM, a WAL checkpoint)."""
+    and whether it takes content away (``erases``: after it commits, outside a
+    transaction, PostgreSQL vacuums the tables here; the SQLite store checkpoints its
+    WAL itself, without waiting for another connection's readers)."""
 
     steps: Callable[[Dialect], Steps[T]]
     write: bool = False
     guards: tuple[Callable[[Dialect], Steps[int]], HistoryConflict] | None = None
-    after: Callable[[Dialect], tuple[Query, ...]] | None = None
+    erases: bool = False
 
 
 def transact(op: Operation[T], d: Dialect, execute: Callable[[Query], list[Row]]) -> T:
@@ -212,9 +222,8 @@ def transact(op: Operation[T], d: Dialect, execute: Callable[[Query], list[Row]]
         with suppress(Exception):
             execute(Query("ROLLBACK"))
         raise
-    if op.after is not None:
-        for query in op.after(d):
-            execute(query)
+    for query in d.after_erasure if op.erases else ():
+        execute(query)
     return result
 
 
@@ -241,9 +250,8 @@ async def transact_async(
         with suppress(Exception):
             await execute(Query("ROLLBACK"))
         raise
-    if op.after is not None:
-        for query in op.after(d):
-            await execute(query)
+    for query in d.after_erasure if op.erases else ():
+        await execute(query)
     return result
 
 

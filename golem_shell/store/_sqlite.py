@@ -33,7 +33,10 @@ class SQLiteHistoryStore(StoreMethods):
     ``timeout`` seconds for it. A file is put in WAL mode (readers do not wait for
     writers; processes opening a new file at once retry the switch within ``timeout``),
     with ``secure_delete`` on: erased and deleted content is overwritten, and a WAL
-    checkpoint after each erasure takes it out of the log too.
+    checkpoint after each erasure takes it out of the log too. That checkpoint never
+    waits: while another connection holds a read transaction (its snapshot may still
+    need the old content) it cannot empty the log, and the store tries again after each
+    later operation and on ``close`` until it can.
 
     Args:
         path: the database file, or ``":memory:"`` (the default: gone when closed).
@@ -64,6 +67,8 @@ class SQLiteHistoryStore(StoreMethods):
         self._config = Config(Sealer(signing_keys), Cipher(encryption), clock)
         self._lock = threading.Lock()
         self._closed = False
+        self._timeout_ms = int(timeout * 1000)
+        self._checkpoint_due = False
         try:
             self._connection = sqlite3.connect(
                 self._path, timeout=timeout, isolation_level=None, check_same_thread=False
@@ -119,11 +124,33 @@ class SQLiteHistoryStore(StoreMethods):
             if self._closed:
                 raise UsageError(f"{self!r} is closed")
             try:
-                return transact(op, self._dialect, self._execute)
+                result = transact(op, self._dialect, self._execute)
             finally:
                 if self._connection.in_transaction:  # a failed ROLLBACK: never carry it on
                     with suppress(sqlite3.Error):
                         self._connection.rollback()
+            self._checkpoint_due |= op.erases
+            if self._checkpoint_due:
+                self._checkpoint()
+            return result
+
+    def _checkpoint(self) -> None:
+        """Empty the WAL (``TRUNCATE``) so erased content leaves the log file, without
+        waiting: SQLite's checkpoint would wait the whole busy timeout for another
+        connection's read transaction. When it cannot finish now, it stays due."""
+        if self._path == ":memory:":
+            self._checkpoint_due = False
+            return
+        connection = self._connection
+        try:
+            connection.execute("PRAGMA busy_timeout = 0")
+            try:
+                busy = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            finally:
+                connection.execute(f"PRAGMA busy_timeout = {self._timeout_ms}")
+        except sqlite3.Error:
+            busy = 1  # locked by another writer: due still
+        self._checkpoint_due = bool(busy)
 
     async def _run_async(self, op: Operation[T]) -> T:
         return await asyncio.to_thread(self._run, op)
@@ -131,6 +158,8 @@ class SQLiteHistoryStore(StoreMethods):
     def close(self) -> None:
         """Close the connection (a ``":memory:"`` database is gone); the store is done."""
         with self._lock:
+            if not self._closed and self._checkpoint_due:
+                self._checkpoint()
             self._closed = True
             self._connection.close()
 

@@ -13,14 +13,16 @@ What each finding means and what is detected with and without the last head is i
 then the branch's head must verify (else *head*), its length must match the rows (fewer:
 *truncated*; more: *unsigned* rows written around the store), and its link must be the
 last row's. Given the last head the application saw, a stored head that is older, or
-that does not extend it without an erasure in between, is a *rollback*.
+that does not extend it without an erasure in between, is a *rollback*; so is a branch
+it holds a head of that is not stored at all. A row that does not decrypt (an altered
+ciphertext, or a key id the store lacks) is *altered* at its position.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from golem_shell.store._errors import HistoryNotFound, check_id
+from golem_shell.store._errors import EncryptionKeyError, HistoryNotFound, check_id
 from golem_shell.store._rows import (
     BranchRow,
     Config,
@@ -57,7 +59,13 @@ def verify_op(
         if branch is not None:
             where, params = "conversation_id = ? AND branch = ?", [cid, branch]
         rows = yield from branch_rows(d, owner, where, *params)
-        if not rows:
+        stored = {(r.conversation_id, r.branch) for r in rows}
+        gone = [
+            head
+            for key, head in sorted(heads.items())
+            if key[0] == cid and branch in (None, key[1]) and key not in stored
+        ]
+        if not rows and not gone:
             raise HistoryNotFound(cid, branch)
         roots = yield d.q("SELECT DISTINCT root FROM {B} WHERE owner = ?", owner)
         verdicts = []
@@ -67,6 +75,7 @@ def verify_op(
             others = sorted(str(r[0]) for r in roots if r[0] != row.root)
             last = heads.get((row.conversation_id, row.branch))
             verdicts.append(_check(config, owner, row, view, others, last))
+        verdicts += [_gone(config, owner, head) for head in gone]
         return VerifyReport(tuple(verdicts), config.sealer.signed)
 
     return Operation(steps)
@@ -98,7 +107,12 @@ def _check(
             missing = f"{expected}" if position == expected + 1 else f"{expected}-{position - 1}"
             findings.append(Finding(FindingKind.DELETED, expected, f"no row at {missing}"))
         expected = position + 1
-        content = config.cipher.open_text(owner, text)
+        try:
+            content = config.cipher.open_text(owner, text)
+        except EncryptionKeyError as e:
+            findings.append(Finding(FindingKind.ALTERED, position, f"it does not decrypt: {e}"))
+            previous = str(link)
+            continue
         if not any(seal == sealer.seal(g, content, k) for k, g in geneses):
             origin = next(
                 (
@@ -173,15 +187,36 @@ def _tail(
     return findings
 
 
-def _rollback(
-    config: Config, owner: str, row: BranchRow, links: dict[int, str], last: Head
-) -> list[Finding]:
+def _genuine(config: Config, owner: str, last: Head) -> bool:
+    """Whether the head the caller kept was signed by this store's keys."""
     sealer = config.sealer
     fields = (
         owner, last.conversation_id, last.branch, *(last.parent or ("", "")), last.at,
         last.length, last.revision, last.rechained, last.link,
     )  # fmt: skip
-    if not any(last.signature == sealer.head(fields, k) for k in sealer.keys):
+    return any(last.signature == sealer.head(fields, k) for k in sealer.keys)
+
+
+def _gone(config: Config, owner: str, last: Head) -> BranchVerdict:
+    """The verdict on a branch the caller holds a head of and the store does not: the
+    database went back to before it existed (branches are never removed one by one; a
+    deleted conversation has none left to verify)."""
+    if not _genuine(config, owner, last):
+        found = Finding(FindingKind.HEAD, -1, "the head you gave does not verify")
+    else:
+        detail = (
+            f"branch {last.branch!r} is not stored, and your head says it held "
+            f"{last.length} messages at revision {last.revision}: the database is older "
+            "than that branch"
+        )
+        found = Finding(FindingKind.ROLLED_BACK, -1, detail)
+    return BranchVerdict(last.conversation_id, last.branch, 0, (found,))
+
+
+def _rollback(
+    config: Config, owner: str, row: BranchRow, links: dict[int, str], last: Head
+) -> list[Finding]:
+    if not _genuine(config, owner, last):
         return [Finding(FindingKind.HEAD, -1, "the head you gave does not verify")]
     if row.revision < last.revision:
         detail = f"revision {row.revision} is older than your head's {last.revision}"
