@@ -181,12 +181,29 @@ async def test_a_network_drop_mid_stream_resumes_from_the_last_event_id(
             "document.querySelector('#status').textContent)).observe("
             "document.querySelector('#status'), {childList: true}); true"
         )
+        # what the page shows from the stream alone: every change to the messages, and
+        # the page as it stands when the stream has ended, before ``open`` re-reads the
+        # stored conversation (which would hide a resume that replayed the whole stream)
+        await page.evaluate(
+            f"window.__shown = []; const shown = () => {_texts('assistant')};"
+            " new MutationObserver(() => window.__shown.push(shown())).observe("
+            "document.querySelector('#messages'),"
+            " {childList: true, subtree: true, characterData: true});"
+            " window.__before_reread = null; const reread = open;"
+            " open = (...args) => { if (window.__before_reread === null)"
+            " window.__before_reread = shown(); return reread(...args); }; true"
+        )
         proxy.drop()  # the network goes away in the middle of the answer
         await page.wait_for(f"{_texts('assistant')}.join(' ').includes('word60.')")
         await _idle(page)
         assert "reconnecting" in await page.evaluate("window.__statuses")
+        whole = " ".join(f"word{i}" for i in range(1, 61)) + "."
+        streamed = await page.evaluate("window.__before_reread")
+        assert streamed == [whole]  # the resumed stream alone shows each word once
+        for texts in await page.evaluate("window.__shown"):
+            assert len(texts) == 1 and whole.startswith(texts[0]), texts  # never a repeat
         [answer] = await page.evaluate(_texts("assistant"))
-        assert answer == " ".join(f"word{i}" for i in range(1, 61)) + "."  # each word once
+        assert answer == whole  # and so does the stored conversation read after it
         assert await page.evaluate(_texts("user")) == ["a long answer please"]
         resumes = [r for r in proxy.requests if r.startswith("GET /api/chat/")]
         last_ids = [
