@@ -5,10 +5,11 @@ says why), ``accept_history`` (``sanitize_history`` on the client's history, wit
 signing key when the server signs, and the size limits), ``report_json`` (what the pass
 dropped, as JSON a client or a log can read), the SSE framing both protocols share, and
 ``read_body`` (the request body, read chunk by chunk and refused as soon as it passes the
-limit), ``parse_json_body`` (its JSON value, refused when it is too large, not JSON, or holds
-a string that is not Unicode text: a lone surrogate, such as a JavaScript string cut in
-the middle of an emoji, would be stored and then fail every response that tries to
-encode it as UTF-8).
+limit), and ``parse_json_body`` (its JSON value, refused when it is too large, not JSON,
+nested too deeply, or holds a string that is not Unicode text: a lone surrogate, such as
+a JavaScript string cut in the middle of an emoji, would be stored and then fail every
+response that tries to encode it as UTF-8). ADR 0110 says why each is refused, not
+repaired.
 """
 
 from __future__ import annotations
