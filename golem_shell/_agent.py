@@ -30,7 +30,7 @@ from golem_core import (
     signing_keys,
 )
 from golem_core.loop import Answered, DeferredCall, ToolSpec, waiting_calls
-from golem_shell import _asyncio
+from golem_shell._asyncio import OpenToolsets, resume, start, sync
 from golem_shell._checks import check_history, check_settings
 from golem_shell._errors import DeferredResultsError, UsageError
 from golem_shell._limits import Overrides, UsageLimits, merge_settings
@@ -204,7 +204,7 @@ class Agent(Generic[DepsT, OutputT]):
             self._add_tool(t if isinstance(t, Tool) else Tool.from_function(t))
         self._refresh_specs()
         self.toolsets: tuple[Toolset, ...] = tuple(toolsets)
-        self._held = _asyncio.OpenToolsets(self.toolsets)
+        self._held = OpenToolsets(self.toolsets)
         for ts in self.toolsets:
             if not isinstance(ts, Toolset):
                 raise UsageError(f"{ts!r} is not a toolset: it needs an async tools(context)")
@@ -516,13 +516,13 @@ class Agent(Generic[DepsT, OutputT]):
 
     def run_sync(self, prompt: Prompt, **options: Unpack[RunOptions[DepsT]]) -> RunResult[OutputT]:
         """``run`` for code without an event loop."""
-        return _asyncio.sync(self.run(prompt, **options))
+        return sync(self.run(prompt, **options))
 
     def run_with_history_sync(
         self, history: Sequence[Message], prompt: Prompt, **options: Unpack[RunOptions[DepsT]]
     ) -> RunResult[OutputT]:
         """``run_with_history`` for code without an event loop."""
-        return _asyncio.sync(self.run_with_history(history, prompt, **options))
+        return sync(self.run_with_history(history, prompt, **options))
 
     def run_stream_sync(
         self,
@@ -532,7 +532,7 @@ class Agent(Generic[DepsT, OutputT]):
         **options: Unpack[RunOptions[DepsT]],
     ) -> RunResult[OutputT]:
         """``run_stream`` for code without an event loop."""
-        return _asyncio.sync(self.run_stream(prompt, on_delta=on_delta, **options))
+        return sync(self.run_stream(prompt, on_delta=on_delta, **options))
 
     def run_stream_with_history_sync(
         self,
@@ -543,9 +543,7 @@ class Agent(Generic[DepsT, OutputT]):
         **options: Unpack[RunOptions[DepsT]],
     ) -> RunResult[OutputT]:
         """``run_stream_with_history`` for code without an event loop."""
-        return _asyncio.sync(
-            self.run_stream_with_history(history, prompt, on_delta=on_delta, **options)
-        )
+        return sync(self.run_stream_with_history(history, prompt, on_delta=on_delta, **options))
 
     async def _start(
         self,
@@ -559,9 +557,7 @@ class Agent(Generic[DepsT, OutputT]):
         history = check_history(history)
         parts = prompt_parts(prompt)
         spec, context = self._set_up(history, options)
-        result = await _asyncio.start(
-            spec, history, parts, context, on_delta, options.get("on_event")
-        )
+        result = await start(spec, history, parts, context, on_delta, options.get("on_event"))
         return cast(RunResult[OutputT], result)
 
     def _set_up(
@@ -627,7 +623,7 @@ class Agent(Generic[DepsT, OutputT]):
             )
         _check_vouched(history, self.waiting_calls(history), results, issued, self._signing_keys)
         spec, context = self._set_up(history, options)
-        result = await _asyncio.resume(
+        result = await resume(
             spec,
             history,
             Answered(results, close_unanswered),
@@ -647,7 +643,7 @@ class Agent(Generic[DepsT, OutputT]):
         **options: Unpack[RunOptions[DepsT]],
     ) -> RunResult[OutputT]:
         """``run_with_deferred_results`` for code without an event loop."""
-        return _asyncio.sync(
+        return sync(
             self.run_with_deferred_results(
                 history, results, issued=issued, close_unanswered=close_unanswered, **options
             )

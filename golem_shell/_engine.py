@@ -11,7 +11,7 @@ effects and how a paused run receives its answers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeAlias
 
@@ -74,6 +74,7 @@ __all__ = [
     "instructions_failed",
     "processed_of",
     "run_processor",
+    "set_up",
     "resolve_instructions",
     "result_of",
     "run_input",
@@ -279,6 +280,29 @@ def first_state(
     config = run_config(spec, run_input["runId"], run_input["conversationId"], instructions)
     now = datetime.fromisoformat(run_input["now"])
     return spec_first_state(spec, config, input_history(run_input), prompt, processed, now)
+
+
+async def set_up(
+    name: str,
+    spec: RunSpec,
+    run_input: JSON,
+    instructions: Callable[[], Awaitable[JSON]],
+    processor: Callable[[], Awaitable[JSON]],
+) -> RunState | RunEnded:
+    """The run's first state, its set-up effects performed as the engine records them:
+    ``instructions`` (a recorded ``resolve_instructions``, only when the spec has
+    dynamic ones) and ``processor`` (a recorded ``run_processor``, only when it has a
+    processor); or the run's end when its instructions could not be resolved."""
+    text = static_instructions(spec)
+    if spec.dynamic_instructions is not None:
+        resolved = decode_as(InstructionsResolved, await instructions(), "instructions")
+        if resolved.failed is not None:
+            return instructions_failed(name, run_input, resolved.failed)
+        text = resolved.instructions
+    processed: Processed = None
+    if spec.processor is not None:  # once per run: a summarizing one calls a model
+        processed = processed_of(await processor())
+    return first_state(spec, run_input, text, processed)
 
 
 def static_instructions(spec: RunSpec) -> str | None:

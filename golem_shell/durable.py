@@ -57,15 +57,12 @@ from golem_shell._engine import (
     answers_to_send,
     check_wrapped,
     ended,
-    first_state,
     input_history,
-    instructions_failed,
-    processed_of,
     resolve_instructions,
     result_of,
     run_input,
     run_processor,
-    static_instructions,
+    set_up,
     waiting_of,
 )
 from golem_shell._errors import RunError, Stage, UsageError
@@ -73,14 +70,14 @@ from golem_shell._observe import EventHandler, observe_run
 from golem_shell._records import (
     AnswersSent,
     CorruptRecord,
-    InstructionsResolved,
+    RunEnded,
     Waiting,
     decode,
     decode_as,
     encode,
 )
 from golem_shell._results import RunResult
-from golem_shell._setup import Processed, Prompt, RunSpec, validate_output
+from golem_shell._setup import Prompt, RunSpec, validate_output
 from golem_shell._tools import RunContext
 
 try:
@@ -332,25 +329,19 @@ class DurableAgent(Generic[DepsT, OutputT]):
         context: RunContext[Any] = RunContext(
             self.deps, recorded_input["runId"], recorded_input["conversationId"]
         )
-        instructions = static_instructions(spec)
-        if spec.dynamic_instructions is not None:
-            resolved = decode_as(
-                InstructionsResolved,
-                await DBOS.run_step_async(
-                    _step("golem.instructions"), resolve_instructions, spec, context
-                ),
-                "instructions",
-            )
-            if resolved.failed is not None:
-                return encode(instructions_failed(self.name, recorded_input, resolved.failed))
-            instructions = resolved.instructions
-        processed: Processed = None
-        if spec.processor is not None:  # once per run: a summarizing one calls a model
-            history = input_history(recorded_input)
-            processed = processed_of(
-                await DBOS.run_step_async(_step("golem.processor"), run_processor, spec, history)
-            )
-        state = first_state(spec, recorded_input, instructions, processed)
+        state = await set_up(
+            self.name,
+            spec,
+            recorded_input,
+            lambda: DBOS.run_step_async(
+                _step("golem.instructions"), resolve_instructions, spec, context
+            ),
+            lambda: DBOS.run_step_async(
+                _step("golem.processor"), run_processor, spec, input_history(recorded_input)
+            ),
+        )
+        if isinstance(state, RunEnded):
+            return encode(state)
         progress = Progress(state, observe_run(spec, state, self.on_event))
         end = await run(progress, _DBOSEffects(self, spec, context))
         assert not isinstance(end, Pause)  # a durable run waits instead of pausing

@@ -22,6 +22,9 @@ re-imported in Temporal's sandbox; ``golem_core``, which decides, runs there as 
 (``tests/test_temporal_sandbox.py``). ``temporalio`` is optional: importing this module
 without it raises ``UsageError`` naming the extra. Create every ``TemporalAgent`` in every
 worker process before its worker starts, so a run finds its agent by name.
+
+Over 600 lines because it is one mapping: the workflow, its activities and the client
+side (start, waiting, answer, result) agree on names and payloads, and are read together.
 """
 
 from __future__ import annotations
@@ -55,14 +58,11 @@ from golem_shell._engine import (
     answers_to_send,
     check_wrapped,
     ended,
-    first_state,
-    instructions_failed,
-    processed_of,
     resolve_instructions,
     result_of,
     run_input,
     run_processor,
-    static_instructions,
+    set_up,
     waiting_of,
 )
 from golem_shell._errors import DeferredResultsError, RunError, Stage, UsageError
@@ -75,13 +75,14 @@ from golem_shell._records import (
     CorruptRecord,
     InstructionsResolved,
     ProcessorRan,
+    RunEnded,
     Waiting,
     decode,
     decode_as,
     encode,
 )
 from golem_shell._results import RunResult
-from golem_shell._setup import Processed, Prompt, RunSpec, validate_output
+from golem_shell._setup import Prompt, RunSpec, validate_output
 from golem_shell._tools import RunContext
 
 try:
@@ -482,26 +483,23 @@ class TemporalAgent(Generic[DepsT, OutputT]):
 
     async def _workflow(self, run_input: JSON, run_: GolemRun) -> JSON:
         spec = self.agent.run_spec()
-        instructions = static_instructions(spec)
-        if spec.dynamic_instructions is not None:
+
+        async def instructions() -> JSON:
             try:
-                recorded = await self._effect("golem.instructions", self._payload(run_input))
+                return await self._effect("golem.instructions", self._payload(run_input))
             except ActivityError as e:
-                recorded = encode(InstructionsResolved(failed=f"the activity failed: {e.cause}"))
-            resolved = decode_as(InstructionsResolved, recorded, "instructions")
-            if resolved.failed is not None:
-                return encode(instructions_failed(self.name, run_input, resolved.failed))
-            instructions = resolved.instructions
-        processed: Processed = None
-        if spec.processor is not None:  # once per run: a summarizing one calls a model
+                return encode(InstructionsResolved(failed=f"the activity failed: {e.cause}"))
+
+        async def processor() -> JSON:
+            payload = self._payload(run_input, history=run_input["history"])
             try:
-                recorded = await self._effect(
-                    "golem.processor", self._payload(run_input, history=run_input["history"])
-                )
+                return await self._effect("golem.processor", payload)
             except ActivityError as e:
-                recorded = encode(ProcessorRan(failed=f"the activity failed: {e.cause}"))
-            processed = processed_of(recorded)
-        state = first_state(spec, run_input, instructions, processed)
+                return encode(ProcessorRan(failed=f"the activity failed: {e.cause}"))
+
+        state = await set_up(self.name, spec, run_input, instructions, processor)
+        if isinstance(state, RunEnded):
+            return encode(state)
         progress = Progress(state, observe_run(spec, state, self.on_event))
         end = await run(progress, _TemporalEffects(self, run_, spec, state.config))
         assert isinstance(end, Finish | Fail)  # a durable run waits instead of pausing
