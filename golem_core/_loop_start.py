@@ -82,8 +82,10 @@ def start_run(
         history = [m for m in history if m.role is not Role.SYSTEM]
     repaired, _ = normalize_history(history)
     key = config.signing_key
+    stored: tuple[Message, ...] | None = None
     if key is not None and history is not supplied:  # cut: the server's own move with it
         repaired = carry_signatures(supplied, repaired, key)
+        stored = tuple(supplied)  # and what the run adds is signed after both (ADR 0091)
     added: tuple[Message, ...] = ()
     if prompt is not None:
         user = Message(
@@ -93,8 +95,11 @@ def start_run(
             run_id=config.run_id,
             conversation_id=config.conversation_id,
         )
-        added = (user if key is None else sign_message(user, key, before=repaired),)
-    state = attrs.evolve(state, history=repaired, added=added)
+        also = () if stored is None else (stored,)
+        added = (
+            user if key is None else sign_message(user, key, before=repaired, also_before=also),
+        )
+    state = attrs.evolve(state, history=repaired, added=added, supplied=stored)
     if not state.history and not state.added:
         return _failed(state, Stage.HISTORY, "nothing to send: no history and no prompt")
     return state

@@ -180,6 +180,9 @@ class RunState:
     is the assistant message whose calls are being answered and ``awaiting`` its calls
     that still need a result; ``answered`` holds results decided before the batch ran
     (unknown tools, cut-off arguments, denials), joined to the batch in call order.
+    ``supplied`` is the history as the caller supplied it, kept only when the run signs
+    and its processor changed that history: what the run adds is signed in its place
+    after ``supplied`` too (ADR 0091).
     """
 
     config: RunConfig
@@ -204,6 +207,7 @@ class RunState:
     pauses: int = 0
     rejected: DeferredError | None = None
     processed: HistoryChange | None = None
+    supplied: tuple[Message, ...] | None = field(default=None, repr=False)
 
     @property
     def system(self) -> tuple[Message, ...]:
@@ -411,7 +415,10 @@ LoopOutcome: TypeAlias = (
 def _stamp(state: RunState, m: Message) -> Message:
     """``m`` as the run adds it after everything so far: the run's ids, an id for each call
     the model sent without one (``_with_call_ids``), and with a signing key a signature
-    bound to that place (``sign_message(before=...)``, ADR 0068). Results of one batch
+    bound to that place (``sign_message(before=...)``, ADR 0068), and, when a processor
+    cut the window the run sees, to its place after the history as supplied too
+    (``RunState.supplied``, ADR 0091), so a store that appends what the run added to the
+    whole conversation verifies as well as the window the run returns. Results of one batch
     may all be stamped against the same state: ``tool`` messages do not move the place
     of what follows them."""
     config = state.config
@@ -425,7 +432,10 @@ def _stamp(state: RunState, m: Message) -> Message:
     before = state.history + state.added
     if minting:
         m = _with_call_ids(m, before, config.run_id)
-    return m if key is None else sign_message(m, key, before=before)
+    if key is None:
+        return m
+    also = () if state.supplied is None else (state.supplied + state.added,)
+    return sign_message(m, key, before=before, also_before=also)
 
 
 def _with_call_ids(message: Message, conversation: Sequence[Message], run_id: str) -> Message:

@@ -316,6 +316,18 @@ def _mac(key: bytes, kind: bytes, context: bytes, place: bytes | None, canonical
     return version + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
+def _signature(
+    key: bytes, kind: bytes, context: bytes, places: tuple[bytes, ...] | None, canonical: bytes
+) -> str:
+    """``v1.<MAC>`` without places; ``v2.<MAC>`` for one place, and ``v2.<MAC>.<MAC>...``
+    for a message that stands in several histories at once (ADR 0091): one MAC per
+    distinct place, in order (base64url has no ``.``)."""
+    if places is None:
+        return _mac(key, kind, context, None, canonical)
+    distinct = tuple(dict.fromkeys(places))
+    return _V2 + ".".join(_mac(key, kind, context, p, canonical)[len(_V2) :] for p in distinct)
+
+
 def _with_field(extra: Extra, signature: str) -> Extra:
     return (*_without_field(extra), (PROVENANCE_FIELD, json.dumps(signature)))
 
@@ -324,6 +336,12 @@ def _with_field(extra: Extra, signature: str) -> Extra:
 
 
 def _sign(message: Message, key: bytes, place: bytes | None) -> Message:
+    """``message`` signed in one place (``v2``), or ``v1`` without one."""
+    return _sign_places(message, key, None if place is None else (place,))
+
+
+def _sign_places(message: Message, key: bytes, places: tuple[bytes, ...] | None) -> Message:
+    """``message`` signed in every one of ``places`` (``v2``), or ``v1`` without places."""
     context = _context(message.run_id, message.conversation_id)
     if message.role is Role.ASSISTANT and any(type(p) is ToolCallPart for p in message.parts):
         parts: list[Part] = []
@@ -331,21 +349,23 @@ def _sign(message: Message, key: bytes, place: bytes | None) -> Message:
             if type(p) is ToolCallPart:
                 canonical = _canonical_call(p)
                 if canonical is not None:
-                    p = attrs.evolve(
-                        p, extra=_with_field(p.extra, _mac(key, _CALL, context, place, canonical))
-                    )
+                    signature = _signature(key, _CALL, context, places, canonical)
+                    p = attrs.evolve(p, extra=_with_field(p.extra, signature))
             parts.append(p)
         message = attrs.evolve(message, parts=tuple(parts))
     canonical = canonical_bytes(message)
     if canonical is None:
         return message
-    return attrs.evolve(
-        message, extra=_with_field(message.extra, _mac(key, _MESSAGE, context, place, canonical))
-    )
+    signature = _signature(key, _MESSAGE, context, places, canonical)
+    return attrs.evolve(message, extra=_with_field(message.extra, signature))
 
 
 def sign_message(
-    message: Message, keys: SigningKeys, *, before: Sequence[Message] | None = None
+    message: Message,
+    keys: SigningKeys,
+    *,
+    before: Sequence[Message] | None = None,
+    also_before: Sequence[Sequence[Message]] = (),
 ) -> Message:
     """``message`` signed with the newest key: its calls first, then the message itself.
 
@@ -365,12 +385,24 @@ def sign_message(
         keys: the server's keys, newest first; the first signs.
         before: the messages before it in its history (system messages may be
             included or not: they never count).
+        also_before: other histories the message stands after at the same time, each
+            given as the messages before it there: it then carries one MAC per distinct
+            place and verifies in each (ADR 0091). A run whose processor cut the window
+            it sees signs what it adds after the window and after the conversation as
+            supplied, so both the window it returns and a store holding the whole
+            conversation verify.
 
     Raises:
-        ValueError: the keys are not usable (see ``signing_keys``).
+        ValueError: the keys are not usable (see ``signing_keys``), or ``also_before``
+            is given without ``before``.
     """
     key = signing_keys(keys)[0]
-    return _sign(message, key, None if before is None else _place_after(before, message))
+    if before is None:
+        if also_before:
+            raise ValueError("sign_message: also_before needs before (the message's place)")
+        return _sign(message, key, None)
+    places = (_place_after(before, message), *(_place_after(h, message) for h in also_before))
+    return _sign_places(message, key, places)
 
 
 # -- verifying --------------------------------------------------------------------------
@@ -384,12 +416,16 @@ def _verified_by(
     place: bytes | None,
     canonical: bytes,
 ) -> int | None:
+    """The index of the key that made ``signature`` (a ``v2`` one: any of its MACs) for
+    ``place``, or ``None``."""
+    if place is None:
+        candidates = [signature]
+    else:
+        candidates = [_V2 + mac for mac in signature[len(_V2) :].split(".")]
     found: int | None = None
-    for i, key in enumerate(keys):  # every key is tried: the time does not say which
-        if (
-            hmac.compare_digest(signature, _mac(key, kind, context, place, canonical))
-            and found is None
-        ):
+    for i, key in enumerate(keys):  # every key and MAC is tried: the time does not say which
+        expected = _mac(key, kind, context, place, canonical)
+        if any(hmac.compare_digest(c, expected) for c in candidates) and found is None:
             found = i
     return found
 
