@@ -365,3 +365,28 @@ def test_load_of_a_fork_while_its_source_is_deleted(
     assert second == ("ok", ("source",))
     assert first == ("ok", ["one", "two", "fork's own"])
     assert texts(postgres_backend.open().load_sync(OWNER, "fork")) == ["one", "two", "fork's own"]
+
+
+# -- a new connection beside a write in flight ---------------------------------------------------
+
+
+def test_a_new_store_opens_beside_a_write_in_flight(postgres_backend: Backend) -> None:
+    """Opening a store checks its tables; on existing tables that must not wait for (and
+    then hold up every later write behind) a write transaction in flight: ``CREATE INDEX
+    IF NOT EXISTS`` takes a table lock even when the index exists."""
+    setup = postgres_backend.open()
+    setup.append_sync(OWNER, "c", [user("a")], 0)
+    setup.close()
+
+    def open_fresh(s: Store) -> tuple[str, ...]:
+        assert isinstance(s, PostgresHistoryStore)
+        with PostgresHistoryStore(s._url, table=postgres_backend.table) as fresh:
+            return fresh.list_conversations_sync(OWNER)
+
+    first, second, gap = race(
+        postgres_backend,
+        lambda s: s.append_sync(OWNER, "c", [user("b")], 1),
+        r"UPDATE \w+_conversations SET updated_ms",
+        open_fresh,
+    )
+    assert (gap, second, first) == ("done", ("ok", ("c",)), ("ok", 2))

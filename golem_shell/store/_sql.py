@@ -173,6 +173,17 @@ def _format(prefix: str, postgres: bool, sql: str) -> str:
 
 
 def schema_steps(d: Dialect) -> Steps[None]:
+    """Create what is missing of the tables and indexes. On PostgreSQL nothing is run
+    when all exist: ``CREATE INDEX IF NOT EXISTS`` takes a table lock even then, so a
+    store opened beside a write in flight would wait for it, and every later write on
+    the table would queue behind that wait."""
+    if d.postgres:
+        names = (*d.tables, f"{d.prefix}_conversations_updated", f"{d.prefix}_branches_parent")
+        rows = yield Query(
+            "SELECT COUNT(to_regclass(name)) FROM unnest(%s::text[]) AS name", (list(names),)
+        )
+        if rows and rows[0][0] == len(names):
+            return
     for query in d.schema:  # noqa: UP028 (a tuple's iterator takes no send)
         yield query
 
