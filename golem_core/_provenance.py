@@ -4,7 +4,10 @@ Owns signing and verifying messages with a server-held key (HMAC-SHA256, standar
 library only). A signed message carries ``"provenance": "v2.<base64url MAC>"`` as an
 additive JSON field, kept in ``Message.extra`` (so every golem version stores it and
 writes it back unchanged); every tool call of a signed assistant message carries its
-own ``"provenance"`` field the same way, in the part's ``extra``.
+own ``"provenance"`` field the same way, in the part's ``extra``. A message that stands in
+two histories at once (what a run adds after its processor cut the window: the window and
+the conversation as supplied, ADR 0091) carries one MAC per place, ``"v2.<MAC>.<MAC>"``,
+and verifies where any of them does.
 
 What a ``v2`` MAC covers (ADR 0054, ADR 0068):
 
