@@ -28,6 +28,10 @@ What a ``v2`` MAC covers (ADR 0054, ADR 0068):
 the same minus the place: they still verify (``ProvenanceReport.unbound`` lists them),
 but ``signed_calls`` and ``sanitize_history(key=...)`` trust only ``v2``.
 
+Over 600 lines because it is one concept: the MAC, the place it binds and every reader of
+it (verify, vouch, carry) share the private walk and canonical form; split, they would
+import each other's internals.
+
 Keys come newest first (rotation): signing uses the first, verification accepts any.
 Every function here is total and deterministic; a key must be ``bytes`` of at least
 ``MIN_KEY_BYTES`` (a ``ValueError`` otherwise: that is a programming error, not data).
