@@ -6,14 +6,19 @@ will be sent, and what had to change for it. Pure, total, deterministic, idempot
 Provider artifacts are the parts (or part fields) only their producer can read back:
 Anthropic thinking signatures and redacted thinking, OpenAI Responses reasoning items
 (id and ``encrypted_content``), Gemini thought signatures, and provider-issued call ids.
-An assistant message records its origin (``provider``, ``model``, ``endpoint``: what the
-adapter that decoded it asked; ``wire._common.Origin``). The rule, per artifact:
+An assistant message records its origin (``provider``, ``endpoint``, and the model its
+adapter asked for, ``askedModel``, beside ``model``, the name the provider answered
+with: ``claude-sonnet-4-0`` is answered as ``claude-sonnet-4-20250514``;
+``wire._common.Origin``). The rule, per artifact:
 
 - it goes back unchanged when the target is its producer: the same provider and
-  endpoint (API host), and the same model where the provider binds it: Anthropic and
-  Gemini signatures are bound to the model, OpenAI's encrypted reasoning to the
-  organization behind the endpoint only (``BINDS_MODEL``). A dated snapshot is the same
-  model as its alias (``claude-sonnet-4-5`` and ``claude-sonnet-4-5-20250929``);
+  endpoint (API host), and, where the provider binds it to the model, a target that
+  asks for the model the answer was asked for (the same name). Anthropic and Gemini
+  signatures are bound to the model, OpenAI's encrypted reasoning to the organization
+  behind the endpoint only (``BINDS_MODEL``). An answer that does not record the
+  model asked for (history written before it was) falls back to ``same_model``'s
+  guess from names: a dated snapshot is the same model as its alias
+  (``claude-sonnet-4-5`` and ``claude-sonnet-4-5-20250929``);
 - otherwise the artifact is left off (a signature, an encrypted blob, redacted
   thinking), and the readable thinking it came with, like every thinking part of
   another origin, becomes text (``<thinking>...</thinking>``) when it belongs to the
@@ -68,15 +73,18 @@ __all__ = [
     "MISTRAL_CALL_IDS",
     "PROVIDERS",
     "STRING_CONTENT",
+    "ASKED_MODEL_KEY",
     "Origin",
     "PortReport",
     "PortedPart",
     "RewrittenId",
     "Target",
     "ThinkingRule",
+    "asked_model_of",
     "describe_report",
     "origin_of",
     "port_history",
+    "record_asked_model",
     "same_model",
 ]
 
@@ -187,14 +195,42 @@ class PortReport:
         return sent
 
 
+ASKED_MODEL_KEY: Final = "askedModel"
+"""Where an answer records the model its adapter asked for (``record_asked_model``)."""
+
+
+def record_asked_model(message: Message, model: str) -> Message:
+    """``message`` recording that its adapter asked for ``model`` (beside ``model``, the
+    name the provider answered with): kept in ``extra`` under ``"askedModel"``, so it is
+    stored as an additive JSON field. Total, idempotent."""
+    kept = tuple((k, v) for k, v in message.extra if k != ASKED_MODEL_KEY)
+    value = json.dumps(model, ensure_ascii=False)
+    return attrs.evolve(message, extra=(*kept, (ASKED_MODEL_KEY, value)))
+
+
+def asked_model_of(message: Message) -> str | None:
+    """The model the adapter asked for when it decoded ``message``; ``None`` when not
+    recorded (history written before it was, or built by hand). Total."""
+    for k, text in message.extra:
+        if k == ASKED_MODEL_KEY:
+            try:
+                value = json.loads(text)
+            except (ValueError, RecursionError):
+                return None
+            return value if isinstance(value, str) and value else None
+    return None
+
+
 def origin_of(message: Message) -> Origin | None:
-    """The origin an assistant message records, ``None`` when it records none."""
+    """The origin an assistant message records, ``None`` when it records none: its
+    provider and endpoint, and the model asked for (the model answered when the asked
+    one is not recorded)."""
     if message.provider is None:
         return None
-    return Origin(message.provider, message.model, message.endpoint)
+    return Origin(message.provider, asked_model_of(message) or message.model, message.endpoint)
 
 
-_SNAPSHOT = re.compile(r"(?:[0-9][0-9-]*|latest)")
+_SNAPSHOT = re.compile(r"(?:[0-9]{8}|[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{3})")
 
 
 def _model_key(name: str) -> str:
@@ -203,12 +239,20 @@ def _model_key(name: str) -> str:
 
 
 def same_model(a: str | None, b: str | None) -> bool:
-    """Whether two model names name the same model: equal, or one a dated snapshot or
-    version of the other (``gpt-4o`` and ``gpt-4o-2024-08-06``; a ``models/`` prefix is
-    ignored). Unknown (``None``) matches anything. Total."""
+    """Whether two model names name the same model, by their spelling: equal, or one a
+    dated snapshot or numbered version of the other (``gpt-4o`` and
+    ``gpt-4o-2024-08-06``, ``claude-3-7-sonnet-latest`` and ``claude-3-7-sonnet-20250219``,
+    ``gemini-2.5-flash`` and ``gemini-2.5-flash-001``; a ``models/`` prefix is ignored);
+    never a different version (``claude-sonnet-4`` is not ``claude-sonnet-4-5``).
+    Unknown (``None``) matches anything. Total.
+
+    A guess from names, so ``port_history`` uses it only for an answer that does not
+    record the model its adapter asked for (``asked_model_of``); an alias that names
+    no version (``gemini-flash-latest``) matches only itself.
+    """
     if a is None or b is None:
         return True
-    x, y = _model_key(a), _model_key(b)
+    x, y = _model_key(a).removesuffix("-latest"), _model_key(b).removesuffix("-latest")
     if x == y:
         return True
     short, long = (x, y) if len(x) < len(y) else (y, x)
@@ -241,9 +285,17 @@ def _without(part: Any, keys: frozenset[str]) -> Any:
     return attrs.evolve(part, extra=tuple((k, v) for k, v in part.extra if k not in keys))
 
 
-def _valid_for(reader: Provider, origin: Origin, target: Target) -> str | None:
-    """``None`` when an artifact only ``reader`` reads, issued by ``origin``, is valid
-    for ``target``; else why not."""
+def _model_matches(origin: Origin, exact: bool, target: Target) -> bool:
+    """Whether ``target`` asks for the model ``origin`` was asked for: the same name
+    when the asked model is recorded (``exact``), else ``same_model``'s guess."""
+    if exact and origin.model is not None:
+        return _model_key(origin.model) == _model_key(target.model)
+    return same_model(origin.model, target.model)
+
+
+def _valid_for(reader: Provider, origin: Origin, target: Target, same: bool) -> str | None:
+    """``None`` when an artifact only ``reader`` reads, issued by ``origin`` (for the
+    model the target asks for when ``same``), is valid for ``target``; else why not."""
     issued = f"issued by {origin.provider}:{origin.model} at {origin.endpoint}"
     if target.provider is not reader:
         return f"{issued}; {target.provider.value} cannot read it"
@@ -251,16 +303,16 @@ def _valid_for(reader: Provider, origin: Origin, target: Target) -> str | None:
         return f"{issued}, not by {reader.value}"
     if not _same_endpoint(origin.endpoint, target.endpoint):
         return f"{issued}; {target.endpoint} is another endpoint"
-    if PROFILES[reader].binds_model and not same_model(origin.model, target.model):
+    if PROFILES[reader].binds_model and not same:
         return f"{issued}; {reader.value} binds it to that model"
     return None
 
 
-def _foreign(origin: Origin, target: Target) -> bool:
+def _foreign(origin: Origin, target: Target, same: bool) -> bool:
     return (
         recorded_provider(origin.provider) is not target.provider
         or not _same_endpoint(origin.endpoint, target.endpoint)
-        or not same_model(origin.model, target.model)
+        or not same
     )
 
 
@@ -270,13 +322,16 @@ class _Assistant:
     def __init__(
         self,
         index: int,
-        origin: Origin | None,
+        message: Message,
         target: Target,
         current_loop: bool,
         thinking: ThinkingRule,
     ) -> None:
+        origin = origin_of(message)
         self.index = index
         self.origin = origin
+        exact = asked_model_of(message) is not None
+        self.same = origin is not None and _model_matches(origin, exact, target)
         self.target = target
         self.current_loop = current_loop
         self.thinking = thinking
@@ -295,7 +350,7 @@ class _Assistant:
         if type(part) in (TextPart, ToolCallPart):
             reader = _reader_of(part)
             if reader is not None:
-                why = _valid_for(reader.provider, origin, self.target)
+                why = _valid_for(reader.provider, origin, self.target, self.same)
                 if why is not None:
                     self.note(self.left_off, j, "thought signature", why)
                     return _without(part, reader.artifact_keys)  # type: ignore[no-any-return]
@@ -305,7 +360,7 @@ class _Assistant:
         """One entry per part: the artifact it carries (if any) and what became of it."""
         target = self.target
         if part.redacted:
-            why = _valid_for(_SIGNER.provider, origin, target)
+            why = _valid_for(_SIGNER.provider, origin, target, self.same)
             if why is None:
                 return part
             self.note(self.left_off, j, "redacted thinking", why)
@@ -313,11 +368,11 @@ class _Assistant:
         what, why, readable = "thinking", None, part
         reader = _SIGNER if part.signature else _reader_of(part)
         if reader is not None:
-            what, why = reader.artifact_name, _valid_for(reader.provider, origin, target)
+            what, why = reader.artifact_name, _valid_for(reader.provider, origin, target, self.same)
             if why is None:
                 return part  # its artifact is valid here: sent as it came
             readable = _without(attrs.evolve(part, signature=None), _ARTIFACT_KEYS)
-        if not _foreign(origin, target):
+        if not _foreign(origin, target, self.same):
             if why is not None:  # same origin, artifact of another format: only it goes
                 self.note(self.left_off, j, f"{what} (its artifact)", why)
             return readable
@@ -431,7 +486,7 @@ def port_history(
         new_parts: list[Part] = []
         changed = False
         if message.role is Role.ASSISTANT:
-            porter = _Assistant(i, origin_of(message), target, i > last_user, thinking)
+            porter = _Assistant(i, message, target, i > last_user, thinking)
             named: dict[str, str] = {}
             for j, part in enumerate(parts):
                 ported = porter.part(j, part)

@@ -15,8 +15,10 @@ from golem_core._port import (
     PortReport,
     RewrittenId,
     Target,
+    asked_model_of,
     describe_report,
     port_history,
+    record_asked_model,
     same_model,
 )
 from golem_core._providers import (
@@ -48,9 +50,11 @@ __all__ = [
     "RewrittenId",
     "Target",
     "UnknownProviderError",
+    "asked_model_of",
     "describe_report",
     "port_history",
     "profile_of",
+    "record_asked_model",
     "recorded_provider",
     "same_model",
 ]

@@ -491,7 +491,9 @@ async def test_mock_transport() -> None:
 
 def bare(value: Any) -> Any:
     """A message (or the ``StreamDone`` holding one) without the origin the adapter
-    records (ADR 0085), to compare with what the pure decoder reads from a fixture."""
+    records (ADR 0085) and the model it asked for, to compare with what the pure
+    decoder reads from a fixture."""
     if isinstance(value, StreamDone):
         return attrs.evolve(value, message=bare(value.message))
-    return attrs.evolve(value, provider=None, endpoint=None)
+    extra = tuple((k, v) for k, v in value.extra if k != "askedModel")
+    return attrs.evolve(value, provider=None, endpoint=None, extra=extra)

@@ -28,6 +28,7 @@ from returns.result import Failure, Result, Success
 
 from golem_core import (
     Message,
+    ModelDelta,
     ModelErrorKind,
     ModelRequest,
     ModelSettings,
@@ -42,7 +43,9 @@ from golem_core.providers import (
     UnknownProviderError,
     port_history,
     profile_of,
+    record_asked_model,
 )
+from golem_core.sse import ServerSentEvent
 from golem_core.wire import WireError
 from golem_shell._errors import UsageError
 from golem_shell.models._http import (
@@ -115,6 +118,24 @@ def endpoint_of(url: str) -> str:
     return f"{parsed.host}:{parsed.port}" if parsed.port else parsed.host
 
 
+class _AskedStream:
+    """A provider's stream decoder whose final message records the model asked for."""
+
+    def __init__(self, inner: StreamDecoder, asked: Callable[[Message], Message]) -> None:
+        self._inner = inner
+        self._asked = asked
+
+    @property
+    def done(self) -> bool:
+        return self._inner.done
+
+    def feed(self, event: ServerSentEvent) -> Result[tuple[ModelDelta, ...], WireError]:
+        return self._inner.feed(event)
+
+    def finish(self) -> Result[Message, WireError]:
+        return self._inner.finish().map(self._asked)
+
+
 class HTTPModel:
     """A model answered over HTTP by one provider endpoint.
 
@@ -152,15 +173,27 @@ class HTTPModel:
         except UnknownProviderError as e:
             raise UsageError(str(e)) from None
         self._origin = Origin(profile.provider.value, model, self._target.endpoint)
-        decode = decode_response or profile.codec.decode_response
-        new_decoder = new_stream_decoder or profile.codec.StreamDecoder
-        self._decode_response: BodyDecoder = functools.partial(decode, origin=self._origin)
-        self._new_stream_decoder: Callable[[], StreamDecoder] = functools.partial(
-            new_decoder, origin=self._origin
+        decode = functools.partial(
+            decode_response or profile.codec.decode_response, origin=self._origin
+        )
+        new_decoder = functools.partial(
+            new_stream_decoder or profile.codec.StreamDecoder, origin=self._origin
+        )
+
+        def decode_asked(body: object) -> Result[Message, WireError]:
+            return decode(body).map(self._asked)
+
+        self._decode_response: BodyDecoder = decode_asked
+        self._new_stream_decoder: Callable[[], StreamDecoder] = lambda: _AskedStream(
+            new_decoder(), self._asked
         )
         # ports made for ``port_report``, kept until the request they were made for is
         # encoded (by id, checked against a weak reference: one port per request)
         self._ports: dict[int, tuple[weakref.ref[ModelRequest], ModelRequest, PortReport]] = {}
+
+    def _asked(self, message: Message) -> Message:
+        """An answer recording the model this adapter asked for (issue 33, item 2)."""
+        return record_asked_model(message, self._model)
 
     @classmethod
     def profile_of_class(cls) -> ProviderProfile:

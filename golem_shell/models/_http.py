@@ -41,8 +41,8 @@ from golem_core import (
     StreamDone,
     StreamEvent,
 )
-from golem_core._retry import RetryPolicy, next_delay
-from golem_core._sse import DEFAULT_MAX_LINE_BYTES, ServerSentEvent, SSEDecoder, SSEError
+from golem_core.retry import RetryPolicy, next_delay
+from golem_core.sse import DEFAULT_MAX_LINE_BYTES, ServerSentEvent, SSEDecoder, SSEError
 from golem_core.wire import WireError
 from golem_shell._errors import ModelError, UsageError
 from golem_shell._hooks import report_retry

@@ -1,0 +1,163 @@
+"""An alias keeps its own artifacts (issue 33, item 2): an answer records the model its
+adapter asked for beside the one the provider answered with, and an artifact goes back
+to the model as asked; ``same_model``'s guess from names is only a fallback, and never
+takes one version for another."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+import pytest
+from provider_server import (  # noqa: F401 (fixtures, asked for by name)
+    ProviderServer,
+    json_reply,
+    provider_server_fixture,
+    provider_server_instance_fixture,
+)
+
+from golem_core import HistoryPorted, Message, ThinkingPart, decode_history, encode_history
+from golem_core.providers import (
+    Provider,
+    Target,
+    asked_model_of,
+    port_history,
+    same_model,
+)
+from golem_core.retry import RetryPolicy
+from golem_shell import Agent, tool
+from golem_shell.models import AnthropicModel, GeminiModel
+
+FAST = RetryPolicy(max_attempts=2, base=0.01, cap=0.02)
+SIGNATURE = "EqQBCkYI-signed-by-anthropic"
+THOUGHT = "c2lnbmVkLWJ5LWdlbWluaQ=="
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"18 C in {city}"
+
+
+def claude(model: str, content: list[Any], stop: str) -> Any:
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+def claude_step(answered: str) -> Any:
+    content = [
+        {"type": "thinking", "thinking": "One call.", "signature": SIGNATURE},
+        {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Oslo"}},
+    ]
+    return claude(answered, content, "tool_use")
+
+
+def claude_loop(server: ProviderServer, asked: str, answered: str) -> tuple[Any, list[Any]]:
+    """A tool loop on ``asked``, answered as ``answered``: the run's messages and events."""
+    server.enqueue(
+        json_reply(claude_step(answered)),
+        json_reply(claude(answered, [{"type": "text", "text": "Sunny."}], "end_turn")),
+    )
+    model = AnthropicModel(asked, api_key="k", base_url=server.url, retry=FAST)
+    events: list[Any] = []
+    result = Agent(model, tools=[get_weather]).run_sync("Oslo?", on_event=events.append)
+    assert result.output == "Sunny."
+    return result, events
+
+
+def sent_thinking(body: Any) -> list[Any]:
+    return [
+        block
+        for m in body["messages"]
+        if m["role"] == "assistant" and isinstance(m["content"], list)
+        for block in m["content"]
+        if block["type"] in ("thinking", "text")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("asked", "answered"),
+    [
+        ("claude-sonnet-4-0", "claude-sonnet-4-20250514"),
+        ("claude-3-7-sonnet-latest", "claude-3-7-sonnet-20250219"),
+        ("claude-opus-4-1", "claude-opus-4-1-20250805"),
+    ],
+)
+def test_an_alias_keeps_its_signed_thinking_in_its_own_tool_loop(
+    provider_server: ProviderServer, asked: str, answered: str
+) -> None:
+    result, events = claude_loop(provider_server, asked, answered)
+    step = next(m for m in result.messages if m.tool_calls)
+    assert (step.model, asked_model_of(step)) == (answered, asked)
+    second = provider_server.requests[1].json()
+    assert sent_thinking(second) == [
+        {"type": "thinking", "thinking": "One call.", "signature": SIGNATURE}
+    ]
+    assert not any(isinstance(e, HistoryPorted) for e in events)  # nothing to report
+
+
+def test_a_stored_alias_answer_goes_back_to_that_alias_only(
+    provider_server: ProviderServer,
+) -> None:
+    result, _ = claude_loop(provider_server, "claude-sonnet-4-0", "claude-sonnet-4-20250514")
+    stored = decode_history(encode_history(result.messages)).unwrap()
+    assert b'"askedModel":"claude-sonnet-4-0"' in encode_history(stored).replace(b" ", b"")
+    closed = (*stored, Message.user("And Rome?"))
+    loop = stored[:-1]  # the tool loop still open: its thinking is the current loop's
+    host = provider_server.url.removeprefix("http://")
+    same = Target(Provider.ANTHROPIC, "claude-sonnet-4-0", host)
+    assert port_history(closed, same)[1].changed is False
+    other = Target(Provider.ANTHROPIC, "claude-sonnet-4-5", host)
+    _, report = port_history(loop, other)
+    assert [p.what for p in report.as_text] == ["signed thinking"]
+    assert "binds it to that model" in report.as_text[0].reason
+
+
+def test_a_gemini_latest_alias_keeps_its_thought_signature(
+    provider_server: ProviderServer,
+) -> None:
+    def reply(parts: list[Any]) -> Any:
+        return {
+            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}],
+            "modelVersion": "gemini-2.5-flash-preview-09-2025",
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5},
+        }
+
+    call = {"functionCall": {"name": "get_weather", "args": {"city": "Oslo"}}}
+    provider_server.enqueue(
+        json_reply(reply([{**call, "thoughtSignature": THOUGHT}])),
+        json_reply(reply([{"text": "Sunny."}])),
+    )
+    model = GeminiModel(
+        "gemini-flash-latest", api_key="k", base_url=f"{provider_server.url}/v1beta", retry=FAST
+    )
+    result = Agent(model, tools=[get_weather]).run_sync("Oslo?")
+    assert result.output == "Sunny."
+    turn = provider_server.requests[1].json()["contents"][1]
+    assert turn["role"] == "model"
+    assert turn["parts"][0]["thoughtSignature"] == THOUGHT
+
+
+def test_names_alone_never_take_one_version_for_another() -> None:
+    assert not same_model("claude-sonnet-4", "claude-sonnet-4-5")
+    assert not same_model("claude-sonnet-4-5", "claude-sonnet-4")
+    assert not same_model("gemini-2.5-flash", "gemini-2.5-flash-lite")
+    assert same_model("claude-sonnet-4-5", "claude-sonnet-4-5-20250929")
+    assert same_model("gpt-4o", "gpt-4o-2024-08-06")
+    assert same_model("claude-3-7-sonnet-latest", "claude-3-7-sonnet-20250219")
+    # a history recorded without the model asked for: the fallback reports the switch
+    step = Message.assistant("Hi.", thinking=[ThinkingPart("Plan.", signature="sig")])
+    step = attrs.evolve(step, provider="anthropic", model="claude-sonnet-4", endpoint="a")
+    _, report = port_history(
+        (Message.user("Go"), step), Target("anthropic", "claude-sonnet-4-5", "a")
+    )
+    assert [p.what for p in report.as_text] == ["signed thinking"]
+    assert "sig" not in json.dumps([p.reason for p in report.as_text])
