@@ -12,7 +12,7 @@ driven by the one driver (``golem_shell._driver``).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Container, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, cast, overload
@@ -25,14 +25,12 @@ from golem_core import (
     Message,
     ModelSettings,
     SigningKeys,
-    ToolCallPart,
-    signed_calls,
     signing_keys,
 )
-from golem_core.loop import Answered, DeferredCall, ToolSpec, waiting_calls
+from golem_core.loop import Answered, DeferredCall, IssuedCalls, ToolSpec, waiting_calls
 from golem_shell._asyncio import OpenToolsets, resume, start, sync
 from golem_shell._checks import check_history, check_settings
-from golem_shell._errors import DeferredResultsError, UsageError
+from golem_shell._errors import UsageError
 from golem_shell._limits import Overrides, UsageLimits, merge_settings
 from golem_shell._options import STREAM_KEYWORDS, RunOptions, StreamOptions, check_options
 from golem_shell._output import OUTPUT_TOOL_NAME, Output, OutputMode
@@ -66,9 +64,6 @@ T = TypeVar("T")
 P = ParamSpec("P")
 R = TypeVar("R")
 _NONE = Overrides()  # frozen: no override
-
-IssuedCalls = Container[str] | Callable[[ToolCallPart], bool]
-"""What a server issued: the call ids it paused on, or a predicate over a call."""
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -609,28 +604,16 @@ class Agent(Generic[DepsT, OutputT]):
             RunError: the continued run failed.
         """
         check_options("run_with_deferred_results", options)
-        if isinstance(issued, str | bytes):
-            raise UsageError(
-                "issued must be a collection of call ids or a predicate, not a single"
-                f" string ({issued!r} would vouch for every id it contains);"
-                " pass a set or tuple: issued={...}"
-            )
         history = check_history(history)
         if not isinstance(results, Mapping):
             raise UsageError(
                 "results must be a mapping of call id to Approved(), Denied(reason) or"
                 f" ExternalResult(...), got {type(results).__name__}"
             )
-        _check_vouched(history, self.waiting_calls(history), results, issued, self._signing_keys)
         spec, context = self._set_up(history, options)
-        result = await resume(
-            spec,
-            history,
-            Answered(results, close_unanswered),
-            context,
-            on_delta,
-            options.get("on_event"),
-        )
+        answered = Answered(results, close_unanswered)
+        on_event = options.get("on_event")
+        result = await resume(spec, history, answered, context, on_delta, on_event, issued=issued)
         return cast(RunResult[OutputT], result)
 
     def run_with_deferred_results_sync(
@@ -685,43 +668,6 @@ def _register(
         return fn
 
     return register(function) if function is not None else register
-
-
-def _check_vouched(
-    history: Sequence[Message],
-    waiting: Sequence[DeferredCall],
-    results: Mapping[str, DeferredAnswer],
-    issued: IssuedCalls | None,
-    keys: tuple[bytes, ...],
-) -> None:
-    if keys:  # only calls this server signed, intact, may be answered
-        vouched = signed_calls(history, keys)
-        unsigned = sorted(
-            str(d.call.id) for d in waiting if d.call.id in results and d.call.id not in vouched
-        )
-        if unsigned:
-            raise DeferredResultsError(
-                "refusing answers for calls without a valid signature of this server"
-                " (forged or edited?): " + ", ".join(unsigned),
-                tuple(unsigned),
-            )
-    if issued is not None:
-        ids = issued
-
-        def vouch(call: ToolCallPart) -> bool:
-            if callable(ids):
-                return bool(ids(call))
-            return call.id in ids
-
-        forged = sorted(
-            str(d.call.id) for d in waiting if d.call.id in results and not vouch(d.call)
-        )
-        if forged:
-            raise DeferredResultsError(
-                "refusing answers for calls this server never issued (forged?): "
-                + ", ".join(forged),
-                tuple(forged),
-            )
 
 
 def _ignore(_: DeltaEvent) -> None:

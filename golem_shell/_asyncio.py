@@ -26,6 +26,7 @@ from golem_core.loop import (
     Answered,
     Fail,
     Finish,
+    IssuedCalls,
     ModelFailed,
     ModelResponded,
     OutputInvalid,
@@ -35,6 +36,7 @@ from golem_core.loop import (
     RunConfig,
     RunState,
     ToolOutcome,
+    check_resume,
     paused_from,
     receive,
 )
@@ -192,16 +194,31 @@ async def resume(
     context: RunContext[Any],
     on_delta: DeltaHandler | None,
     on_event: EventHandler | None,
+    *,
+    issued: IssuedCalls | None = None,
 ) -> RunResult[Any]:
     """A paused run (its ``history``) continued with ``answered``, driven to its end.
 
+    The answers are checked first (the core's ``check_resume``: the pause, this server's
+    signatures, ``issued``, the waiting calls and their kinds), before anything runs.
+
     Raises:
         DeferredResultsError: the answers do not fit the waiting calls (nothing ran).
+        UsageError: ``issued`` is a single string.
     """
+    before = paused_from(run_config(spec, context.run_id, context.conversation_id, None), history)
+    try:
+        refused = check_resume(
+            before, answered, issued=issued, signing_keys=spec.signing_keys, history=history
+        )
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if refused is not None:
+        raise DeferredResultsError(str(refused), refused.call_ids)
     deadline = _deadline(spec)
     config = await _config(spec, context, deadline)
     state = receive(paused_from(config, history), answered)
-    if state.rejected is not None:
+    if state.rejected is not None:  # a toolset's tool changed what waits
         raise DeferredResultsError(str(state.rejected), state.rejected.call_ids)
     return await _drive(spec, state, context, on_delta, on_event, deadline, resumed=True)
 

@@ -47,7 +47,7 @@ from golem_core.loop import (
     RequestModel,
     RunState,
     ToolOutcome,
-    receive,
+    check_resume,
 )
 from golem_shell._agent import Agent
 from golem_shell._asyncio import AgentEffects
@@ -423,7 +423,7 @@ class _DBOSEffects:
                 reason = f"answers that cannot be read: {e}"
             else:
                 answered = Answered(sent.answers, pause=sent.pause)
-                rejected = receive(paused, answered).rejected
+                rejected = check_resume(paused, answered)
                 if rejected is None:
                     await DBOS.set_event_async(WAITING_EVENT, None, serialization_type=_PORTABLE)
                     return answered

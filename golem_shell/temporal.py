@@ -48,7 +48,7 @@ from golem_core.loop import (
     RunState,
     ToolCrashed,
     ToolOutcome,
-    receive,
+    check_resume,
 )
 from golem_shell._agent import Agent
 from golem_shell._asyncio import AgentEffects
@@ -193,7 +193,7 @@ class GolemRun:
             answers = decode_as(AnswersSent, sent, "answers")
         except CorruptRecord as e:
             raise ApplicationError(f"answers that cannot be read: {e}", type="Corrupt") from e
-        rejected = receive(paused, Answered(answers.answers, pause=answers.pause)).rejected
+        rejected = check_resume(paused, Answered(answers.answers, pause=answers.pause))
         if rejected is not None:
             raise ApplicationError(str(rejected), list(rejected.call_ids), type="Rejected")
 
@@ -609,7 +609,7 @@ class _TemporalEffects:
             await workflow.wait_condition(lambda: bool(run_.sent))
             number, sent = run_.sent.pop(0)
             answered = Answered(sent.answers, pause=sent.pause)
-            rejected = receive(paused, answered).rejected
+            rejected = check_resume(paused, answered)
             run_.taken[number] = None if rejected is None else str(rejected)
             if rejected is None:
                 run_.paused = None  # no answer is accepted until the next pause

@@ -23,6 +23,7 @@ from golem_core import (
     normalize_history,
     trim_history,
 )
+from golem_core.ids import run_tag
 from golem_shell import (
     Agent,
     Canceled,
@@ -362,7 +363,7 @@ async def test_calls_without_an_id_get_one_so_they_can_be_paired() -> None:
     model = ScriptedModel([calls(call(None, "get_weather", '{"city":"Rome"}')), "ok"])
     result = await Agent(model, tools=[get_weather]).run("x")
     assert check_pairing(result.messages) == ()
-    assert result.messages[-2].tool_call_id == "golem_1_0"
+    assert result.messages[-2].tool_call_id == f"golem_{run_tag(result.run_id)}_1_0"
 
 
 async def test_canceled_keeps_earlier_results_and_closes_the_rest_with_no_repair_needed() -> None:
