@@ -369,6 +369,12 @@ class _Assistant:
         reader = _SIGNER if part.signature else _reader_of(part)
         if reader is not None:
             what, why = reader.artifact_name, _valid_for(reader.provider, origin, target, self.same)
+            if why is None and reader.artifact_keys and not target.replays_reasoning:
+                # valid, but this target's encoder sends no reasoning items (a Responses
+                # model without encrypted reasoning): the item and its summary stay home
+                why = f"{target} is sent no reasoning items (its encrypted reasoning is off)"
+                self.note(self.left_off, j, what, why)
+                return None
             if why is None:
                 return part  # its artifact is valid here: sent as it came
             readable = _without(attrs.evolve(part, signature=None), _ARTIFACT_KEYS)

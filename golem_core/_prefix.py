@@ -242,12 +242,23 @@ def _without_thinking(message: Message) -> tuple[object, ...]:
     return tuple(p for p in message.parts if type(p) is not ThinkingPart)
 
 
+def _sent(message: Message) -> tuple[object, ...]:
+    """What of ``message`` a provider is sent: never its stamps, usage or origin."""
+    return (message.role, message.parts, message.tool_call_id, message.tool_name, message.failed)
+
+
+def _lost_thinking(new: Message, old: Message) -> bool:
+    """Whether ``new`` is ``old`` with its thinking dropped (and nothing else changed)."""
+    return new.parts != old.parts and new.parts == _without_thinking(old)
+
+
 def describe_cut(previous: ModelRequest, current: ModelRequest) -> PrefixBreak | None:
     """The first difference a prompt cache sees between two requests, and its cause.
 
     Providers cache a request's prefix in the order they read it: tool definitions,
     instructions, then messages. ``current`` extends ``previous`` when its tools and
-    instructions are equal and its messages start with all of ``previous``'s.
+    instructions are equal and its messages start with all of ``previous``'s, compared
+    as a provider is sent them (stamps, usage and origin are never sent).
 
     Args:
         previous: The previous request of the same conversation.
@@ -272,7 +283,7 @@ def describe_cut(previous: ModelRequest, current: ModelRequest) -> PrefixBreak |
         return PrefixBreak("instructions", None, "the instructions differ")
     old, new = previous.messages, current.messages
     k = next(
-        (k for k, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
+        (k for k, (a, b) in enumerate(zip(old, new, strict=False)) if _sent(a) != _sent(b)),
         min(len(old), len(new)),
     )
     if k == len(old):
@@ -287,18 +298,18 @@ def describe_cut(previous: ModelRequest, current: ModelRequest) -> PrefixBreak |
     if _same_place(new[k], old[k]):
         if new[k].role is Role.TOOL and new[k].text == DEFAULT_CLEARED_PLACEHOLDER:
             return PrefixBreak("cleared", k, f"tool result {k} ({new[k].tool_call_id}) was cleared")
-        if new[k].parts == _without_thinking(old[k]):
+        if _lost_thinking(new[k], old[k]):
             return PrefixBreak("thinking", k, f"thinking was dropped from message {k}")
-    positions = {m: i for i, m in enumerate(old)}
+    positions = {_sent(m): i for i, m in enumerate(old)}
     shifted = next(
-        (j for j in range(k + 1, len(new)) if positions.get(new[j], j) != j),
+        (j for j in range(k + 1, len(new)) if positions.get(_sent(new[j]), j) != j),
         None,
     )
     if shifted is not None:  # the history now starts elsewhere (a cut moved back or forth)
         return PrefixBreak(
             "cut",
             k,
-            f"the history changed from message {k}: message {positions[new[shifted]]} of the"
+            f"the history changed from message {k}: message {positions[_sent(new[shifted])]} of the"
             f" previous request is message {shifted} now",
         )
     return PrefixBreak("edited", k, f"message {k} ({old[k].role.value}) was changed")

@@ -115,15 +115,16 @@ class OpenAIResponsesModel(HTTPModel):
             decode_error=wire.decode_error,
             max_response_bytes=max_response_bytes,
         )
-        super().__init__(
-            model,
-            http=http,
-            settings=settings,
-        )
         self._encrypted_reasoning = (
             wire.supports_encrypted_reasoning(model)
             if encrypted_reasoning is None
             else encrypted_reasoning
+        )
+        super().__init__(
+            model,
+            http=http,
+            settings=settings,
+            replays_reasoning=self._encrypted_reasoning,
         )
         reasoning: dict[str, str] = {}
         if reasoning_effort is not None:
