@@ -9,7 +9,11 @@ Owns the output type's two channels (ADR 0059):
   ``response_format: json_schema``, Responses ``text.format``, Gemini
   ``responseJsonSchema``, Anthropic ``output_config.format`` on Claude 4.5 and later;
   ADR 0087); the answer arrives as JSON text. A model that has no native structured
-  output (Claude before 4.5, ...) keeps the tool.
+  output (Claude before 4.5, ...) keeps the tool, and so does one whose native
+  mechanism is documented to refuse the schema (Anthropic: open maps such as
+  ``dict[str, int]``, recursive types; ADR 0120): ``Output.fallback`` says why.
+  Gemini before 3 cannot take native output beside tools: its adapter then puts the
+  schema in the instructions (``golem_core.wire.gemini``, ADR 0120).
 
 In both modes a plain text answer that is JSON and validates is accepted too (models
 sometimes answer in text although asked for the tool); any other answer gets a
@@ -27,7 +31,13 @@ from golem_core._loop import OutputInvalid, OutputValid
 from golem_shell._errors import UsageError
 from golem_shell._schema import SchemaError, ValidationFailed, json_schema, to_jsonable, validate
 
-__all__ = ["OUTPUT_TOOL_NAME", "Output", "OutputMode", "supports_native_output"]
+__all__ = [
+    "OUTPUT_TOOL_NAME",
+    "Output",
+    "OutputMode",
+    "native_output_problem",
+    "supports_native_output",
+]
 
 OUTPUT_TOOL_NAME = "final_result"
 
@@ -45,12 +55,35 @@ def supports_native_output(model: object) -> bool:
     return getattr(model, "supports_native_output", False) is True
 
 
+def native_output_problem(model: object, schema: dict[str, Any]) -> str | None:
+    """Why ``model``'s native structured output is documented to refuse ``schema``
+    (``None``: it takes it). Read from the model's ``target`` provider: Anthropic's
+    rules (``golem_core.wire.anthropic.structured_output_problem``); the other
+    providers take every schema golem writes (OpenAI sends ``strict`` only when the
+    schema meets strict mode's rules; Gemini's encoder loosens what
+    ``responseJsonSchema`` does not take)."""
+    provider = getattr(getattr(model, "target", None), "provider", None)
+    if provider == "anthropic":
+        from golem_core.wire import anthropic  # loaded on first use: startup stays light
+
+        problem = anthropic.structured_output_problem(schema)
+        if problem is not None:
+            return f"Anthropic's structured output cannot take this schema: {problem}"
+    return None
+
+
+def _name(model: object) -> str:
+    name = getattr(model, "name", None)
+    return name if isinstance(name, str) else type(model).__name__
+
+
 class Output:
     """The output of an agent's runs: its type, its schema, and the check of a candidate.
 
     ``text`` is true for ``str`` output (the model's text is the output). Otherwise
     ``definition`` is the ``final_result`` tool (tool mode) or ``None`` and ``native``
-    the schema sent as the request's ``output_schema`` (native mode).
+    the schema sent as the request's ``output_schema`` (native mode). ``fallback`` is
+    ``None``, or, when native mode was asked for and the tool is used instead, why.
 
     Raises:
         UsageError: the type cannot be described as JSON Schema, or an unknown mode.
@@ -65,6 +98,7 @@ class Output:
         self.mode: OutputMode = "tool"
         self.definition: ToolDefinition | None = None
         self.native: ToolDefinition | None = None
+        self.fallback: str | None = None
         if self.text:
             return
         try:
@@ -83,7 +117,11 @@ class Output:
             if defs:
                 schema["$defs"] = defs
         description = schema.pop("description", None) or "Give the final result of the task."
-        if mode == "native" and supports_native_output(model):
+        if mode == "native" and not supports_native_output(model):
+            self.fallback = f"{_name(model)} has no native structured output"
+        elif mode == "native":
+            self.fallback = native_output_problem(model, schema)
+        if mode == "native" and self.fallback is None:
             self.mode = "native"
             name = getattr(output_type, "__name__", "")
             if self.wrapped or not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -93,7 +131,8 @@ class Output:
             self.definition = ToolDefinition(OUTPUT_TOOL_NAME, description, schema)
 
     def __repr__(self) -> str:
-        return f"Output({self.type!r}, mode={self.mode!r})"
+        why = "" if self.fallback is None else f", fallback={self.fallback!r}"
+        return f"Output({self.type!r}, mode={self.mode!r}{why})"
 
     def check(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
         """Validate a candidate: a call of the output tool, or an assistant text answer."""

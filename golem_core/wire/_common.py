@@ -46,10 +46,12 @@ __all__ = [
     "describe",
     "dumps_compact",
     "error_fields",
+    "local_refs",
     "obj",
     "opt_count",
     "opt_str",
     "parse_json",
+    "recursive_defs",
     "req_str",
     "result_as_text",
     "stamp_origin",
@@ -532,3 +534,55 @@ def _has_repeat(message: Message) -> bool:
     """Whether a turn repeats a call id: more id'd calls than distinct ids (``_calls_of``)."""
     ids = sum(1 for p in message.parts if type(p) is ToolCallPart and p.id is not None)
     return ids > len(_calls_of(message))
+
+
+# -- output schemas: what the providers' structured output rules need to see ------------------
+
+
+def local_refs(schema: object) -> set[str]:
+    """The names of the root definitions ``schema`` refers to (``#/$defs/X``,
+    ``#/definitions/X``) anywhere inside it."""
+    found: set[str] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                for prefix in ("#/$defs/", "#/definitions/"):
+                    if ref.startswith(prefix):
+                        found.add(ref.removeprefix(prefix))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
+def recursive_defs(schema: object) -> frozenset[str]:
+    """The names of the root ``$defs`` (or ``definitions``) that refer back to
+    themselves, directly or through others: the recursive types of an output schema.
+
+    Total, deterministic; ``frozenset()`` for anything that is not a schema object.
+    """
+    if not isinstance(schema, dict):
+        return frozenset()
+    defs: dict[str, object] = {}
+    for key in ("$defs", "definitions"):
+        value = schema.get(key)
+        if isinstance(value, dict):
+            defs.update(value)
+    edges = {name: local_refs(body) for name, body in defs.items()}
+    recursive: set[str] = set()
+    for name in edges:
+        seen: set[str] = set()
+        stack = list(edges[name])
+        while stack:
+            other = stack.pop()
+            if other == name:
+                recursive.add(name)
+                break
+            if other in seen:
+                continue
+            seen.add(other)
+            stack.extend(edges.get(other, ()))
+    return frozenset(recursive)

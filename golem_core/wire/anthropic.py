@@ -30,7 +30,10 @@ shell (``golem_shell.models.anthropic``) does the HTTP. The mapping:
   ``supports_structured_output``) is ``output_config.format``: ``{"type":
   "json_schema", "schema"}``, the schema closed (``additionalProperties: false`` on every
   object that does not say) and without the constraints Anthropic refuses (numeric and
-  length bounds, patterns), which move into the description (the run still validates).
+  length bounds, patterns, ``prefixItems``, undocumented formats), which move into the
+  description (the run still validates). A schema Anthropic is documented to refuse
+  whatever is moved (an open map, a recursive type, ...; ``structured_output_problem``)
+  is refused here, never sent (ADR 0120).
 
 Responses: text, thinking (signature kept), redacted thinking, and tool calls with ids
 and raw arguments: a non-streamed ``input`` object is written as compact JSON with UTF-8
@@ -92,6 +95,7 @@ from golem_core.wire._common import (
     opt_count,
     opt_str,
     parse_json,
+    recursive_defs,
     req_str,
     result_as_text,
     stamp_origin,
@@ -110,6 +114,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "media_block",
+    "structured_output_problem",
     "structured_schema",
     "supports_structured_output",
 ]
@@ -373,6 +378,15 @@ def encode_request(
     if settings.stop:
         body["stop_sequences"] = list(settings.stop)
     if request.output_schema is not None:
+        problem = structured_output_problem(request.output_schema.parameters)
+        if problem is not None:  # never a body Anthropic is documented to refuse (ADR 0120)
+            return Failure(
+                WireError(
+                    ModelErrorKind.UNSUPPORTED_CONTENT,
+                    f"Anthropic's structured output cannot take the output schema: {problem};"
+                    " use output_mode='tool' (the final_result tool takes any schema)",
+                )
+            )
         schema = structured_schema(request.output_schema.parameters)
         body["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
     if stream:
@@ -384,7 +398,17 @@ def encode_request(
 # -- native structured output (ADR 0087) -------------------------------------------------
 
 _STRUCTURED_MODEL = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?:-|@|$)")
+_STRING_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
+)
+"""The string formats Anthropic's structured output documents; others move into the
+description."""
+MAX_OPTIONAL_PROPERTIES = 24
+"""Anthropic's limit on optional properties across one structured output schema."""
+MAX_UNION_PROPERTIES = 16
+"""Anthropic's limit on properties typed as a union (``anyOf``, a list of types)."""
 _UNSUPPORTED_KEYWORDS = (
+    "prefixItems",
     "minimum",
     "maximum",
     "exclusiveMinimum",
@@ -420,8 +444,10 @@ def structured_schema(schema: Any) -> Any:
     out: dict[str, Any] = {}
     moved: list[str] = []
     for key, value in schema.items():
-        if key in _UNSUPPORTED_KEYWORDS or (
-            key == "minItems" and isinstance(value, int) and value > 1
+        if (
+            key in _UNSUPPORTED_KEYWORDS
+            or (key == "minItems" and isinstance(value, int) and value > 1)
+            or (key == "format" and value not in _STRING_FORMATS)
         ):
             moved.append(f"{key}: {dumps_compact(value)}")
         elif key in ("properties", "$defs", "definitions", "patternProperties"):
@@ -441,6 +467,85 @@ def structured_schema(schema: Any) -> Any:
         description = out.get("description")
         out["description"] = f"{description} ({note})" if description else note
     return out
+
+
+def structured_output_problem(schema: Any) -> str | None:
+    """What in ``schema`` Anthropic's structured output is documented to refuse even
+    after ``structured_schema`` (``None``: nothing): an open map (an object whose
+    ``additionalProperties`` is not ``false``, or an object with no ``properties``:
+    closing it would change what it means), a recursive type, a value of any type (no
+    ``type``), an ``enum`` of non-primitive values, a ``$ref`` outside the schema, more
+    than 24 optional or 16 union-typed properties. Names the first problem and where.
+    Total, deterministic."""
+    recursive = recursive_defs(schema)
+    if recursive:
+        names = ", ".join(sorted(recursive))
+        return f"it is recursive ({names} refers to itself), and recursive schemas are refused"
+    counts = {"optional": 0, "union": 0}
+    problem = _first_problem(schema, "$", counts)
+    if problem is not None:
+        return problem
+    if counts["optional"] > MAX_OPTIONAL_PROPERTIES:
+        return (
+            f"it has {counts['optional']} optional properties"
+            f" (at most {MAX_OPTIONAL_PROPERTIES} are taken)"
+        )
+    if counts["union"] > MAX_UNION_PROPERTIES:
+        return (
+            f"it has {counts['union']} properties typed as a union"
+            f" (at most {MAX_UNION_PROPERTIES} are taken)"
+        )
+    return None
+
+
+def _first_problem(schema: Any, path: str, counts: dict[str, int]) -> str | None:
+    if not isinstance(schema, dict):
+        return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        return None if ref.startswith("#") else f"{path} refers to {ref!r} outside the schema"
+    typed = {"type", "anyOf", "allOf", "oneOf", "enum", "const"} & set(schema)
+    if not typed:
+        return f"{path} takes any JSON value (Anthropic needs a type)"
+    enum = schema.get("enum")
+    if isinstance(enum, list) and not all(
+        v is None or isinstance(v, str | int | float | bool) for v in enum
+    ):
+        return f"{path} is an enum of values that are not strings, numbers or booleans"
+    properties = schema.get("properties")
+    if schema.get("type") == "object" or isinstance(properties, dict):
+        extra = schema.get("additionalProperties", None if properties is None else False)
+        if extra is not False:
+            shown = "a schema" if isinstance(extra, dict) else dumps_compact(extra)
+            return (
+                f"{path} is an open map (additionalProperties: {shown}); Anthropic requires"
+                " additionalProperties: false on every object"
+            )
+    children: list[tuple[Any, str]] = []
+    if isinstance(properties, dict):
+        required = schema.get("required", ())
+        for name, sub in properties.items():
+            counts["optional"] += name not in required
+            is_union = isinstance(sub, dict) and (
+                "anyOf" in sub or isinstance(sub.get("type"), list)
+            )
+            counts["union"] += is_union
+            children.append((sub, f"{path}.{name}"))
+    if "items" in schema:
+        children.append((schema["items"], f"{path}[]"))
+    for key in ("anyOf", "allOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list):
+            children += [(o, f"{path}.{key}[{k}]") for k, o in enumerate(options)]
+    for key in ("$defs", "definitions"):
+        defs = schema.get(key)
+        if isinstance(defs, dict):
+            children += [(d, f"{path}.{key}.{name}") for name, d in defs.items()]
+    for child, where in children:
+        problem = _first_problem(child, where, counts)
+        if problem is not None:
+            return problem
+    return None
 
 
 # -- responses -------------------------------------------------------------------------

@@ -43,7 +43,11 @@ bodies. No I/O: the shell (``golem_shell.models.gemini``) does the HTTP. The map
   parallel calls: ``parallel_tool_calls`` is not sent. An ``output_schema`` (native
   structured output, ADR 0087) is ``responseMimeType: "application/json"`` with the
   schema as ``responseJsonSchema`` (full JSON Schema, as tools use
-  ``parametersJsonSchema``; ``responseSchema`` takes only an OpenAPI subset).
+  ``parametersJsonSchema``; ``responseSchema`` takes only an OpenAPI subset), loosened
+  where that field's documented subset needs it (``json_output_schema``). Beside
+  function declarations only Gemini 3 and later take it: for earlier models (and when
+  the encoder is not told the model) the schema goes into the instructions instead
+  (ADR 0120).
 
 Responses: text, thought text (``ThinkingPart``), function calls (the Gemini ``id`` when
 given, else none: the run loop names it; ``args`` written as compact JSON with UTF-8
@@ -109,10 +113,12 @@ from golem_core.wire._common import (
     classify_error,
     decode_error_body,
     dumps_compact,
+    local_refs,
     obj,
     opt_count,
     opt_str,
     parse_json,
+    recursive_defs,
     req_str,
     result_as_text,
     stamp_origin,
@@ -122,6 +128,7 @@ from golem_core.wire._common import (
 
 __all__ = [
     "OPENING_TEXT",
+    "PROMPTED_OUTPUT_TEXT",
     "PROVIDER",
     "REPEATED_CALL_TEXT",
     "SKIP_SIGNATURE",
@@ -130,7 +137,9 @@ __all__ = [
     "decode_error",
     "decode_response",
     "encode_request",
+    "json_output_schema",
     "request_path",
+    "takes_json_output_with_tools",
     "thought_signature",
     "with_thought_signature",
     "media_block",
@@ -451,8 +460,71 @@ def _contents(request: ModelRequest) -> list[dict[str, Any]]:
     return out
 
 
+_GEMINI_MAJOR = re.compile(r"gemini-(\d+)(?:\.\d+)?-")
+PROMPTED_OUTPUT_TEXT = (
+    "Answer with only a JSON value that matches this JSON Schema, with no text or"
+    " Markdown fence around it:\n{schema}"
+)
+"""The instruction that carries an output schema where Gemini cannot constrain the
+answer to it (ADR 0120); ``{schema}`` is the schema as compact JSON."""
+
+
+def takes_json_output_with_tools(model: str | None) -> bool:
+    """Whether ``model`` takes ``responseMimeType: application/json`` together with
+    function declarations (Gemini 3 and later; earlier models answer 400). A guess from
+    the name; an unknown or missing name is no. Total, deterministic."""
+    if model is None:
+        return False
+    found = _GEMINI_MAJOR.search(model.strip().lower() + "-")
+    return found is not None and int(found.group(1)) >= 3
+
+
+def json_output_schema(schema: Any) -> Any:
+    """``schema`` as ``responseJsonSchema`` is documented to take it: an ``enum`` holds
+    strings and numbers only (``null`` and booleans become ``anyOf`` branches), a
+    ``$ref`` stands alone (other keywords beside it wrap it in ``anyOf``), and a
+    property whose schema leads back into a recursive type is not required (Gemini
+    unrolls cycles only through optional properties). Looser than the type, never
+    stricter: the run validates the answer against the full schema. A new value;
+    total, deterministic."""
+    recursive = recursive_defs(schema)
+    return _json_output(schema, recursive)
+
+
+def _json_output(schema: Any, recursive: frozenset[str]) -> Any:
+    if isinstance(schema, list):
+        return [_json_output(s, recursive) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _json_output(v, recursive) for k, v in schema.items()}
+    enum = out.get("enum")
+    if isinstance(enum, list) and any(v is None or isinstance(v, bool) for v in enum):
+        kept = [v for v in enum if isinstance(v, str | int | float) and not isinstance(v, bool)]
+        options: list[Any] = [{"enum": kept}] if kept else []
+        if any(isinstance(v, bool) for v in enum):
+            options.append({"type": "boolean"})
+        if None in enum:
+            options.append({"type": "null"})
+        del out["enum"]
+        out = {**out, "anyOf": options} if len(options) > 1 else {**out, **options[0]}
+    ref = out.get("$ref")
+    if isinstance(ref, str) and "anyOf" not in out and any(not k.startswith("$") for k in out):
+        # beside $ref only $-keywords may stand: the rest goes around it
+        out = {k: v for k, v in out.items() if k != "$ref"} | {"anyOf": [{"$ref": ref}]}
+    properties = out.get("properties")
+    required = out.get("required")
+    if recursive and isinstance(properties, dict) and isinstance(required, list):
+        cyclic = {name for name, sub in properties.items() if local_refs(sub) & recursive}
+        if cyclic & set(required):
+            kept_required = [name for name in required if name not in cyclic]
+            out["required"] = kept_required
+            if not kept_required:
+                del out["required"]
+    return out
+
+
 def encode_request(
-    request: ModelRequest, *, include_thoughts: bool = False
+    request: ModelRequest, *, include_thoughts: bool = False, model: str | None = None
 ) -> Result[dict[str, Any], WireError]:
     """The JSON body of a ``generateContent`` (or ``streamGenerateContent``) request.
 
@@ -462,6 +534,11 @@ def encode_request(
     Args:
         request: what to send.
         include_thoughts: ask for thought summaries (``thinkingConfig.includeThoughts``).
+        model: the model asked; decides whether an ``output_schema`` can be sent as
+            ``responseJsonSchema`` beside function declarations (Gemini 3 and later,
+            ``takes_json_output_with_tools``). Without a name, and on earlier models,
+            a request with tools carries the schema in the instructions instead
+            (``PROMPTED_OUTPUT_TEXT``; ADR 0120).
 
     Returns:
         The body, or ``Failure(WireError)`` of kind ``UNSUPPORTED_CONTENT`` naming the
@@ -499,9 +576,16 @@ def encode_request(
         config["stopSequences"] = list(settings.stop)
     if include_thoughts:
         config["thinkingConfig"] = {"includeThoughts": True}
-    if request.output_schema is not None:  # native structured output (ADR 0087)
-        config["responseMimeType"] = "application/json"
-        config["responseJsonSchema"] = request.output_schema.parameters
+    if request.output_schema is not None:  # native structured output (ADRs 0087, 0120)
+        schema = json_output_schema(request.output_schema.parameters)
+        if request.tools and not takes_json_output_with_tools(model):
+            prompt = {"text": PROMPTED_OUTPUT_TEXT.format(schema=dumps_compact(schema))}
+            system = body.setdefault("systemInstruction", {"parts": []})
+            system["parts"].append(prompt)
+            body["contents"] = body.pop("contents")  # keep the documented key order
+        else:
+            config["responseMimeType"] = "application/json"
+            config["responseJsonSchema"] = schema
     if config:
         body["generationConfig"] = config
     return Success(body)
