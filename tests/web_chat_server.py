@@ -123,3 +123,50 @@ class DroppingProxy:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
+
+
+# -- the real JavaScript clients (tests/js) -----------------------------------------------------
+
+JS_DIR = Path(__file__).resolve().parent / "js"
+
+
+def js_clients_or_skip() -> None:
+    """Skip unless ``tests/js/node_modules`` is installed (``npm ci`` in ``tests/js``);
+    with ``GOLEM_REQUIRE_JS=1`` (``.ci/run``) a missing install or node fails instead."""
+    import os
+    import shutil
+
+    import pytest
+
+    missing = None
+    if shutil.which("node") is None:
+        missing = "node is not installed"
+    elif not (JS_DIR / "node_modules" / "ai").is_dir():
+        missing = "tests/js/node_modules is missing: run (cd tests/js && npm ci)"
+    if missing is None:
+        return
+    if os.environ.get("GOLEM_REQUIRE_JS") == "1":
+        pytest.fail(f"GOLEM_REQUIRE_JS=1 but {missing}")
+    pytest.skip(missing)
+
+
+def run_node(script: str, *args: str, stdin: Any = None, timeout: float = 60) -> Any:
+    """Run ``tests/js/<script>`` with node and return the JSON it prints (stdin: a JSON
+    value, when given). A failing script fails the test with its output."""
+    import json
+    import subprocess
+
+    completed = subprocess.run(
+        ["node", script, *args],
+        cwd=JS_DIR,
+        input=None if stdin is None else json.dumps(stdin),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if completed.returncode != 0:
+        raise AssertionError(
+            f"node {script} {' '.join(args)} failed ({completed.returncode}):\n"
+            f"{completed.stdout[-2000:]}\n{completed.stderr[-4000:]}"
+        )
+    return json.loads(completed.stdout)

@@ -205,6 +205,28 @@ def _branch(value: object) -> str:
     return value
 
 
+def _kept_after_failure(prior: Sequence[Any], history: Sequence[Message]) -> bool:
+    """Whether the client's list ends with the assistant message of a run that failed.
+
+    A failed run's stream opens with ``start {messageId: "m<n>"}`` like any other, and
+    useChat (``AbstractChat``) keeps that message, with whatever streamed before the
+    ``error``; the store never gets it (a failed run stores nothing but the person's
+    message). So the client holds one message more than the conversation: an assistant
+    message named ``m<len(history)>`` right after the stored history, which ends with
+    the person's message.
+    """
+    if not history or history[-1].role is not Role.USER:
+        return False
+    if len(prior) != len(history_to_ui_messages(history)) + 1:
+        return False
+    last = prior[-1]
+    return (
+        isinstance(last, dict)
+        and last.get("role") == "assistant"
+        and last.get("id") == f"m{len(history)}"
+    )
+
+
 class ChatServer:
     """The routes' logic: a store of conversations per owner (the ``uid`` cookie), the
     agent, and the runs in flight (``LiveRuns``, keyed by owner, conversation and branch)."""
@@ -322,7 +344,10 @@ class ChatServer:
         read, answers = ui_messages_to_history([newest])
         if newest["role"] == "assistant":
             return await self._answer(uid, cid, branch, history, answers)
-        return await self._prompt(uid, cid, branch, history, read, len(messages) - 1)
+        position = len(messages) - 1
+        if _kept_after_failure(messages[:-1], history):
+            position -= 1  # the failed run's message useChat keeps: the store never had it
+        return await self._prompt(uid, cid, branch, history, read, position)
 
     async def _prompt(
         self,
