@@ -31,31 +31,26 @@ from golem_core.loop import Answered, DeferredCall, IssuedCalls, ToolSpec, waiti
 from golem_shell._asyncio import OpenToolsets, resume, start, sync
 from golem_shell._checks import check_history, check_settings
 from golem_shell._errors import UsageError
-from golem_shell._limits import Overrides, UsageLimits, merge_settings
-from golem_shell._options import STREAM_KEYWORDS, RunOptions, StreamOptions, check_options
-from golem_shell._output import OUTPUT_TOOL_NAME, Output, OutputMode
-from golem_shell._results import DeltaEvent, DeltaHandler, RunResult, partial_from
-from golem_shell._setup import (
-    InstructionsFunction,
-    Prompt,
-    RunSpec,
-    prompt_parts,
-    run_ids,
+from golem_shell._limits import Overrides, UsageLimits
+from golem_shell._options import (
+    STREAM_KEYWORDS,
+    RunOptions,
+    StreamOptions,
+    check_options,
+    overrides_of,
 )
+from golem_shell._output import OUTPUT_TOOL_NAME, Output, OutputMode
+from golem_shell._results import DeltaEvent, DeltaHandler, RunResult
+from golem_shell._setup import InstructionsFunction, Prompt, RunSpec, prompt_parts, run_ids
 from golem_shell._summarize import AsyncHistoryProcessor
-from golem_shell._tools import RunContext, Tool, Toolset
+from golem_shell._tools import RunContext, Tool, Toolset, register_tool
 from golem_shell.models import Model, infer_model
 
 if TYPE_CHECKING:
     from golem_shell._event_stream import EventStream
     from golem_shell._observe import EventHandler
 
-__all__ = [
-    "Agent",
-    "DeltaEvent",
-    "RunResult",
-    "partial_from",
-]
+__all__ = ["Agent"]
 
 # defaults (PEP 696): ``Agent("openai:gpt-4o-mini")`` is ``Agent[None, str]`` to a type checker
 DepsT = TypeVar("DepsT", default=None)
@@ -110,51 +105,11 @@ class Agent(Generic[DepsT, OutputT]):
     the ``_sync`` methods, as ``async with agent:`` does for the async ones.
     """
 
-    @overload
-    def __init__(
-        self: Agent[DepsT, str],
-        model: Model | str,
-        *,
-        instructions: str | None = None,
-        dynamic_instructions: InstructionsFunction | None = None,
-        tools: Sequence[Tool[Any] | Callable[..., Any]] = (),
-        history_processor: HistoryProcessor | AsyncHistoryProcessor | None = None,
-        max_requests: int = 50,
-        output_retries: int = 2,
-        timeout: float | None = None,
-        settings: ModelSettings | None = None,
-        deps_type: type[DepsT] | None = None,
-        toolsets: Sequence[Toolset] = (),
-        signing_key: SigningKeys | None = None,
-        name: str | None = None,
-    ) -> None: ...
-
-    @overload
     def __init__(
         self,
         model: Model | str,
         *,
-        output_type: TypeForm[OutputT],
-        output_mode: OutputMode = "tool",
-        instructions: str | None = None,
-        dynamic_instructions: InstructionsFunction | None = None,
-        tools: Sequence[Tool[Any] | Callable[..., Any]] = (),
-        history_processor: HistoryProcessor | AsyncHistoryProcessor | None = None,
-        max_requests: int = 50,
-        output_retries: int = 2,
-        timeout: float | None = None,
-        settings: ModelSettings | None = None,
-        deps_type: type[DepsT] | None = None,
-        toolsets: Sequence[Toolset] = (),
-        signing_key: SigningKeys | None = None,
-        name: str | None = None,
-    ) -> None: ...
-
-    def __init__(
-        self,
-        model: Model | str,
-        *,
-        output_type: Any = str,
+        output_type: TypeForm[OutputT] = str,  # type: ignore[assignment]  # OutputT's default
         output_mode: OutputMode = "tool",
         instructions: str | None = None,
         dynamic_instructions: InstructionsFunction | None = None,
@@ -270,8 +225,15 @@ class Agent(Generic[DepsT, OutputT]):
             UsageError: the first parameter is not a ``RunContext`` (use ``tool_plain``),
                 a parameter cannot be described, or the name is taken.
         """
-        return _register(
-            self, function, True, name, description, requires_approval, external, max_retries
+        return register_tool(
+            self._add_tool,
+            function,
+            True,
+            name,
+            description,
+            requires_approval,
+            external,
+            max_retries,
         )
 
     @overload
@@ -305,8 +267,15 @@ class Agent(Generic[DepsT, OutputT]):
             UsageError: the function takes a ``RunContext`` (use ``tool``), a parameter
                 cannot be described, or the name is taken.
         """
-        return _register(
-            self, function, False, name, description, requires_approval, external, max_retries
+        return register_tool(
+            self._add_tool,
+            function,
+            False,
+            name,
+            description,
+            requires_approval,
+            external,
+            max_retries,
         )
 
     @overload
@@ -369,9 +338,7 @@ class Agent(Generic[DepsT, OutputT]):
         the override wins over a run's own ``model=``. It holds in this context (thread,
         task) and those started from it, and is undone on leaving the block.
         """
-        chosen = Overrides(
-            infer_model(model) if model is not None else None, settings, usage_limits
-        )
+        chosen = overrides_of({"model": model, "settings": settings, "usage_limits": usage_limits})
         token = self._overridden.set(chosen.over(self._overridden.get()))
         try:
             yield
@@ -401,27 +368,16 @@ class Agent(Generic[DepsT, OutputT]):
         """Close what ``__aenter__`` opened, in reverse order."""
         await self._held.close()
 
-    # -- running ------------------------------------------------------------------
-    # Every run method takes the run keywords (``RunOptions``: deps, run_id,
-    # conversation_id, on_event, model, settings, usage_limits), declared once.
+    # -- running: every run method takes the run keywords, ``RunOptions`` -----------
 
     def run_spec(self, **options: Unpack[RunOptions[DepsT]]) -> RunSpec:
-        """The set-up of a run with these keywords, as of now: the agent's configuration
-        under any ``override(...)`` in force, then the run's own ``model=``,
-        ``settings=`` and ``usage_limits=``. Every runtime (asyncio, DBOS, Temporal)
-        runs from it; ids, ``deps`` and ``on_event`` are read elsewhere."""
+        """The set-up of a run with these keywords, as of now: the agent's configuration,
+        then the run's own ``model=``, ``settings=`` and ``usage_limits=``, under any
+        ``override(...)`` in force. Every runtime (asyncio, DBOS, Temporal) runs from it."""
         check_options("run_spec", options)
-        model = options.get("model")
-        run = Overrides(
-            infer_model(model) if model is not None else None,
-            options.get("settings"),
-            options.get("usage_limits"),
-        )
-        chosen = self._overridden.get().over(run)
-        limits = chosen.usage_limits
-        return RunSpec(
+        own = RunSpec(
             name=self.name,
-            model=chosen.model if chosen.model is not None else self._model,
+            model=self._model,
             instructions=self.instructions,
             dynamic_instructions=self.dynamic_instructions,
             tools=dict(self.tools),
@@ -430,21 +386,18 @@ class Agent(Generic[DepsT, OutputT]):
             processor=self.history_processor,
             output=self._output,
             validators=tuple(self._validators),
-            settings=merge_settings(self.settings, chosen.settings),
-            max_requests=(
-                limits.request_limit
-                if limits is not None and limits.request_limit is not None
-                else self.max_requests
-            ),
+            settings=self.settings,
+            max_requests=self.max_requests,
             output_retries=self.output_retries,
-            usage_limits=limits,
+            usage_limits=None,
             timeout=self.timeout,
             signing_keys=self._signing_keys,
         )
+        return own.overridden(self._overridden.get().over(overrides_of(options)))
 
     async def run(self, prompt: Prompt, **options: Unpack[RunOptions[DepsT]]) -> RunResult[OutputT]:
         """Run the agent on a fresh prompt, with no history."""
-        return await self._start("run", (), prompt, None, options)
+        return await _start(self, "run", (), prompt, None, options)
 
     async def run_with_history(
         self, history: Sequence[Message], prompt: Prompt, **options: Unpack[RunOptions[DepsT]]
@@ -456,7 +409,7 @@ class Agent(Generic[DepsT, OutputT]):
         Raises:
             RunError: the run failed; ``partial`` holds the resume-ready evidence.
         """
-        return await self._start("run_with_history", history, prompt, None, options)
+        return await _start(self, "run_with_history", history, prompt, None, options)
 
     async def run_stream(
         self,
@@ -466,7 +419,7 @@ class Agent(Generic[DepsT, OutputT]):
         **options: Unpack[RunOptions[DepsT]],
     ) -> RunResult[OutputT]:
         """Like ``run``, streaming every model answer to ``on_delta`` as it arrives."""
-        return await self._start("run_stream", (), prompt, on_delta or _ignore, options)
+        return await _start(self, "run_stream", (), prompt, on_delta or _ignore, options)
 
     async def run_stream_with_history(
         self,
@@ -482,7 +435,7 @@ class Agent(Generic[DepsT, OutputT]):
         (``golem_core._events``) and, in a stream, every ``DeltaEvent`` too, in order.
         """
         handler = on_delta or _ignore
-        return await self._start("run_stream_with_history", history, prompt, handler, options)
+        return await _start(self, "run_stream_with_history", history, prompt, handler, options)
 
     def iter_stream(
         self,
@@ -505,7 +458,7 @@ class Agent(Generic[DepsT, OutputT]):
             on_delta: DeltaHandler | None, on_event: EventHandler | None
         ) -> RunResult[OutputT]:
             every: RunOptions[DepsT] = {**options, "on_event": on_event}
-            return await self._start("iter_stream", history, prompt, on_delta, every)
+            return await _start(self, "iter_stream", history, prompt, on_delta, every)
 
         return EventStream(start)
 
@@ -539,29 +492,6 @@ class Agent(Generic[DepsT, OutputT]):
     ) -> RunResult[OutputT]:
         """``run_stream_with_history`` for code without an event loop."""
         return sync(self.run_stream_with_history(history, prompt, on_delta=on_delta, **options))
-
-    async def _start(
-        self,
-        method: str,
-        history: Sequence[Message],
-        prompt: Prompt,
-        on_delta: DeltaHandler | None,
-        options: RunOptions[DepsT],
-    ) -> RunResult[OutputT]:
-        check_options(method, options)
-        history = check_history(history)
-        parts = prompt_parts(prompt)
-        spec, context = self._set_up(history, options)
-        result = await start(spec, history, parts, context, on_delta, options.get("on_event"))
-        return cast(RunResult[OutputT], result)
-
-    def _set_up(
-        self, history: Sequence[Message], options: RunOptions[DepsT]
-    ) -> tuple[RunSpec, RunContext[Any]]:
-        run_id, conversation_id = run_ids(
-            history, options.get("run_id"), options.get("conversation_id")
-        )
-        return self.run_spec(**options), RunContext(options.get("deps"), run_id, conversation_id)
 
     # -- deferred tools -------------------------------------------------------------
 
@@ -610,7 +540,7 @@ class Agent(Generic[DepsT, OutputT]):
                 "results must be a mapping of call id to Approved(), Denied(reason) or"
                 f" ExternalResult(...), got {type(results).__name__}"
             )
-        spec, context = self._set_up(history, options)
+        spec, context = _set_up(self, history, options)
         answered = Answered(results, close_unanswered)
         on_event = options.get("on_event")
         result = await resume(spec, history, answered, context, on_delta, on_event, issued=issued)
@@ -633,41 +563,28 @@ class Agent(Generic[DepsT, OutputT]):
         )
 
 
-def _register(
-    agent: Agent[Any, Any],
-    function: Callable[..., Any] | None,
-    with_context: bool,
-    name: str | None,
-    description: str | None,
-    requires_approval: bool,
-    external: bool,
-    max_retries: int,
-) -> Any:
-    from golem_shell._tools import tool as make_tool
+async def _start(
+    agent: Agent[Any, OutputT],
+    method: str,
+    history: Sequence[Message],
+    prompt: Prompt,
+    on_delta: DeltaHandler | None,
+    options: RunOptions[Any],
+) -> RunResult[OutputT]:
+    check_options(method, options)
+    history = check_history(history)
+    parts = prompt_parts(prompt)
+    spec, context = _set_up(agent, history, options)
+    result = await start(spec, history, parts, context, on_delta, options.get("on_event"))
+    return cast(RunResult[OutputT], result)
 
-    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        made = make_tool(
-            name=name,
-            description=description,
-            requires_approval=requires_approval,
-            external=external,
-            max_retries=max_retries,
-        )(fn)
-        if made.takes_context != with_context:
-            use = "agent.tool_plain" if made.takes_context is False else "agent.tool"
-            raise UsageError(
-                f"tool {made.name}: "
-                + (
-                    "agent.tool functions take a RunContext first"
-                    if with_context
-                    else "agent.tool_plain functions take no RunContext"
-                )
-                + f"; use @{use}"
-            )
-        agent._add_tool(made)
-        return fn
 
-    return register(function) if function is not None else register
+def _set_up(
+    agent: Agent[Any, Any], history: Sequence[Message], options: RunOptions[Any]
+) -> tuple[RunSpec, RunContext[Any]]:
+    """The run's set-up and context (its ids checked, or chosen)."""
+    ids = run_ids(history, options.get("run_id"), options.get("conversation_id"))
+    return agent.run_spec(**options), RunContext(options.get("deps"), *ids)
 
 
 def _ignore(_: DeltaEvent) -> None:

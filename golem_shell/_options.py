@@ -16,11 +16,11 @@ from typing import Any, Generic
 from typing_extensions import TypedDict, TypeVar
 
 from golem_core import ModelSettings
-from golem_shell._limits import UsageLimits
+from golem_shell._limits import Overrides, UsageLimits
 from golem_shell._observe import EventHandler
-from golem_shell.models import Model
+from golem_shell.models import Model, infer_model
 
-__all__ = ["RunOptions", "StreamOptions", "check_options"]
+__all__ = ["STREAM_KEYWORDS", "RunOptions", "StreamOptions", "check_options", "overrides_of"]
 
 DepsT = TypeVar("DepsT", default=None)
 
@@ -72,3 +72,14 @@ def check_options(
 
 STREAM_KEYWORDS = frozenset(StreamOptions.__optional_keys__)
 """The keywords ``iter_stream`` takes."""
+
+
+def overrides_of(options: Mapping[str, Any]) -> Overrides:
+    """What the keywords ``model``, ``settings`` and ``usage_limits`` replace (a model
+    string is resolved here: a bad one is a ``UsageError`` before anything runs)."""
+    model = options.get("model")
+    return Overrides(
+        infer_model(model) if model is not None else None,
+        options.get("settings"),
+        options.get("usage_limits"),
+    )

@@ -34,7 +34,7 @@ from golem_core.loop import OutputInvalid, OutputValid, RunConfig, RunState, Too
 from golem_shell._checks import check_prompt_parts
 from golem_shell._errors import RunError, Stage, UsageError
 from golem_shell._ids import new_id
-from golem_shell._limits import UsageLimits
+from golem_shell._limits import Overrides, UsageLimits, merge_settings
 from golem_shell._output import OUTPUT_TOOL_NAME, Output
 from golem_shell._summarize import AsyncHistoryProcessor
 from golem_shell._tools import ModelRetry, RunContext, Tool, Toolset
@@ -98,6 +98,22 @@ class RunSpec:
         """The history processor as a run's ``HistoryProcessed`` report names it."""
         processor = self.processor
         return getattr(processor, "__name__", None) or repr(processor)
+
+    def overridden(self, chosen: Overrides) -> RunSpec:
+        """This set-up with ``chosen``'s model, settings (merged over these) and limits
+        (a request limit replaces ``max_requests``)."""
+        limits = chosen.usage_limits
+        return attrs.evolve(
+            self,
+            model=chosen.model if chosen.model is not None else self.model,
+            settings=merge_settings(self.settings, chosen.settings),
+            max_requests=(
+                limits.request_limit
+                if limits is not None and limits.request_limit is not None
+                else self.max_requests
+            ),
+            usage_limits=limits,
+        )
 
     def tool_kinds(self) -> dict[str, str]:
         """Each tool's kind by name (what ``waiting_calls`` needs)."""

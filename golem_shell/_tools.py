@@ -56,7 +56,16 @@ from golem_shell._schema import (
     validate,
 )
 
-__all__ = ["Canceled", "ModelRetry", "RunContext", "Tool", "ToolFailure", "Toolset", "tool"]
+__all__ = [
+    "Canceled",
+    "ModelRetry",
+    "RunContext",
+    "Tool",
+    "ToolFailure",
+    "Toolset",
+    "register_tool",
+    "tool",
+]
 
 DepsT = TypeVar("DepsT")
 
@@ -498,3 +507,48 @@ def tool(
         )
 
     return make(function) if function is not None else make
+
+
+def register_tool(
+    add: Callable[[Tool[Any]], None],
+    function: Callable[..., Any] | None,
+    with_context: bool,
+    name: str | None,
+    description: str | None,
+    requires_approval: bool,
+    external: bool,
+    max_retries: int,
+) -> Any:
+    """``@agent.tool`` (``with_context``) and ``@agent.tool_plain``: make a tool of
+    ``function`` (keywords as ``tool`` takes them), check that it takes a ``RunContext``
+    first exactly when ``with_context``, and ``add`` it. Returns the function unchanged,
+    or the decorator when ``function`` is ``None``.
+
+    Raises:
+        UsageError: the function takes a ``RunContext`` when it should not, or the
+            other way round (naming the decorator to use), or ``tool`` refuses it.
+    """
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        made = tool(
+            name=name,
+            description=description,
+            requires_approval=requires_approval,
+            external=external,
+            max_retries=max_retries,
+        )(fn)
+        if made.takes_context != with_context:
+            use = "agent.tool_plain" if made.takes_context is False else "agent.tool"
+            raise UsageError(
+                f"tool {made.name}: "
+                + (
+                    "agent.tool functions take a RunContext first"
+                    if with_context
+                    else "agent.tool_plain functions take no RunContext"
+                )
+                + f"; use @{use}"
+            )
+        add(made)
+        return fn
+
+    return register(function) if function is not None else register
