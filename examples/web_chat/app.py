@@ -205,6 +205,61 @@ def _branch(value: object) -> str:
     return value
 
 
+def _ui_text(message: dict[str, Any]) -> str:
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        return ""
+    return "".join(
+        p["text"]
+        for p in parts
+        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+    )
+
+
+def _ui_calls(message: dict[str, Any]) -> list[Any]:
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        return []
+    return [p.get("toolCallId") for p in parts if isinstance(p, dict) and "toolCallId" in p]
+
+
+def _same(client: object, stored: dict[str, Any]) -> bool:
+    """Whether a client's UI message shows the stored one: a user message by its text
+    (its id is the client's own until a reload), an assistant message by the id the
+    server gave it, its text and its calls."""
+    if not isinstance(client, dict) or client.get("role") != stored["role"]:
+        return False
+    if stored["role"] != "assistant":
+        return _ui_text(client) == _ui_text(stored)
+    return (
+        client.get("id") == stored["id"]
+        and _ui_text(client) == _ui_text(stored)
+        and _ui_calls(client) == _ui_calls(stored)
+    )
+
+
+def _fit(prior: Sequence[Any], newest: Any, history: Sequence[Message]) -> int | None:
+    """Where the newest message goes in ``history`` if the client's ``prior`` messages
+    are its own (``None`` if they are not): the index of the rendered message it
+    follows or replaces. Total."""
+    shown = history_to_ui_messages(history)
+    if _kept_after_failure(prior, history):
+        prior = prior[:-1]
+    n = len(prior)
+    if isinstance(newest, dict) and newest.get("role") == "assistant":  # approvals
+        ok = (
+            n == len(shown) - 1
+            and all(map(_same, prior, shown))
+            and newest.get("id") == shown[-1]["id"]
+        )
+        return n if ok else None
+    if n > len(shown) or not all(map(_same, prior, shown)):
+        return None
+    if n < len(shown) and shown[n]["role"] != "user":
+        return None  # only a person's message can be edited
+    return n
+
+
 def _kept_after_failure(prior: Sequence[Any], history: Sequence[Message]) -> bool:
     """Whether the client's list ends with the assistant message of a run that failed.
 
@@ -326,14 +381,11 @@ class ChatServer:
         body = await _json_body(request)
         if not isinstance(body, dict):
             raise Refused("the body must be an object {id, branch, messages}")
-        cid, branch = body.get("id"), _branch(body.get("branch"))
+        cid = body.get("id")
+        requested = None if body.get("branch") is None else _branch(body.get("branch"))
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             raise Refused("messages: expected a non-empty list of UI messages")
-        history = await self.load(uid, cid, branch)
-        assert isinstance(cid, str)
-        if self.runs.running(f"{uid}/{cid}/{branch}") is not None:
-            raise Refused("a run of this conversation is in flight: resume its stream", 409)
         last = messages[-1]
         if not isinstance(last, dict):
             raise Refused(f"messages[{len(messages) - 1}]: expected an object")
@@ -342,12 +394,53 @@ class ChatServer:
         # the newest message only, read from its parts: the store holds the rest
         newest = {"role": last.get("role"), "parts": last.get("parts", [])}
         read, answers = ui_messages_to_history([newest])
+        branch, history, position = await self.place(uid, cid, requested, messages)
+        assert isinstance(cid, str)
+        if self.runs.running(f"{uid}/{cid}/{branch}") is not None:
+            raise Refused("a run of this conversation is in flight: resume its stream", 409)
         if newest["role"] == "assistant":
             return await self._answer(uid, cid, branch, history, answers)
-        position = len(messages) - 1
-        if _kept_after_failure(messages[:-1], history):
-            position -= 1  # the failed run's message useChat keeps: the store never had it
         return await self._prompt(uid, cid, branch, history, read, position)
+
+    async def place(
+        self, uid: str, cid: object, requested: str | None, messages: list[Any]
+    ) -> tuple[str, tuple[Message, ...], int]:
+        """The branch the client's list belongs to, its stored history, and where the
+        newest message goes (``len`` of the rendered history: appended; less: an edit).
+
+        The messages before the newest must be the branch's, compared by content (a
+        user message by its text, an assistant message by its id, text and calls), not
+        by count: useChat never sends ``branch``, so after an edit only the content
+        says which branch is on screen. Without ``branch`` every branch is tried, main
+        first; a list that continues a branch wins over one that edits it. An
+        assistant message last (approvals) must be the branch's last message.
+
+        Raises:
+            Refused: the list fits no branch (409: reload the conversation).
+        """
+        names = [requested] if requested is not None else [MAIN]
+        if requested is None and isinstance(cid, str) and cid:
+            names += [b.name for b in await self.store.branches(uid, cid) if b.name != MAIN]
+        prior, newest = messages[:-1], messages[-1]
+        edit: tuple[str, tuple[Message, ...], int] | None = None
+        for name in names:
+            history = await self.load(uid, cid, name)
+            fit = _fit(prior, newest, history)
+            if fit is None:
+                continue
+            shown = len(history_to_ui_messages(history))
+            if fit >= shown:
+                return name, history, fit
+            if edit is None:
+                edit = (name, history, fit)
+        if edit is not None:
+            return edit
+        where = f"branch {requested!r}" if requested is not None else "any branch"
+        raise Refused(
+            f"the {len(prior)} messages before the newest do not match {where} of this"
+            " conversation: reload it",
+            409,
+        )
 
     async def _prompt(
         self,
@@ -367,17 +460,9 @@ class ChatServer:
         prompt = clean[-1]
         shown = history_to_ui_messages(history)
         if position < len(shown):  # an edit: regenerate from there on a new branch
-            if shown[position]["role"] != "user":
-                raise Refused(f"messages[{position}] is not a user message here", 409)
             at = int(shown[position]["id"][1:])
             branch = await self.store.branch(uid, cid, at, source=branch)
             history = history[:at]
-        elif position > len(shown):
-            raise Refused(
-                f"the client holds {position} messages before this one, the conversation"
-                f" {len(shown)}: reload it",
-                409,
-            )
         try:  # the person's message is kept before the run starts: a drop never loses it
             await self.store.append(uid, cid, (prompt,), len(history), branch=branch)
         except HistoryConflict as e:
