@@ -168,10 +168,17 @@ class ProviderHTTP:
         self._owns_client = http_client is None
         self._given = http_client
         # an httpx client's connections belong to the event loop that opened them: an
-        # owned client is made per loop, so each ``asyncio.run`` (every ``_sync`` call
-        # of an Agent) gets its own, and a client of a loop that has ended is dropped
+        # owned client is made per loop, so each ``asyncio.run`` gets its own, and it is
+        # closed with its loop (``_bind_to_loop``), or when this object is collected or
+        # the interpreter exits (``_close_owned``): a keep-alive socket is never left
+        # to the garbage collector (ResourceWarning: unclosed transport)
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient]
         self._clients = weakref.WeakKeyDictionary()
+        self._closers: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, AsyncGenerator[None, None]
+        ] = weakref.WeakKeyDictionary()
+        # when this object goes (or the interpreter exits), close what it still owns
+        weakref.finalize(self, _close_owned, self._clients, self._closers)
         self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         self.retry = retry
         self._decode_error = decode_error
@@ -193,14 +200,30 @@ class ProviderHTTP:
             client = self._clients[loop] = httpx.AsyncClient()
         return client
 
+    async def _open(self) -> httpx.AsyncClient:
+        """``_client``, bound to the running loop on first use (``_bind_to_loop``: the
+        loop's shutdown, or this object's collection, closes it inside the loop)."""
+        client = self._client
+        loop = asyncio.get_running_loop()
+        if not self._owns_client or loop in self._closers:
+            return client
+        closer = _bind_to_loop(client)
+        await anext(closer)  # parked at its ``yield`` until the loop shuts it down
+        self._closers[loop] = closer
+        return client
+
     async def aclose(self) -> None:
         """Close the HTTP client this object created for the running event loop (a
         caller's client stays open)."""
         if self._given is not None:
             return
-        client = self._clients.pop(asyncio.get_running_loop(), None)
+        loop = asyncio.get_running_loop()
+        client = self._clients.pop(loop, None)
+        closer = self._closers.pop(loop, None)
         if client is not None:
             await client.aclose()
+        if closer is not None:
+            await closer.aclose()
 
     # -- errors ---------------------------------------------------------------------
 
@@ -312,7 +335,8 @@ class ProviderHTTP:
     async def _post_once(self, body: bytes, decode: BodyDecoder) -> Message:
         responded = False
         try:
-            async with self._client.stream(
+            client = await self._open()
+            async with client.stream(
                 "POST",
                 self.url,
                 content=body,
@@ -385,7 +409,8 @@ class ProviderHTTP:
         sse = SSEDecoder(max_line_bytes=min(DEFAULT_MAX_LINE_BYTES, self._max_bytes))
         responded = False
         try:
-            async with self._client.stream(
+            client = await self._open()
+            async with client.stream(
                 "POST",
                 self.url,
                 content=body,
@@ -444,6 +469,56 @@ class ProviderHTTP:
 
 
 _NOT_JSON = object()
+
+_CLOSING: set[asyncio.Task[None]] = set()
+"""Closings scheduled on a running loop (a task is kept only weakly by asyncio)."""
+
+
+async def _bind_to_loop(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    """Parked at its ``yield`` in the client's event loop: when the loop shuts down
+    (``asyncio.run``, ``Runner.close``: ``shutdown_asyncgens``) or the generator is
+    collected with its owner, the loop closes the client, so no keep-alive socket is
+    left to the garbage collector."""
+    try:
+        yield
+    finally:
+        await client.aclose()
+
+
+async def _aclose(client: httpx.AsyncClient, closer: AsyncGenerator[None, None] | None) -> None:
+    await client.aclose()
+    if closer is not None:
+        await closer.aclose()
+
+
+def _close_later(
+    loop: asyncio.AbstractEventLoop,
+    client: httpx.AsyncClient,
+    closer: AsyncGenerator[None, None] | None,
+) -> None:
+    task = loop.create_task(_aclose(client, closer))
+    _CLOSING.add(task)
+    task.add_done_callback(_CLOSING.discard)
+
+
+def _close_owned(
+    clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient],
+    closers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncGenerator[None, None]],
+) -> None:
+    """Close the clients a collected ``ProviderHTTP`` owned (``weakref.finalize``, also
+    at exit): in their loop now when it is idle (a thread's sync runner between two
+    calls), else as soon as it runs; a closed loop's client was closed by its closer."""
+    for loop, client in list(clients.items()):
+        closer = closers.pop(loop, None)
+        if loop.is_closed():
+            continue
+        if loop.is_running() or asyncio._get_running_loop() is not None:
+            # that loop runs (maybe in another thread), or another runs in this one
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_close_later, loop, client, closer)
+        else:
+            loop.run_until_complete(_aclose(client, closer))
+    clients.clear()
 
 
 def _parse_json(raw: bytes) -> object:
