@@ -57,6 +57,7 @@ from golem_shell.store._values import (
     Head,
     Receipt,
     VerifyReport,
+    Window,
 )
 
 __all__ = [
@@ -82,5 +83,6 @@ __all__ = [
     "SQLiteHistoryStore",
     "Selection",
     "VerifyReport",
+    "Window",
     "erase_message",
 ]

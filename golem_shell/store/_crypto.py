@@ -44,7 +44,7 @@ def _frame(*parts: bytes) -> bytes:
 
 
 def mac(key: bytes, *parts: bytes) -> str:
-    digest = hmac.new(key, _frame(*parts), hashlib.sha256).digest()[:16]
+    digest = hmac.digest(key, _frame(*parts), hashlib.sha256)[:16]
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 

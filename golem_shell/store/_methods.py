@@ -28,8 +28,9 @@ from golem_shell.store._ops import (
 from golem_shell.store._rows import Config
 from golem_shell.store._sql import Dialect, Operation
 from golem_shell.store._tombstone import PartFilter
-from golem_shell.store._values import MAIN, BranchInfo, Head, Receipt, VerifyReport
+from golem_shell.store._values import MAIN, BranchInfo, Head, Receipt, VerifyReport, Window
 from golem_shell.store._verify import verify_op
+from golem_shell.store._window import window_op
 
 __all__ = ["HistoryStore", "StoreMethods"]
 
@@ -167,6 +168,50 @@ class StoreMethods:
     ) -> tuple[Message, ...]:
         """``load`` for code without an event loop."""
         return self._run(load_op(self._config, owner, conversation_id, branch))
+
+    async def load_window(
+        self, owner: str, conversation_id: str, *, last: int, low_water: int | None = None,
+        keep_first: int = 0, branch: str = MAIN,
+    ) -> Window:  # fmt: skip
+        """The newest part of the branch: what ``trim_history(last, low_water=...)``
+        needs, read and verified against the signed head without reading the rest.
+
+        The window starts on the processor's step grid one step before its cut (``0``
+        while the branch has at most ``last`` messages), so it holds at most ``last +
+        step`` messages at any length, grows by the new messages between two steps
+        (cache-stable), and the processor returns from it what it returns from the
+        whole branch. Pass ``window.messages`` to the run and ``window.length`` as
+        ``append``'s ``expected_length``.
+
+        Args:
+            last: The processor's ``max_messages``.
+            low_water: The processor's ``low_water`` (``None``: half, as its default).
+            keep_first: Also return the branch's first messages (a first user message,
+                a summary placed first), before the window.
+            branch: Which branch.
+
+        Returns:
+            The ``Window``: its messages, where it starts, the branch's length, the
+            pinned count and the head it was verified against.
+
+        Raises:
+            HistoryNotFound: ``branch`` (not ``main``) does not exist for this owner.
+            CorruptHistoryError: a row of the window does not decode or does not verify
+                (altered, missing, reordered, restored after an erasure, or the head
+                does not verify or end with it); names the position.
+            EncryptionKeyError: a row is encrypted under a key id the store lacks.
+            UsageError: ``last``, ``low_water`` or ``keep_first`` out of range.
+        """
+        op = window_op(self._config, owner, conversation_id, branch, last, low_water, keep_first)
+        return await self._run_async(op)
+
+    def load_window_sync(
+        self, owner: str, conversation_id: str, *, last: int, low_water: int | None = None,
+        keep_first: int = 0, branch: str = MAIN,
+    ) -> Window:  # fmt: skip
+        """``load_window`` for code without an event loop."""
+        op = window_op(self._config, owner, conversation_id, branch, last, low_water, keep_first)
+        return self._run(op)
 
     async def append(
         self,

@@ -1,4 +1,5 @@
-"""The values the stores return: branches, erasure receipts, signed heads, verify reports.
+"""The values the stores return: branches, erasure receipts, signed heads, verify reports,
+windows.
 
 All frozen attrs classes with tuple fields, made by the store and read by the caller.
 """
@@ -11,6 +12,8 @@ from typing import Final
 
 from attrs import frozen
 
+from golem_core import Message
+
 __all__ = [
     "MAIN",
     "BranchInfo",
@@ -21,6 +24,7 @@ __all__ = [
     "Head",
     "Receipt",
     "VerifyReport",
+    "Window",
 ]
 
 MAIN: Final = "main"
@@ -153,3 +157,26 @@ class VerifyReport:
     def findings(self) -> tuple[Finding, ...]:
         """Every finding of every branch."""
         return tuple(f for b in self.branches for f in b.findings)
+
+
+@frozen(kw_only=True)
+class Window:
+    """What ``load_window`` read: the newest messages of a branch, and what it left out.
+
+    ``messages`` is the history to run with: the ``pinned`` first messages of the branch
+    (``keep_first``), then every message from position ``start`` to the end. The
+    ``omitted`` messages between them were not read. ``length`` is the branch's length:
+    pass it as ``append``'s ``expected_length`` (not ``len(messages)``). ``head`` is the
+    signed head the window was verified against (``None``: nothing stored).
+    """
+
+    messages: tuple[Message, ...]
+    start: int
+    length: int
+    pinned: int
+    head: Head | None
+
+    @property
+    def omitted(self) -> int:
+        """How many messages between the pinned ones and the window were not read."""
+        return self.start - self.pinned

@@ -1,0 +1,237 @@
+"""``load_window``: the newest part of a branch, from a step point back, verified against
+its signed head without reading the rest (issue 34 item 3, ADR 0107).
+
+**Where a window starts.** ``trim_history(last, low_water=w)`` cuts a history of ``n``
+messages (``n > last``) at ``cut = ceil((n - last) / step) * step`` with ``step = last -
+w``: a multiple of the step, counted from the start (ADR 0078). The window starts one
+step before it, at ``cut - step`` (``0`` while ``n <= last``; the sliding window,
+``step == 0``, one message before its cut). So:
+
+- the window holds between ``last + 1`` and ``last + step`` messages once the branch is
+  longer than ``last``, whatever ``n`` is: the cost of a load does not grow with the
+  conversation;
+- its start moves once per ``step`` messages of growth, so every window is the previous
+  one plus new messages between two moves: it is cache-stable itself;
+- the same processor run on the window cuts where it cuts on the whole branch, and so
+  returns the same messages: the window is longer than ``last`` (so the processor cuts)
+  and starts on the step grid (so the step points it counts from the window's start
+  are the branch's). The opening rule then advances from the same point. This holds for
+  positions; a branch holding system messages (golem never stores them: a run's
+  ``new_messages`` carry none) is windowed by positions, still cache-stable, and its
+  processor may then cut elsewhere.
+
+**Verification.** The window's rows chain (ADR 0071): ``link_i = MAC(link_{i-1},
+seal_i)``, and the signed head holds the branch's length and last link. The row before
+the window is read for its link only; each window row's seal is checked against its
+plaintext and its link against the previous one, and the last link and the number of
+rows against the verified head. No one without the key can make another sequence of
+rows that reaches the head's link, so the window is the last ``n - start`` messages of
+the branch the head signs, after every erasure it holds (an erased row restored from a
+backup breaks its seal or its link), whatever is stored before it. Any failure raises
+``CorruptHistoryError`` naming the position.
+
+**Pins.** ``keep_first=k`` also returns the branch's first ``k`` messages (the first
+user message, a summary a compaction placed first). When they reach the window they
+are checked as one chain with it, from the genesis; otherwise they are checked from the
+genesis (sealed for this owner and conversation, in this order from its start) but not
+bound to the head without reading the rows between: ADR 0107 says what that leaves out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import cast
+
+from returns.result import Failure, Success
+
+from golem_core import Message, decode_history, decode_message
+from golem_shell._errors import UsageError
+from golem_shell.store._errors import CorruptHistoryError, HistoryNotFound, check_length
+from golem_shell.store._rows import (
+    BranchRow,
+    Config,
+    Segment,
+    branch_row,
+    checked,
+    head_of,
+    segments,
+    view_rows,
+)
+from golem_shell.store._sql import Dialect, Operation, Row, Steps
+from golem_shell.store._values import MAIN, Window
+
+__all__ = ["window_op", "window_start"]
+
+_COLUMNS = "position, message, seal, link"
+
+
+def window_start(length: int, last: int, low_water: int) -> int:
+    """The first position of the window of a branch of ``length`` messages.
+
+    ``0`` while ``length <= last``; else one step (``last - low_water``) before the
+    stepped cut of ``trim_history(last, low_water=low_water)``, which is on the step
+    grid; for the sliding window (``low_water == last``), one message before its cut.
+    Total and deterministic; moves only when ``length`` passes ``last + k * step``.
+    """
+    if length <= last:
+        return 0
+    step = last - low_water
+    if step == 0:
+        return length - last - 1
+    cut = -(-(length - last) // step) * step
+    return cut - step
+
+
+def _check_args(last: object, low_water: object, keep_first: object) -> tuple[int, int, int]:
+    if isinstance(last, bool) or not isinstance(last, int) or last < 1:
+        raise UsageError(f"load_window(last): an int of at least 1 (messages), got {last!r}")
+    if low_water is None:
+        low = last - last // 2
+    elif isinstance(low_water, bool) or not isinstance(low_water, int):
+        raise UsageError(
+            f"load_window(low_water): None or an int from 1 to last, got {low_water!r}"
+        )
+    elif not 1 <= low_water <= last:
+        raise UsageError(
+            f"load_window(low_water): from 1 to last ({last}), got {low_water}; "
+            "pass the numbers your trim_history has"
+        )
+    else:
+        low = low_water
+    return last, low, check_length("keep_first", keep_first)
+
+
+def window_op(
+    config: Config,
+    owner: str,
+    cid: str,
+    branch: str,
+    last: int,
+    low_water: int | None,
+    keep_first: int,
+) -> Operation[Window]:
+    checked(owner, cid, branch)
+    last, low, keep = _check_args(last, low_water, keep_first)
+
+    def steps(d: Dialect) -> Steps[Window]:
+        row = yield from branch_row(d, owner, cid, branch)
+        if row is None:
+            if branch == MAIN:
+                return Window(messages=(), start=0, length=0, pinned=0, head=None)
+            raise HistoryNotFound(cid, branch)
+        n = row.length
+        start = window_start(n, last, low)
+        pinned = min(keep, start)
+        found = yield from segments(d, owner, row)
+        if start == 0 or pinned >= start - 1:  # one run from the genesis: read it all
+            rows = yield from view_rows(d, owner, found, _COLUMNS)
+            contents = _check_run(config, owner, row, rows, 0, n, None)
+            _check_end(config, owner, row, rows)
+            messages = _decode(cid, [*contents[:pinned], *contents[start:]], pinned, start)
+            return Window(
+                messages=messages, start=start, length=n, pinned=pinned, head=head_of(owner, row)
+            )
+        pins: list[bytes] = []
+        if pinned:
+            pin_rows = yield from view_rows(d, owner, _clip(found, 0, pinned), _COLUMNS)
+            pins = _check_run(config, owner, row, pin_rows, 0, pinned, None)
+        rows = yield from view_rows(d, owner, _clip(found, start - 1, n), _COLUMNS)
+        if not rows or int(rows[0][0]) != start - 1:
+            raise CorruptHistoryError(cid, start - 1, "no row at this position (before the window)")
+        contents = _check_run(config, owner, row, rows[1:], start, n, str(rows[0][3]))
+        _check_end(config, owner, row, rows)
+        messages = _decode(cid, [*pins, *contents], pinned, start)
+        return Window(
+            messages=messages, start=start, length=n, pinned=pinned, head=head_of(owner, row)
+        )
+
+    return Operation(steps)
+
+
+def _clip(found: Sequence[Segment], lo: int, hi: int) -> list[Segment]:
+    """The parts of a view's physical ranges within positions ``[lo, hi)``."""
+    out: list[Segment] = []
+    for cid, branch, seg_lo, seg_hi in found:
+        top = hi if seg_hi is None else min(seg_hi, hi)
+        bottom = max(seg_lo, lo)
+        if bottom < top:
+            out.append((cid, branch, bottom, top))
+    return out
+
+
+def _check_run(
+    config: Config,
+    owner: str,
+    row: BranchRow,
+    rows: Sequence[Row],
+    first: int,
+    end: int,
+    previous: str | None,
+) -> list[bytes]:
+    """The plaintexts of ``rows``, which must be positions ``first .. end - 1``, each
+    sealed for this chain and linked to the one before (``previous``: the link before
+    ``first``; ``None``: the genesis, ``first`` being 0)."""
+    cid = row.conversation_id
+    sealer = config.sealer
+    keys = sealer.keys
+    geneses = [(k, sealer.genesis(owner, row.root, k)) for k in keys]
+    opened = config.cipher.open_text
+    contents: list[bytes] = []
+    expected = first
+    for position, text, seal, link in rows:
+        if position != expected:
+            raise CorruptHistoryError(cid, expected, f"no row at this position (next: {position})")
+        if not isinstance(text, str):
+            raise CorruptHistoryError(cid, expected, f"stored value is {type(text).__name__}")
+        content = opened(owner, text)
+        if not any(seal == sealer.seal(g, content, k) for k, g in geneses):
+            raise CorruptHistoryError(
+                cid, expected, "does not verify: its content does not match its seal"
+            )
+        links = [g for _, g in geneses] if previous is None else [previous]
+        if not any(link == sealer.link(p, seal, k) for p in links for k in keys):
+            raise CorruptHistoryError(
+                cid, expected, "does not verify: its link does not follow the message before it"
+            )
+        previous = str(link)
+        contents.append(content)
+        expected += 1
+    if expected != end:
+        raise CorruptHistoryError(
+            cid, expected, f"does not verify: the signed head says {end} messages, fewer stored"
+        )
+    return contents
+
+
+def _check_end(config: Config, owner: str, row: BranchRow, rows: Sequence[Row]) -> None:
+    """The head verifies and its last link is the last row's."""
+    sealer = config.sealer
+    fields = row.head_fields(owner)
+    if not any(row.head == sealer.head(fields, k) for k in sealer.keys):
+        raise CorruptHistoryError(
+            row.conversation_id, -1, "the branch's signed head does not verify"
+        )
+    last_link = str(rows[-1][3]) if rows else sealer.genesis(owner, row.root)
+    if row.length and last_link != row.link:
+        raise CorruptHistoryError(
+            row.conversation_id,
+            row.length - 1,
+            "does not verify: the last message is not the one the signed head ends with",
+        )
+
+
+def _decode(cid: str, contents: list[bytes], pinned: int, start: int) -> tuple[Message, ...]:
+    """One ``decode_history`` over the rows; one at a time only to name a failure."""
+    match decode_history(b"[" + b",".join(contents) + b"]"):
+        case Success(messages) if len(messages) == len(contents):
+            return cast(tuple[Message, ...], messages)
+        case _:
+            pass
+    for index, content in enumerate(contents):
+        match decode_message(content):
+            case Failure(error):
+                position = index if index < pinned else start + index - pinned
+                raise CorruptHistoryError(cid, position, error.message)
+            case _:
+                pass
+    raise CorruptHistoryError(cid, start, "the rows do not decode together")  # pragma: no cover
