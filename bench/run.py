@@ -3,8 +3,10 @@
 ``python -m bench`` builds the workload (``bench/workload.py``) at each size, converts
 it for every library, times every op in interleaved rounds (``bench/timing.py``), and
 prints one JSON line per measurement and per ratio, then a table of golem/peer ratios
-with each target met or missed. ``--write bench/results.md`` also writes that report
-with the machine and the library versions.
+with each target met or missed. ``--write bench/results.md`` records the measurements,
+the machine and the library versions as the ``run`` section of ``bench/results.json``
+and renders the report from it (``bench/report.py``: ``render`` here turns the recorded
+section into Markdown, verdicts and misses included, so nothing in it is typed).
 
 Ops per size ``n`` (seconds per call):
 
@@ -53,6 +55,7 @@ from typing import Any
 from bench.convert import to_golem
 from bench.durable_peers import durable_records
 from bench.peers import Peers, load_peers
+from bench.report import write_section
 from bench.startup import startup_records
 from bench.store import store_records, store_verdicts
 from bench.streaming import stream_ops
@@ -75,7 +78,7 @@ from golem_core import (
 from golem_core import _json as codec
 from golem_shell import Agent, FunctionModel
 
-__all__ = ["main"]
+__all__ = ["main", "render"]
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
 DEFAULT_REPEAT = 7
@@ -622,6 +625,11 @@ def report(
 ) -> str:
     judged = [v for v in verdicts if v.met is not None]
     missed = [v for v in judged if not v.met]
+    misses = [
+        f"- `{v.op}` at n={v.n:,}: {v.ratio:.3g} against `{v.versus}`, target {v.target}"
+        f" (golem {_ms(v.golem_s)} ms, {_ms(v.versus_s)} ms).{MISS_NOTES.get(v.op, '')}"
+        for v in missed
+    ] or ["No target was missed in this run."]
     machine_keys = ("nproc", "python", "platform")
     machine = ", ".join(f"{k} {env[k]}" for k in machine_keys)
     libraries = ", ".join(f"{k} {v}" for k, v in env.items() if k not in (*machine_keys, "clock"))
@@ -630,6 +638,10 @@ def report(
             "# golem benchmark results",
             "",
             f"Regenerate with `{command}`.",
+            "",
+            "Every figure in this file is rendered by `bench/report.py` from",
+            "`bench/results.json`, which the command named in each section writes: a",
+            "re-measurement is a re-run of that command, never an edit.",
             "",
             "One run, one process, every library on the same workload (`bench/workload.py`).",
             "Figures are milliseconds per call, the median of interleaved repeats after a",
@@ -675,12 +687,45 @@ def report(
             "",
             verdict_table(verdicts),
             "",
+            "### Misses",
+            "",
+            *misses,
+            "",
             "## Every measurement",
             "",
             records_table(records, memory),
             "",
         ]
     )
+
+
+MISS_NOTES = {
+    "decode_json": (
+        " Building golem's frozen messages and parts is pure Python and costs about as"
+        " much as the parse; `python -m bench.profile_decode` splits the time."
+    ),
+}
+"""What is known about a miss of an op, said after its figures (no figures of its own)."""
+
+
+def render(data: dict[str, Any]) -> str:
+    """The report of one recorded run (the ``run`` section of ``bench/results.json``)."""
+    records = [
+        Record(
+            r["lib"],
+            r["op"],
+            r["n"],
+            r["median_s"],
+            r["min_s"],
+            r["max_s"],
+            r["repeats"],
+            r["calls_per_repeat"],
+        )
+        for r in data["records"]
+    ]
+    memory = [Memory(m["lib"], m["n"], m["peak_bytes"], m["input_bytes"]) for m in data["memory"]]
+    verdicts = judge(records, memory) + tracing_verdicts(records) + store_verdicts(records)
+    return report(data["command"], data["env"], verdicts, records, memory)
 
 
 # -- main ----------------------------------------------------------------------------
@@ -786,9 +831,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     env["clock"] = {"wall": "wall (time.perf_counter)", "cpu": "cpu (time.process_time)"}[
         args.clock
     ]
-    text = report(command, env, verdicts, records, memory)
+    data = {
+        "command": command,
+        "env": env,
+        "records": [r.as_json() for r in records],
+        "memory": [m.as_json() for m in memory],
+    }
     print()
-    print(text)
+    print(render(data))
     if args.write is not None:
-        args.write.write_text(text)
+        write_section(args.write, "run", data)
     return 0

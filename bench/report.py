@@ -1,0 +1,85 @@
+"""``bench/results.md``: rendered, never typed, from the measurements in ``results.json``.
+
+Owns the report file. Each benchmark command that takes ``--write PATH`` (``python -m
+bench``, ``python -m bench.cache``, ``python -m bench.durable``) records what it measured
+as one section of ``PATH``'s JSON sibling (``bench/results.json``: its command, machine
+and raw figures, nothing rendered), then renders the whole Markdown report from that
+JSON with ``render``: every table, count, ratio, verdict and sentence that cites a
+figure comes from a template here or in the section's module that reads the numbers.
+So a re-measurement is a re-run, and ``tests/test_correctness4_ci_bench_results.py``
+fails when ``results.md`` (or the README's benchmark paragraph, between its
+``bench/results.json`` markers) differs from what the JSON renders to.
+
+Sections, in this order: ``run`` (``bench.run``), ``cache`` (``bench.cache``),
+``durable`` (``bench.durable``). A section no command has written is left out.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["README_BEGIN", "README_END", "load", "readme_block", "render", "write_section"]
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTIONS = ("run", "cache", "durable")
+README_BEGIN = "<!-- bench/results.json: written by bench/report.py, do not edit -->"
+README_END = "<!-- end of bench/results.json -->"
+
+
+def load(path: Path) -> dict[str, Any]:
+    """The recorded sections of a results JSON file (``{}`` when there is none)."""
+    if not path.exists():
+        return {}
+    results: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    unknown = set(results) - set(SECTIONS)
+    if unknown:
+        raise ValueError(f"{path}: unknown sections {sorted(unknown)}; known: {SECTIONS}")
+    return results
+
+
+def render(results: dict[str, Any]) -> str:
+    """The whole Markdown report from the recorded sections."""
+    from bench import cache, durable, run
+
+    renderers = {"run": run.render, "cache": cache.render, "durable": durable.render}
+    parts = [renderers[name](results[name]).strip("\n") for name in SECTIONS if name in results]
+    if "run" not in results:
+        parts.insert(0, "# golem benchmark results")
+    return "\n\n".join(parts) + "\n"
+
+
+def readme_block(results: dict[str, Any]) -> str | None:
+    """The README's benchmark paragraph (between the markers), or ``None`` without the
+    ``cache`` section."""
+    from bench import cache
+
+    if "cache" not in results:
+        return None
+    return f"{README_BEGIN}\n{cache.readme_paragraph(results['cache'])}\n{README_END}"
+
+
+def _replace_readme_block(readme: Path, results: dict[str, Any]) -> None:
+    block = readme_block(results)
+    text = readme.read_text(encoding="utf-8")
+    if block is None or README_BEGIN not in text:
+        return
+    head, rest = text.split(README_BEGIN, 1)
+    _, tail = rest.split(README_END, 1)
+    readme.write_text(head + block + tail, encoding="utf-8")
+
+
+def write_section(report: Path, name: str, data: dict[str, Any]) -> None:
+    """Record ``data`` as section ``name`` of ``report``'s JSON sibling, then render
+    ``report`` from it (and the README's paragraph when ``report`` is this repository's
+    ``bench/results.md``)."""
+    if name not in SECTIONS:
+        raise ValueError(f"unknown section {name!r}; known: {SECTIONS}")
+    store = report.with_suffix(".json")
+    results = load(store)
+    results[name] = data
+    store.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    report.write_text(render(results), encoding="utf-8")
+    if report.resolve() == ROOT / "bench" / "results.md":
+        _replace_readme_block(ROOT / "README.md", results)
