@@ -170,10 +170,7 @@ class Agent(Generic[DepsT, OutputT]):
         self._refresh_specs()
 
     def _refresh_specs(self) -> None:
-        specs = [t.spec for t in self.tools.values()]
-        if self._output.definition is not None:
-            specs.append(ToolSpec(self._output.definition, "output", self.output_retries))
-        self._specs = tuple(specs)
+        self._specs = tuple(t.spec for t in self.tools.values())
 
     @property
     def model(self) -> Model:

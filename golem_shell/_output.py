@@ -93,6 +93,8 @@ class Output:
         if mode not in ("tool", "native"):
             raise UsageError(f"output_mode must be 'tool' or 'native', got {mode!r}")
         self.type = output_type
+        self.requested = mode
+        """The mode asked for (``mode`` is the one used with the model given)."""
         self.text = output_type is str
         self.wrapped = False
         self.mode: OutputMode = "tool"

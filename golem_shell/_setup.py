@@ -81,7 +81,7 @@ class RunSpec:
     dynamic_instructions: InstructionsFunction | None
     tools: Mapping[str, Tool[Any]]
     specs: tuple[ToolSpec, ...]
-    """The tools' specs (the agent's own and the output tool), before any toolset's."""
+    """The agent's own tools' specs (not the output tool's, nor any toolset's)."""
     toolsets: tuple[Toolset, ...]
     processor: HistoryProcessor | AsyncHistoryProcessor | None
     output: Output
@@ -103,9 +103,13 @@ class RunSpec:
         """This set-up with ``chosen``'s model, settings (merged over these) and limits
         (a request limit replaces ``max_requests``)."""
         limits = chosen.usage_limits
+        output = self.output
+        if chosen.model is not None and output.requested == "native":  # decided per model
+            output = Output(output.type, "native", chosen.model)
         return attrs.evolve(
             self,
             model=chosen.model if chosen.model is not None else self.model,
+            output=output,
             settings=merge_settings(self.settings, chosen.settings),
             max_requests=(
                 limits.request_limit
@@ -156,7 +160,7 @@ def run_config(
         run_id=run_id,
         conversation_id=conversation_id,
         instructions=instructions,
-        tools=spec.specs + toolset_specs,
+        tools=spec.specs + _output_spec(spec) + toolset_specs,
         output_tool=OUTPUT_TOOL_NAME if spec.output.definition is not None else None,
         output_schema=spec.output.native,
         settings=spec.settings,
@@ -167,6 +171,11 @@ def run_config(
         max_output_tokens=None if limits is None else limits.output_tokens_limit,
         max_total_tokens=None if limits is None else limits.total_tokens_limit,
     )
+
+
+def _output_spec(spec: RunSpec) -> tuple[ToolSpec, ...]:
+    definition = spec.output.definition
+    return () if definition is None else (ToolSpec(definition, "output", spec.output_retries),)
 
 
 async def resolve_instructions(spec: RunSpec, context: RunContext[Any]) -> str | None:

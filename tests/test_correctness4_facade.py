@@ -1,0 +1,101 @@
+"""The agent as a facade (issue 32): a run's set-up is a value (``Agent.run_spec``), the
+run keywords are declared once and refused when unknown, and a run's own model decides
+how its structured output is asked for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import pytest
+
+from golem_core import Message, ModelSettings, Role, ToolCallPart
+from golem_shell import Agent, FunctionModel, RunOptions, RunSpec, ScriptedModel, UsageLimits
+
+
+@attrs.frozen
+class Verdict:
+    label: str
+
+
+class ToolOnlyModel(FunctionModel):
+    """A function model without native structured output (as Claude before 4.5)."""
+
+    supports_native_output = False
+
+
+def _seen(requests: list[Any], cls: type[FunctionModel] = ToolOnlyModel) -> FunctionModel:
+    def answer(request: Any) -> Message | str:
+        requests.append(request)
+        if request.output_schema is not None:
+            return '{"label": "native"}'
+        return Message(Role.ASSISTANT, (ToolCallPart("o1", "final_result", '{"label": "tool"}'),))
+
+    return cls(answer)
+
+
+def test_run_spec_is_the_runs_set_up_under_its_keywords_and_overrides() -> None:
+    agent = Agent(ScriptedModel(["x"]), settings=ModelSettings(temperature=0.5), max_requests=7)
+    spec = agent.run_spec()
+    assert isinstance(spec, RunSpec)
+    assert spec.max_requests == 7 and spec.settings.temperature == 0.5
+    other = ScriptedModel(["y"])
+    spec = agent.run_spec(
+        model=other,
+        settings=ModelSettings(max_tokens=9),
+        usage_limits=UsageLimits(request_limit=3),
+    )
+    assert spec.model is other and spec.max_requests == 3
+    assert (spec.settings.temperature, spec.settings.max_tokens) == (0.5, 9)
+    winner = ScriptedModel(["z"])
+    with agent.override(model=winner):
+        assert agent.run_spec(model=other).model is winner  # the override wins
+    assert agent.run_spec().model is agent.model  # and is undone
+
+
+@pytest.mark.parametrize(
+    "method", ["run_sync", "run_stream_sync", "run_with_history_sync", "iter_stream"]
+)
+def test_an_unknown_run_keyword_is_a_type_error_naming_it(method: str) -> None:
+    agent = Agent(ScriptedModel(["x"]))
+    call: Any = getattr(agent, method)
+    args: tuple[Any, ...] = ([], "hi") if method == "run_with_history_sync" else ("hi",)
+    with pytest.raises(TypeError, match="usage_limit'") as caught:
+        call(*args, usage_limit=UsageLimits(request_limit=1))
+    assert "usage_limits" in str(caught.value)  # the keywords that exist are named
+
+
+def test_iter_stream_takes_no_on_event_of_its_own() -> None:
+    with pytest.raises(TypeError, match="on_event"):
+        Agent(ScriptedModel(["x"])).iter_stream("hi", on_event=print)  # type: ignore[call-arg]
+
+
+def test_every_run_keyword_is_declared_once() -> None:
+    assert set(RunOptions.__optional_keys__) == {
+        "deps",
+        "run_id",
+        "conversation_id",
+        "on_event",
+        "model",
+        "settings",
+        "usage_limits",
+    }
+
+
+def test_a_runs_own_model_decides_native_output() -> None:
+    """Native output is decided against the model a run uses: an agent whose own model
+    has it asks a model without it through the output tool, and the other way round."""
+    seen: list[Any] = []
+    tool_only = _seen(seen)
+    native = FunctionModel(lambda request: '{"label": "native"}')
+    agent = Agent(native, output_type=Verdict, output_mode="native")
+    assert agent.run_sync("judge").output == Verdict("native")
+    assert agent.run_sync("judge", model=tool_only).output == Verdict("tool")
+    assert seen[-1].output_schema is None
+    assert [t.name for t in seen[-1].tools] == ["final_result"]
+
+    seen.clear()
+    back = Agent(tool_only, output_type=Verdict, output_mode="native")
+    assert back.run_sync("judge").output == Verdict("tool")
+    assert back.run_sync("judge", model=_seen(seen, FunctionModel)).output == Verdict("native")
+    assert seen[-1].output_schema is not None and seen[-1].tools == ()
