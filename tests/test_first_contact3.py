@@ -85,7 +85,8 @@ def test_the_readme_test_command_is_exactly_what_ci_runs() -> None:
     assert f"```sh\n{command}\n```" in readme
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert command in ci
-    assert re.search(r"installs about \d+ MB", readme) and "takes minutes" in readme
+    # what it installs is named, not sized (a size typed by hand is a figure no command wrote)
+    assert "installs the provider SDKs" in readme and "takes minutes" in readme
     assert "Python 3.11 or newer" in readme
 
 
