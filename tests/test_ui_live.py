@@ -96,3 +96,24 @@ async def test_a_stream_that_raises_still_ends_for_its_readers() -> None:
     assert [d async for _, d in run.follow()] == ["first"]
     assert run.done
     await runs.aclose()
+
+
+async def test_resume_gives_the_run_in_flight_none_once_finished_and_refuses_past_the_end() -> None:
+    runs = LiveRuns(linger=60)
+    gate = asyncio.Event()
+    run = runs.start("c1", gated(gate))
+    await asyncio.sleep(0)
+    assert len(run.frames) == 3  # waiting at the gate
+    assert runs.resume("c1", 0) is run and runs.resume("c1", 3) is run
+    with pytest.raises(Refused, match="past the end") as caught:
+        runs.resume("c1", 4)
+    assert caught.value.status == 409
+    with pytest.raises(Refused, match="frame number") as caught:
+        runs.resume("c1", -1)
+    assert caught.value.status == 400
+    assert runs.resume("c2") is None
+    gate.set()
+    await runs.wait("c1")
+    assert runs.get("c1") is run  # still kept for linger ...
+    assert runs.resume("c1", 0) is None and runs.resume("c1", 99) is None  # ... but done
+    await runs.aclose()

@@ -100,16 +100,41 @@ def test_a_dropped_stream_resumes_from_last_event_id_without_a_duplicate_turn(
     assert text.count("word7 ") == 1
     assert chunks[-1]["type"] == "finish"
 
-    # a reconnect from the start replays the same frames; after the end, 204
-    with client.stream("GET", f"/api/chat/{cid}/stream") as r:
-        replay = frames_of(r)
-    assert replay == first + rest
+    # once the run has finished there is nothing to resume: 204, the store has it all
+    assert client.get(f"/api/chat/{cid}/stream").status_code == 204
 
     history = stored(server, client, cid)
     assert [m.role for m in history] == [Role.USER, Role.ASSISTANT]  # one turn, once
     assert history[1].text.endswith("word60.")
     view = client.get(f"/api/conversations/{cid}").json()
     assert view["live"] is False and [m["role"] for m in view["messages"]] == ["user", "assistant"]
+
+
+def test_resume_is_204_once_finished_and_refuses_a_last_event_id_past_the_end(
+    server: WebChatServer,
+) -> None:
+    """Issue 36: a finished run's stream was replayed for 60 s (the docs say 204), and a
+    ``Last-Event-ID`` past the end was an empty 200 without ``[DONE]``. The ``ai``
+    client's ``reconnectToStream`` reads 204 as "nothing to resume"."""
+    client = browser_client(server)
+    cid = new_conversation(client)
+    url = f"/api/chat/{cid}/stream"
+    with client.stream("POST", "/api/chat", json={"id": cid, "messages": [user("long")]}) as r:
+        first = frames_of(r, limit=3)
+        past = client.get(url, headers={"Last-Event-ID": "100000"})  # in flight
+        assert past.status_code == 409, past.text
+        assert "past the end" in past.json()["error"]
+        bad = client.get(url, headers={"Last-Event-ID": "-1"})
+        assert bad.status_code == 400 and "frame number" in bad.json()["error"]
+    with client.stream("GET", url, headers={"Last-Event-ID": "3"}) as r:
+        assert r.status_code == 200
+        rest = frames_of(r)
+    assert rest[-1][1] == "[DONE]" and first[-1][0] + 1 == rest[0][0]
+    total = rest[-1][0]
+    for last in (None, "0", "3", str(total), "100000"):
+        headers = {} if last is None else {"Last-Event-ID": last}
+        after = client.get(url, headers=headers)
+        assert after.status_code == 204, (last, after.text)
 
 
 def test_another_owner_sees_nothing_of_a_conversation(server: WebChatServer) -> None:

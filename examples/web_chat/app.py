@@ -366,14 +366,14 @@ class ChatServer:
         uid = self.owner(request)
         cid = request.path_params["cid"]
         branch = _branch(request.query_params.get("branch"))
-        run = self.runs.get(f"{uid}/{cid}/{branch}")
-        if run is None:
-            return Response(status_code=204)  # nothing in flight: the store has it all
         last = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
         try:
             after = int(last)
         except ValueError:
             raise Refused(f"Last-Event-ID must be a frame number, got {last!r}") from None
+        run = self.runs.resume(f"{uid}/{cid}/{branch}", after)
+        if run is None:  # nothing in flight, or finished: the store has it all
+            return Response(status_code=204)
         return self._follow(run, after)
 
     async def chat(self, request: Request) -> Response:

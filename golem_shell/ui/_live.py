@@ -6,8 +6,10 @@ streams is kept as numbered frames (1, 2, ...): any number of readers follow it 
 any point (an SSE ``Last-Event-ID``), and a reader that reconnects gets exactly the
 frames it has not seen, so the client never asks for the turn again (no duplicate
 turn). While a run for a key is in flight a second one is refused (``Refused``, 409).
-A finished run's frames stay readable for ``linger`` seconds, for a client whose
-connection dropped just before the end.
+``resume`` is what a reconnect gets: the run in flight, or ``None`` once it has finished
+(the server answers 204 and the client reads the store, which holds the whole turn). A
+finished run's frames stay in ``get`` for ``linger`` seconds, for a server that wants
+to show them (ADR 0111).
 """
 
 from __future__ import annotations
@@ -94,6 +96,30 @@ class LiveRuns:
         """The run under ``key`` if it is still in flight."""
         run = self._runs.get(key)
         return run if run is not None and not run.done else None
+
+    def resume(self, key: str, after: int = 0) -> LiveRun | None:
+        """The run under ``key`` for a reader that has seen its frames up to ``after``
+        (an SSE ``Last-Event-ID``; 0: none), or ``None`` when there is nothing to
+        resume: no run in flight, or it has finished (answer 204, as the AI SDK's
+        ``reconnectToStream`` expects: the client then reads the stored conversation).
+
+        Raises:
+            Refused: ``after`` is negative (400), or past the frames the run in flight
+                has streamed (409: the number belongs to another run; reload).
+        """
+        if after < 0:
+            raise Refused(f"Last-Event-ID must be a frame number (0 or more), got {after}")
+        run = self.running(key)
+        if run is None:
+            return None
+        if after > len(run.frames):
+            raise Refused(
+                f"Last-Event-ID {after} is past the end of the run in flight"
+                f" ({len(run.frames)} frames so far): it belongs to another run; reload"
+                " the conversation",
+                409,
+            )
+        return run
 
     def start(
         self,
