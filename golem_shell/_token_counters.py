@@ -43,6 +43,7 @@ from golem_core import (
     Usage,
     budget_history,
 )
+from golem_core.providers import Provider
 from golem_core.wire import WireError
 from golem_core.wire import anthropic as anthropic_wire
 from golem_core.wire import gemini as gemini_wire
@@ -264,7 +265,7 @@ def anthropic_token_counter(
         )
 
     return ProviderTokenCounter(
-        provider="anthropic",
+        provider=Provider.ANTHROPIC.value,
         model=model,
         http=_endpoint(source, f"{source.url}/count_tokens", anthropic_wire.decode_error),
         encode=encode,
@@ -317,7 +318,7 @@ def gemini_token_counter(
         return encoded.map(lambda body: {"contents": body["contents"]})
 
     return ProviderTokenCounter(
-        provider="gemini",
+        provider=Provider.GOOGLE.value,
         model=model,
         http=_endpoint(source, url, gemini_wire.decode_error),
         encode=encode,
