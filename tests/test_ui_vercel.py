@@ -685,3 +685,32 @@ def test_any_history_round_trips_exactly_through_agui_messages(
         }
     )
     assert agui_messages_to_history(run_input.messages) == tuple(history)
+
+
+async def test_a_denied_call_reloads_as_output_denied_as_it_streamed() -> None:
+    """Issue 36: a denial streamed as ``tool-output-denied`` but reloaded as
+    ``output-error``; the AI SDK's UIMessage has a state for it (``output-denied``, with
+    the approval that refused it)."""
+    agent = Agent(FunctionModel(pay_model), tools=[send_money])
+    paused = await agent.run("pay ann")
+    done = await agent.run_with_deferred_results(paused.messages, {"call_pay": Denied("no")})
+    history = (*paused.messages, *done.new_messages)
+    [_, turn] = history_to_ui_messages(history)
+    [part] = [p for p in turn["parts"] if p["type"] == "tool-send_money"]
+    assert part == {
+        "type": "tool-send_money",
+        "toolCallId": "call_pay",
+        "input": {"to": "ann", "cents": 5},
+        "state": "output-denied",
+        "approval": {"id": "call_pay", "approved": False, "reason": "no"},
+    }
+    # read back from its parts alone (no metadata), the denial is the same failed result
+    bare = [{k: v for k, v in m.items() if k != "metadata"} for m in [_, turn]]
+    read, answers = ui_messages_to_history(bare)
+    assert answers == {}
+    [result] = [m for m in read if m.role is Role.TOOL]
+    assert result.failed and result.text == "denied: no"
+    # a tool that failed on its own is still an error
+    failed = Message.tool_result("call_pay", "send_money", "boom", failed=True)
+    [_, turn] = history_to_ui_messages((*paused.messages, failed))
+    assert [p["state"] for p in turn["parts"] if p["type"] == "tool-send_money"] == ["output-error"]

@@ -470,3 +470,7 @@ def test_a_denied_transfer_never_runs(server: WebChatServer) -> None:
     result = next(m for m in history if m.tool_call_id == call_id)
     assert result.failed and "not to mallory" in result.text
     assert not any("sent 5 cents" in m.text for m in history)
+    shown = client.get(f"/api/conversations/{cid}").json()["messages"]
+    part = next(p for p in shown[-1]["parts"] if p.get("toolCallId") == call_id)
+    assert part["state"] == "output-denied"  # as it streamed (issue 36)
+    assert part["approval"] == {"id": call_id, "approved": False, "reason": "not to mallory"}

@@ -7,7 +7,8 @@ Owns both directions of the protocol a React ``useChat`` front end speaks:
   ``text-start``/``text-delta``/``text-end``, ``reasoning-*``, ``tool-input-start``/
   ``tool-input-delta``/``tool-input-available``, and ``finish-step``; the tools'
   ``tool-output-available`` (``tool-output-error`` for a failed result,
-  ``tool-output-denied`` for a call the person refused); ``tool-approval-request`` for
+  ``tool-output-denied`` for a call the person refused, which a rendered history shows
+  as ``output-denied`` too); ``tool-approval-request`` for
   each call that waits for approval; ``error`` when the run failed; ``finish`` (with
   ``messageMetadata``: the run's golem messages as JSON) and ``[DONE]``.
 - ``history_to_ui_messages`` renders a golem history as ``UIMessage``s (a user message;
@@ -343,6 +344,11 @@ def _turn_parts(group: Sequence[Message], waiting: set[str]) -> list[dict[str, A
     return parts
 
 
+_DENIED = "denied: "
+"""How the loop words the failed result of a ``Denied`` call (``denied: <reason>``): such
+a result renders as ``output-denied``, as the stream showed it (``tool-output-denied``)."""
+
+
 def _tool_part(call: ToolCallPart, result: Message | None, waiting: bool) -> dict[str, Any]:
     part: dict[str, Any] = {
         "type": f"tool-{call.name}",
@@ -355,6 +361,9 @@ def _tool_part(call: ToolCallPart, result: Message | None, waiting: bool) -> dic
             part["approval"] = {"id": call.id}
         else:
             part["state"] = "input-available"
+    elif result.failed and result.text.startswith(_DENIED):
+        part["state"] = "output-denied"
+        part["approval"] = {"id": call.id, "approved": False, "reason": result.text[len(_DENIED) :]}
     elif result.failed:
         part["state"] = "output-error"
         part["errorText"] = result.text
@@ -526,6 +535,12 @@ def _assistant_from_parts(parts: list[Any], where: str) -> list[Message]:
             elif state == "output-error":
                 text = _text_field(p, "errorText", at)
                 results.append(Message.tool_result(call_id, name, text, failed=True))
+            elif state == "output-denied":
+                approval = p.get("approval")
+                reason = approval.get("reason") if isinstance(approval, dict) else None
+                if not isinstance(reason, str) or not reason:
+                    reason = Denied().reason
+                results.append(Message.tool_result(call_id, name, _DENIED + reason, failed=True))
     flush()
     return out
 
