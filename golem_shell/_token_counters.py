@@ -43,7 +43,6 @@ from golem_core import (
     Usage,
     budget_history,
 )
-from golem_core.providers import Provider
 from golem_core.wire import WireError
 from golem_core.wire import anthropic as anthropic_wire
 from golem_core.wire import gemini as gemini_wire
@@ -105,7 +104,7 @@ class ProviderTokenCounter:
     def __init__(
         self,
         *,
-        provider: str,
+        made_by: str,
         model: str,
         http: ProviderHTTP,
         encode: _Encode,
@@ -114,7 +113,7 @@ class ProviderTokenCounter:
     ) -> None:
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise UsageError(f"cache_size must be an int of at least 0, got {cache_size!r}")
-        self.provider = provider
+        self.made_by = made_by
         self.model = model
         self._http = http
         self._encode = encode
@@ -126,7 +125,7 @@ class ProviderTokenCounter:
         self.misses = 0
 
     def __repr__(self) -> str:
-        return f"{self.provider}_token_counter({self.model!r})"
+        return f"{self.made_by}({self.model!r})"
 
     async def __aenter__(self) -> ProviderTokenCounter:
         return self
@@ -265,7 +264,7 @@ def anthropic_token_counter(
         )
 
     return ProviderTokenCounter(
-        provider=Provider.ANTHROPIC.value,
+        made_by="anthropic_token_counter",
         model=model,
         http=_endpoint(source, f"{source.url}/count_tokens", anthropic_wire.decode_error),
         encode=encode,
@@ -318,7 +317,7 @@ def gemini_token_counter(
         return encoded.map(lambda body: {"contents": body["contents"]})
 
     return ProviderTokenCounter(
-        provider=Provider.GOOGLE.value,
+        made_by="gemini_token_counter",
         model=model,
         http=_endpoint(source, url, gemini_wire.decode_error),
         encode=encode,
