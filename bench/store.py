@@ -11,7 +11,18 @@ PostgreSQL (a real server on 127.0.0.1 from ``tests/postgres_server.py``, ``fsyn
   ``store_decode_same_bytes_<engine>``: ``decode_history`` of the very JSON bytes the
   load returns (``encode_history`` of it), timed in the same rounds. Target: at most 2x.
 
+- ``store_turn_window_<engine>`` at n = 100 and 100,000 (issue 34 item 4): one chat turn
+  on a stored conversation of n messages, end to end: ``load_window(last=60)`` (read and
+  verified against the signed head), ``trim_history(60)`` on it, and the OpenAI request
+  body encoded to JSON bytes. Target: the turn at 100,000 at most 1.3x the turn at 100.
+  Both sizes sit 40 messages past a step point (``(100,000 - 100) / 30`` is whole), so
+  the window (70 messages) and what is sent are as long at both: what differs is only
+  how long the conversation is. ``store_turn_whole_<engine>`` (``--window`` only, for
+  scale) is the same turn with ``load`` of the whole conversation.
+
 ``--quick`` (the smoke test): SQLite only, n = 100 and 1,000. Nothing is asserted.
+``--window`` times only the turns; ``--json PATH`` also writes the records, verdicts and
+the command as JSON (``bench/results_store_window.json``).
 """
 
 from __future__ import annotations
@@ -28,19 +39,32 @@ from typing import TYPE_CHECKING
 from bench.convert import to_golem
 from bench.timing import CLOCKS, Clock, Op, Record, measure
 from bench.workload import conversation
-from golem_core import Message, Role, TextPart, decode_history, encode_history
+from golem_core import (
+    Message,
+    ModelRequest,
+    Role,
+    TextPart,
+    decode_history,
+    encode_history,
+    trim_history,
+)
+from golem_core.wire.openai import encode_request
 from golem_shell.store import PostgresHistoryStore, SQLiteHistoryStore
 
 if TYPE_CHECKING:
     from bench.run import Verdict
 
-__all__ = ["LOAD_N", "SIZES", "store_records", "store_verdicts"]
+__all__ = ["LOAD_N", "SIZES", "store_records", "store_verdicts", "window_records"]
 
 SIZES = (100, 10_000, 100_000)
 QUICK_SIZES = (100, 1_000)
 LOAD_N = 10_000
 FLAT_LIMIT = 3.0
 LOAD_LIMIT = 2.0
+WINDOW_SIZES = (100, 100_000)
+QUICK_WINDOW_SIZES = (100, 1_000)
+WINDOW_LAST = 60
+WINDOW_LIMIT = 1.3
 OWNER = "bench"
 KEY = b"bench-signing-key-0123456789abcd"
 
@@ -80,6 +104,37 @@ def _appender(store: Store, cid: str, length: int) -> Callable[[], None]:
     return append_one
 
 
+def _turn(store: Store, cid: str, *, whole: bool) -> Callable[[], None]:
+    """One turn's work before the model is called: load, process, encode the request."""
+    processor = trim_history(WINDOW_LAST)
+
+    def turn() -> None:
+        if whole:
+            history = store.load_sync(OWNER, cid)
+        else:
+            history = store.load_window_sync(OWNER, cid, last=WINDOW_LAST).messages
+        kept = processor(history).value_or(())
+        assert kept, "the processor kept nothing"
+        body = encode_request(ModelRequest(kept), model="gpt-4o-mini", stream=True).value_or({})
+        json.dumps(body).encode()
+
+    return turn
+
+
+def window_records(store: Store, engine: str, *, quick: bool, whole: bool) -> list[Op]:
+    """The turn ops on one engine: a conversation of each size (no system message, as a
+    run's ``new_messages`` store none), windowed, and with ``whole`` the full load too."""
+    ops: list[Op] = []
+    for n in QUICK_WINDOW_SIZES if quick else WINDOW_SIZES:
+        cid = f"window-{n}"
+        messages = [m for m in to_golem(conversation(n + 1)) if m.role is not Role.SYSTEM]
+        store.append_sync(OWNER, cid, messages[:n], 0)
+        ops.append(Op("golem", f"store_turn_window_{engine}", n, _turn(store, cid, whole=False)))
+        if whole:
+            ops.append(Op("golem", f"store_turn_whole_{engine}", n, _turn(store, cid, whole=True)))
+    return ops
+
+
 def store_records(
     *, quick: bool, repeat: int, min_repeat_s: float, clock: Clock, postgres: bool
 ) -> list[Record]:
@@ -109,6 +164,7 @@ def store_records(
                 )
                 decode = f"store_decode_same_bytes_{engine}"
                 ops.append(Op("golem", decode, load_n, lambda d=data: decode_history(d)))
+                ops += window_records(store, engine, quick=quick, whole=False)
                 records += measure(ops, repeat, min_repeat_s, clock)
             finally:
                 store.close()
@@ -148,7 +204,34 @@ def store_verdicts(records: Sequence[Record]) -> list[Verdict]:
                     ratio <= LOAD_LIMIT if judged else None,
                 )
             )  # fmt: skip
+        op = f"store_turn_window_{engine}"
+        sizes = sorted(n for o, n in by_key if o == op)
+        if len(sizes) >= 2:
+            small, big = by_key[(op, sizes[0])], by_key[(op, sizes[-1])]
+            ratio = big.median_s / small.median_s
+            judged = big.n >= WINDOW_SIZES[-1]
+            verdicts.append(
+                Verdict(
+                    op, big.n, big.median_s, f"golem {op} n={small.n:,}", small.median_s, ratio,
+                    f"flat (<= {WINDOW_LIMIT:g})" if judged else "info (judged at 100,000)",
+                    ratio <= WINDOW_LIMIT if judged else None,
+                )
+            )  # fmt: skip
     return verdicts
+
+
+def _window_only(args: argparse.Namespace) -> list[Record]:
+    records: list[Record] = []
+    with _engines(not args.no_postgres and not args.quick) as engines:
+        for engine, open_store in engines:
+            store = open_store()
+            try:
+                ops = window_records(store, engine, quick=args.quick, whole=not args.quick)
+                min_repeat_s = 0.0 if args.quick else 0.02
+                records += measure(ops, args.repeat, min_repeat_s, CLOCKS[args.clock])
+            finally:
+                store.close()
+    return records
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -157,18 +240,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
+    parser.add_argument("--window", action="store_true", help="only the windowed turns")
+    parser.add_argument("--json", type=Path, help="also write records and verdicts here")
     args = parser.parse_args(argv)
-    records = store_records(
-        quick=args.quick,
-        repeat=args.repeat,
-        min_repeat_s=0.0 if args.quick else 0.02,
-        clock=CLOCKS[args.clock],
-        postgres=not args.no_postgres,
-    )
+    if args.window:
+        records = _window_only(args)
+    else:
+        records = store_records(
+            quick=args.quick,
+            repeat=args.repeat,
+            min_repeat_s=0.0 if args.quick else 0.02,
+            clock=CLOCKS[args.clock],
+            postgres=not args.no_postgres,
+        )
+    verdicts = store_verdicts(records)
     for r in records:
         print(json.dumps({"kind": "time", **r.as_json()}))
-    for v in store_verdicts(records):
+    for v in verdicts:
         print(json.dumps(v.as_json()))
+    if args.json is not None:
+        command = "python -m bench.store " + " ".join(sys.argv[1:] if argv is None else argv)
+        data = {
+            "command": command.strip(),
+            "records": [r.as_json() for r in records],
+            "verdicts": [v.as_json() for v in verdicts],
+        }
+        args.json.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     return 0
 
 

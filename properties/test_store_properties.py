@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from strategies import histories, valid_histories
 
-from golem_core import Message, Role, TextPart, check_pairing, encode_history
+from golem_core import Message, Role, TextPart, check_pairing, encode_history, trim_history
 from golem_shell.store import HistoryConflict, PostgresHistoryStore, SQLiteHistoryStore
 
 History = tuple[Message, ...]
@@ -158,6 +158,25 @@ class StoredConversations(RuleBasedStateMachine):
         receipt = self.store.delete_sync(OWNER, cid)
         assert receipt.conversations in ((cid,), ())
         self.lengths = {k: v for k, v in self.lengths.items() if k[0] != cid}
+
+    @precondition(lambda self: bool(self.lengths))
+    @rule(data=st.data(), last=st.integers(1, 8), low=st.integers(1, 8))
+    def load_window(self, data: st.DataObject, last: int, low: int) -> None:
+        """A windowed load is the whole branch's suffix from the step grid, bounded, and
+        the processor returns from it what it returns from the whole branch (ADR 0107)."""
+        cid, branch = data.draw(st.sampled_from(self._views()))
+        low_water = min(low, last)
+        whole = self.store.load_sync(OWNER, cid, branch=branch)
+        window = self.store.load_window_sync(
+            OWNER, cid, last=last, low_water=low_water, branch=branch
+        )
+        assert window.length == len(whole)
+        assert window.messages == whole[window.start :]
+        assert len(window.messages) <= max(last + 1, 2 * last - low_water)
+        assert len(window.messages) > last or window.start == 0  # so the processor cuts
+        if not any(m.role is Role.SYSTEM for m in whole):
+            processor = trim_history(last, low_water=low_water)
+            assert processor(window.messages) == processor(whole)
 
     @invariant()
     def every_branch_loads_pairs_and_verifies(self) -> None:

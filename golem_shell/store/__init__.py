@@ -5,9 +5,14 @@
 each async with a ``_sync`` twin. A store is not a session: the agent never reads it;
 the application wires it around a run::
 
-    history = await store.load(user, cid)
-    result = await agent.run_with_history(history, prompt, conversation_id=cid)
-    await store.append(user, cid, result.new_messages, expected_length=len(history))
+    window = await store.load_window(user, cid, last=200)  # as trim_history(200)
+    result = await agent.run_with_history(window.messages, prompt, conversation_id=cid)
+    await store.append(user, cid, result.new_messages, expected_length=window.length)
+
+- **Windowed loads.** ``load_window`` reads only what the history processor needs: the
+  newest part of a branch from its step grid (bounded, cache-stable; the processor
+  returns from it what it returns from the whole branch), verified against the signed
+  head without reading the rest (``load`` returns everything, unverified).
 
 - **Owners.** Every method takes the owner (a user, a tenant) first; it is the first
   column of every key, so another owner's conversation id is simply not there.
@@ -29,9 +34,10 @@ the application wires it around a run::
   failed or cancelled run completed (``partial_from(error)``).
 
 The guarantees, precisely: ``docs/stores.md``. The modules: ``_sql`` (tables, drivers),
-``_rows`` (reading), ``_ops`` (load/append/branch/fork), ``_erase`` (erase, delete,
-prune), ``_verify``, ``_crypto`` (chain, heads, AES-GCM), ``_tombstone``, ``_values``,
-``_errors``, ``_methods`` (the public methods), ``_sqlite``, ``_postgres``.
+``_rows`` (reading), ``_ops`` (load/append/branch/fork), ``_window`` (load_window),
+``_erase`` (erase, delete, prune), ``_verify``, ``_crypto`` (chain, heads, AES-GCM),
+``_tombstone``, ``_values``, ``_errors``, ``_methods`` (the public methods), ``_sqlite``,
+``_postgres``.
 """
 
 from golem_shell.store._crypto import EncryptionKeys
