@@ -200,7 +200,9 @@ async def test_an_approval_interrupts_and_resume_approves() -> None:
 async def test_an_error_is_run_error() -> None:
     events = await events_of((), "fail")
     assert kinds(events) == ["RUN_STARTED", "RUN_ERROR"]
-    assert "the model is down" in events[-1]["message"]
+    assert "the model is down" not in events[-1]["message"]  # issue 36: in the log only
+    assert events[-1]["message"].startswith("the run failed (error id ")
+    assert events[-1]["code"] == "run_failed"
 
 
 def test_resume_entries_approve_only_with_a_true_boolean() -> None:

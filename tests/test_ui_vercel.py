@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -343,14 +344,23 @@ async def test_a_denied_call_is_tool_output_denied() -> None:
     assert not any(c["type"] == "tool-output-available" for c in chunks)
 
 
-async def test_a_failed_run_is_error_then_finish_with_reason_error() -> None:
+async def test_a_failed_run_is_error_then_finish_with_reason_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     def broken(request: ModelRequest) -> Message:
-        raise RuntimeError("the model is down")
+        raise RuntimeError("the model is down at 10.0.0.7")
 
-    frames, ended = await stream_of(Agent(FunctionModel(broken)), (), "hi")
+    with caplog.at_level("ERROR", logger="golem.ui"):
+        frames, ended = await stream_of(Agent(FunctionModel(broken)), (), "hi")
     chunks = check_protocol(frames)
     assert [c["type"] for c in chunks] == ["start", "error", "finish"]
-    assert "the model is down" in chunks[1]["errorText"]
+    # issue 36: the browser gets a generic text and an error id, the log the detail
+    text = chunks[1]["errorText"]
+    assert "10.0.0.7" not in text and "RuntimeError" not in text
+    error_id = re.fullmatch(r"the run failed \(error id (\S+)\)\.", text)
+    assert error_id is not None, text
+    [record] = [r for r in caplog.records if error_id[1] in r.getMessage()]
+    assert record.exc_info is not None and "10.0.0.7" in str(record.exc_info[1])
     assert chunks[2] == {"type": "finish", "finishReason": "error"}
     assert ended.error is not None and ended.result is None
 
@@ -652,7 +662,8 @@ async def test_when_storing_fails_the_stream_ends_with_that_error() -> None:
     frames = [f async for f in vercel_frames(stream, run_items(start), on_end=refuse)]
     chunks = check_protocol(frames)
     assert shape(chunks)[-3:] == ["finish-step", "error", "finish"]
-    assert chunks[-2]["errorText"] == "the store is full"
+    assert chunks[-2]["errorText"].startswith("the run failed (error id ")
+    assert "store is full" not in chunks[-2]["errorText"]
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -34,6 +34,7 @@ from golem_shell.ui._run import (
     ToolResults,
     UIFold,
     UIStep,
+    failure_text,
     run_items,
 )
 from golem_shell.ui._vercel import (
@@ -69,6 +70,7 @@ __all__ = [
     "agui_frames",
     "agui_messages_to_history",
     "encode_event",
+    "failure_text",
     "history_to_agui_messages",
     "history_to_ui_messages",
     "parse_json_body",

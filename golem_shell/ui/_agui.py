@@ -8,7 +8,8 @@ Owns both directions of the AG-UI protocol (types from the ``ag_ui.core`` packag
   ``_ARGS``/``_END``; ``TOOL_CALL_RESULT`` per result; then ``RUN_FINISHED`` (outcome
   ``success``, or ``interrupt`` with one ``Interrupt`` per call that waits for
   approval, whose id is the call id), preceded by a ``MESSAGES_SNAPSHOT`` of the whole
-  history, or ``RUN_ERROR``.
+  history, or ``RUN_ERROR`` (code ``run_failed``, a generic message and an error id;
+  the detail goes to the log).
 - ``agui_messages_to_history`` reads ``RunAgentInput.messages`` as golem history (a
   ``tool`` message with ``error`` is a failed result; ``system`` and ``developer``
   messages become system messages, which ``sanitize_history`` drops and reports);
@@ -89,6 +90,7 @@ from golem_shell.ui._run import (
     StepStarted,
     UIFold,
     UIStep,
+    failure_text,
 )
 
 __all__ = [
@@ -200,10 +202,7 @@ class AGUIStream:
     def _end(self, ended: RunEnded) -> BaseEvent:
         result = ended.result
         if result is None:
-            error = ended.error
-            return RunErrorEvent(
-                message=str(error) or type(error).__name__, code=type(error).__name__
-            )
+            return RunErrorEvent(message=failure_text(ended.error), code="run_failed")
         if result.paused:
             interrupts = [
                 Interrupt(

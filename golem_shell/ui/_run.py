@@ -7,6 +7,8 @@ Owns what both protocol adapters (``_vercel``, ``_agui``) read from a run:
   tool finished: a streamed run reports ``ToolResultEvent``; whatever the run added
   without one, e.g. an answer to an approval, at the end), and finally a ``RunEnded``
   with the result or the error.
+- ``failure_text(error)`` is what a client is shown of a failed run (a generic
+  sentence and an error id; the detail goes to the ``golem.ui`` log).
 - ``UIFold`` turns those items into protocol-neutral ``UIStep``s (steps, text and
   reasoning blocks, calls, results, approvals, the end) in the order every chat
   protocol shares; each adapter only names them in its own vocabulary.
@@ -15,6 +17,7 @@ Owns what both protocol adapters (``_vercel``, ``_agui``) read from a run:
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
@@ -38,6 +41,7 @@ from golem_shell import (  # the public API only: the agent's internals may chan
     RunEvent,
     RunResult,
     ToolResultEvent,
+    new_id,
     partial_from,
 )
 
@@ -58,8 +62,11 @@ __all__ = [
     "ToolResults",
     "UIFold",
     "UIStep",
+    "failure_text",
     "run_items",
 ]
+
+_log = logging.getLogger("golem.ui")
 
 
 @frozen
@@ -132,6 +139,23 @@ async def run_items(start: StartRun) -> AsyncIterator[RunItem]:
         if not task.done():
             task.cancel()
         await asyncio.wait({task})
+
+
+def failure_text(error: BaseException | None) -> str:
+    """What a client is told about a failed run: a generic sentence and an error id.
+
+    The error's own text (a provider's message, a host name, a key's prefix, a stack of
+    a tool) goes to the ``golem.ui`` log with its traceback under that id, never to the
+    browser. Mints an id and logs: call it once per failed run.
+    """
+    error_id = new_id()
+    _log.error(
+        "a run failed (error id %s): %s",
+        error_id,
+        type(error).__name__,
+        exc_info=(type(error), error, error.__traceback__) if error is not None else None,
+    )
+    return f"the run failed (error id {error_id})."
 
 
 def _tool_messages(messages: Sequence[Message]) -> tuple[Message, ...]:

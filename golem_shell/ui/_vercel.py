@@ -9,7 +9,8 @@ Owns both directions of the protocol a React ``useChat`` front end speaks:
   ``tool-output-available`` (``tool-output-error`` for a failed result,
   ``tool-output-denied`` for a call the person refused, which a rendered history shows
   as ``output-denied`` too); ``tool-approval-request`` for
-  each call that waits for approval; ``error`` when the run failed; ``finish`` (with
+  each call that waits for approval; ``error`` when the run failed (``failure_text``: a
+  generic sentence and an error id, the detail in the log); ``finish`` (with
   ``messageMetadata``: the run's golem messages as JSON) and ``[DONE]``.
 - ``history_to_ui_messages`` renders a golem history as ``UIMessage``s (a user message;
   an assistant turn with its tool results and every step up to the next user message);
@@ -68,6 +69,7 @@ from golem_shell.ui._run import (
     StepStarted,
     UIFold,
     UIStep,
+    failure_text,
 )
 
 __all__ = [
@@ -211,8 +213,7 @@ class VercelStream:
         out: list[Chunk] = []
         finish: Chunk = {"type": "finish"}
         if ended.result is None:
-            error = ended.error
-            out.append({"type": "error", "errorText": str(error) or type(error).__name__})
+            out.append({"type": "error", "errorText": failure_text(ended.error)})
             finish["finishReason"] = "error"
         else:
             added = ended.result.new_messages
