@@ -390,6 +390,35 @@ def test_agui_refuses_an_approval_of_a_call_the_server_never_issued(server: WebC
     assert r.status_code == 400 and interrupt["id"] in r.json()["error"]
 
 
+def test_agui_runs_an_approved_call_once_even_from_a_replayed_snapshot(
+    server: WebChatServer,
+) -> None:
+    """Issue 36: resubmitting an older snapshot with the same approval executed the call
+    again (signatures prove a call was issued, not that it is still unanswered). The
+    server remembers the calls it was given an answer for, in its SQLite file."""
+    client = httpx.Client(base_url=server.url, timeout=30)
+    events = agui_events(agui(client, [{"id": "u", "role": "user", "content": "pay ann 5"}]))
+    [interrupt] = events[-1]["outcome"]["interrupts"]
+    snapshot = next(e for e in events if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+    yes = {"approved": True}
+    approve = [{"interruptId": interrupt["id"], "status": "resolved", "payload": yes}]
+    events = agui_events(agui(client, snapshot, resume=approve))
+    assert [e["content"] for e in events if e["type"] == "TOOL_CALL_RESULT"] == [
+        "sent 5 cents to ann"
+    ]
+    for resume in (approve, [{"interruptId": interrupt["id"], "status": "cancelled"}]):
+        again = agui(client, snapshot, resume=resume)  # the older snapshot, replayed
+        assert again.status_code == 409, again.text
+        assert "already answered" in again.json()["error"] and interrupt["id"] in again.text
+    # a fresh call (a new turn) is answered normally
+    events = agui_events(agui(client, [{"id": "u", "role": "user", "content": "pay bob 6"}]))
+    [second] = events[-1]["outcome"]["interrupts"]
+    snapshot = next(e for e in events if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+    resume = [{"interruptId": second["id"], "status": "resolved", "payload": {"approved": True}}]
+    events = agui_events(agui(client, snapshot, resume=resume))
+    assert any(e.get("content") == "sent 6 cents to bob" for e in events)
+
+
 def test_agui_refuses_ten_megabytes(server: WebChatServer) -> None:
     client = httpx.Client(base_url=server.url, timeout=30)
     big = [{"id": f"u{k}", "role": "user", "content": "x" * 1000} for k in range(10_000)]

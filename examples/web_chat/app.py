@@ -11,8 +11,12 @@ resumes it (``GET /api/chat/{id}/stream`` with ``Last-Event-ID``). Editing a mes
 regenerates from there on a branch (a fork of the conversation). The server trusts its
 store, never the client's copy of the history: of what a client posts it reads only
 the newest message (a prompt, or approvals), sanitized. ``POST /agui`` serves the same
-agent statelessly as AG-UI events: there the client holds the history, and signatures
-(``signing_key``) decide which calls may still be approved.
+agent statelessly as AG-UI events: there the client holds the history, signatures
+(``signing_key``) decide which calls may be approved, and the SQLite file remembers
+which were answered, so a replayed snapshot never runs a call twice.
+
+Over 600 lines because it is the whole example in one file that runs as it is: the
+offline model, the routes, and the rules that place a client's list on a branch.
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import secrets
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,6 +48,7 @@ from golem_core import (
     Role,
     TextDelta,
     ToolCallDelta,
+    history_to_jsonable,
     signed_calls,
 )
 from golem_shell import (
@@ -282,14 +289,76 @@ def _kept_after_failure(prior: Sequence[Any], history: Sequence[Message]) -> boo
     )
 
 
+class AnsweredCalls:
+    """The calls of the stateless AG-UI endpoint that have been answered, kept in the
+    example's SQLite file: each at most once.
+
+    A signature proves the server issued a call, not that the call still waits: a
+    client could send an older snapshot back with the same approval and run the call
+    again (ADR 0069). So an answer claims its call first; a call is the signed
+    assistant message that holds it (its exact bytes: ids alone repeat across
+    conversations) and its id. The claim is one transaction: all of a request's calls,
+    or none.
+    """
+
+    def __init__(self, db: str) -> None:
+        self.db = sqlite3.connect(db, check_same_thread=False, isolation_level=None)
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS web_chat_answered_calls (call TEXT PRIMARY KEY)"
+        )
+
+    @staticmethod
+    def key(history: Sequence[Message], call_id: str) -> str:
+        holder = next(m for m in history if any(c.id == call_id for c in m.tool_calls))
+        digest = hashlib.sha256(json.dumps(history_to_jsonable((holder,))).encode())
+        return f"{digest.hexdigest()}/{call_id}"
+
+    def claim(self, history: Sequence[Message], call_ids: Sequence[str]) -> None:
+        """Record that ``call_ids`` (each vouched for in ``history``) are answered now.
+
+        Raises:
+            Refused: one of them was answered before (409); nothing is recorded.
+        """
+        keys = {self.key(history, c): c for c in call_ids}
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            marks = ",".join("?" * len(keys))
+            seen = self.db.execute(
+                f"SELECT call FROM web_chat_answered_calls WHERE call IN ({marks})", list(keys)
+            ).fetchall()
+            if seen:
+                raise Refused(
+                    "refusing answers for calls already answered (a replayed snapshot?): "
+                    + ", ".join(sorted(keys[k] for (k,) in seen)),
+                    409,
+                )
+            self.db.executemany(
+                "INSERT INTO web_chat_answered_calls VALUES (?)", [(k,) for k in keys]
+            )
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def close(self) -> None:
+        self.db.close()
+
+
 class ChatServer:
     """The routes' logic: a store of conversations per owner (the ``uid`` cookie), the
     agent, and the runs in flight (``LiveRuns``, keyed by owner, conversation and branch)."""
 
-    def __init__(self, agent: Agent[None, str], store: SQLiteHistoryStore, key: bytes) -> None:
+    def __init__(
+        self,
+        agent: Agent[None, str],
+        store: SQLiteHistoryStore,
+        key: bytes,
+        answered: AnsweredCalls,
+    ) -> None:
         self.agent = agent
         self.store = store
         self.key = key
+        self.answered = answered
         self.runs = LiveRuns()
 
     def owner(self, request: Request) -> str:
@@ -547,6 +616,8 @@ class ChatServer:
                 "refusing answers for calls this server did not issue, or that wait for"
                 " nothing (forged or edited?): " + ", ".join(forged)
             )
+        if answers:  # each call is answered once, whatever snapshot comes back
+            self.answered.claim(history, sorted(answers))
         stream = AGUIStream(
             run_input.thread_id, run_input.run_id, history=history, answered=answers
         )
@@ -583,7 +654,7 @@ def make_app(
     model's words, ``key`` signs what the agent writes (a fresh one by default)."""
     key = key or secrets.token_bytes(32)
     store = SQLiteHistoryStore(db, signing_keys=key)
-    server = ChatServer(make_agent(delay, key), store, key)
+    server = ChatServer(make_agent(delay, key), store, key, AnsweredCalls(db))
 
     def guarded(handler: Any) -> Any:
         async def endpoint(request: Request) -> Response:
@@ -600,6 +671,7 @@ def make_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         await server.runs.aclose()
+        server.answered.close()
         store.close()
 
     app = Starlette(
