@@ -66,6 +66,11 @@ class HistoryStore(Protocol):
         self, owner: str, conversation_id: str, *, branch: str = MAIN
     ) -> tuple[Message, ...]: ...
 
+    async def load_window(
+        self, owner: str, conversation_id: str, *, last: int, low_water: int | None = None,
+        keep_first: int = 0, branch: str = MAIN,
+    ) -> Window: ...  # fmt: skip
+
     async def append(
         self,
         owner: str,
@@ -99,6 +104,11 @@ class HistoryStore(Protocol):
     def load_sync(
         self, owner: str, conversation_id: str, *, branch: str = MAIN
     ) -> tuple[Message, ...]: ...
+
+    def load_window_sync(
+        self, owner: str, conversation_id: str, *, last: int, low_water: int | None = None,
+        keep_first: int = 0, branch: str = MAIN,
+    ) -> Window: ...  # fmt: skip
 
     def append_sync(
         self,
