@@ -8,12 +8,16 @@ Owns the console script (``golem = "golem_shell.cli:main"``)::
     golem history trim      --max-messages N [--json] [-o OUT] [--indent N] FILE
     golem history budget    --max-tokens N [--counter NAME] [--json] [-o OUT] [--indent N] FILE
     golem schema
+    golem migrate-store --owner OWNER [--table T] [--prefix P] [--signing-key-env VAR ...]
+                        [--json] DATABASE
 
 ``FILE`` is a history in golem's JSON contract, or ``-`` for standard input. The
 commands that rewrite a history write it to standard output (or ``-o OUT``), compact
 unless ``--indent`` is given, and their report to standard error; ``check`` writes its
 report to standard output. A report is one human line per finding, or one JSON object
 with ``--json``. ``schema`` prints the JSON Schema (draft 2020-12) of the contract.
+``migrate-store`` moves a golem 0.2 store (an SQLite file or a PostgreSQL URL) into
+today's tables (``golem_shell.store._migrate``; docs/guides/migrating.md).
 
 Exit status (ADR 0045): 0 success; 1 a check failed (``check`` found a problem) or a
 processor refused (``trim``/``budget`` left nothing that can open a request); 2 the
@@ -366,6 +370,46 @@ def _schema(args: argparse.Namespace) -> int:
 # -- the parser ------------------------------------------------------------------------------
 
 
+def _migrate_store(args: argparse.Namespace) -> int:
+    from golem_shell._errors import UsageError
+    from golem_shell.store import HistoryStoreError
+    from golem_shell.store._migrate import migrate_store
+
+    keys: list[bytes] = []
+    for name in args.signing_key_env:
+        value = os.environb.get(name.encode())
+        if not value:
+            raise _InputError(f"--signing-key-env {name}: the variable is not set or empty")
+        keys.append(value)
+    try:
+        done = migrate_store(
+            args.database,
+            owner=args.owner,
+            table=args.table,
+            prefix=args.prefix,
+            signing_keys=keys or None,
+        )
+    except (UsageError, ValueError) as e:
+        raise _InputError(str(e)) from None
+    except HistoryStoreError as e:
+        sys.stderr.write(f"golem: {e}\n")
+        return EXIT_FAILED
+    data = {
+        "database": done.database,
+        "kept_as": done.kept_as,
+        "moved": [list(c) for c in done.conversations],
+        "messages": done.messages,
+        "skipped": [list(c) for c in done.skipped],
+    }
+    line = (
+        f"moved {len(done.conversations)} conversation(s), {done.messages} message(s); "
+        f"{len(done.skipped)} moved before; the 0.2 rows stay in table {done.kept_as} "
+        "(drop it once you have checked the result)"
+    )
+    _emit(sys.stdout, _report(args, data, [line]))
+    return EXIT_OK
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -434,6 +478,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     schema = commands.add_parser("schema", help="print the JSON Schema of the history contract")
     schema.set_defaults(run=_schema)
+    migrate = commands.add_parser(
+        "migrate-store",
+        help="move a golem 0.2 store (one table, no owners) into today's tables",
+        description="Move the conversations of a golem 0.2 store into today's tables, "
+        "under one owner. Safe to run again; the 0.2 table is kept (renamed to <table>_v02 "
+        "when today's tables need its name).",
+    )
+    migrate.add_argument("database", metavar="DATABASE", help="an SQLite file or a PostgreSQL URL")
+    migrate.add_argument("--owner", required=True, help="the owner every conversation moves to")
+    migrate.add_argument("--table", default="golem_messages", help="the 0.2 table's name")
+    migrate.add_argument("--prefix", default="golem", help="today's table prefix (table=)")
+    migrate.add_argument(
+        "--signing-key-env",
+        action="append",
+        default=[],
+        metavar="VAR",
+        help="an environment variable holding a store signing key (repeatable, newest first)",
+    )
+    migrate.add_argument("--json", action="store_true", help="print the report as JSON")
+    migrate.set_defaults(run=_migrate_store)
     return parser
 
 
