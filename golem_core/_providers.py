@@ -132,6 +132,8 @@ class ProviderProfile:
     default_base_url: str
     key_env: tuple[str, ...]
     """Environment variables read for the API key, in order."""
+    key_header: tuple[str, str]
+    """The header the key travels in, and what precedes the key in it."""
     base_url_env: str
     otel_name: str
     """The OpenTelemetry ``gen_ai.provider.name`` (its well-known values)."""
@@ -160,6 +162,7 @@ _PROFILES: Final = (
         prefixes=("openai",),
         default_base_url="https://api.openai.com/v1",
         key_env=("OPENAI_API_KEY",),
+        key_header=("authorization", "Bearer "),
         base_url_env="OPENAI_BASE_URL",
         otel_name="openai",
         cache=CacheRule.KEY,
@@ -173,6 +176,7 @@ _PROFILES: Final = (
         prefixes=("openai-responses",),
         default_base_url="https://api.openai.com/v1",
         key_env=("OPENAI_API_KEY",),
+        key_header=("authorization", "Bearer "),
         base_url_env="OPENAI_BASE_URL",
         otel_name="openai",
         cache=CacheRule.KEY,
@@ -186,6 +190,7 @@ _PROFILES: Final = (
         prefixes=("anthropic",),
         default_base_url="https://api.anthropic.com",
         key_env=("ANTHROPIC_API_KEY",),
+        key_header=("x-api-key", ""),
         base_url_env="ANTHROPIC_BASE_URL",
         otel_name="anthropic",
         cache=CacheRule.BREAKPOINTS,
@@ -201,6 +206,7 @@ _PROFILES: Final = (
         prefixes=("google", "gemini", "google-gla"),
         default_base_url="https://generativelanguage.googleapis.com/v1beta",
         key_env=("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+        key_header=("x-goog-api-key", ""),
         base_url_env="GEMINI_BASE_URL",
         otel_name="gcp.gemini",
         cache=CacheRule.IMPLICIT,

@@ -41,7 +41,14 @@ from golem_core.loop import (
     receive,
 )
 from golem_shell._driver import End, Progress, ToolBatch, run
-from golem_shell._errors import DeferredResultsError, ModelError, RunError, Stage, UsageError
+from golem_shell._errors import (
+    DeferredResultsError,
+    ModelError,
+    ModelRequestsNotAllowed,
+    RunError,
+    Stage,
+    UsageError,
+)
 from golem_shell._observe import EventHandler, observe_run, relay
 from golem_shell._results import DeltaEvent, DeltaHandler, RunResult, partial_of
 from golem_shell._setup import (
@@ -95,6 +102,8 @@ class AgentEffects:
                 f"the on_delta handler raised {type(error).__name__}: {error}"
                 " (the model's stream was fine; the run stopped because the handler failed)"
             )
+        except ModelRequestsNotAllowed:
+            raise  # a test that forgot its override: loudly, not as a failed run
         except (ModelError, UsageError) as e:
             self.cause = e
             return ModelFailed(str(e), e.kind if isinstance(e, ModelError) else None)

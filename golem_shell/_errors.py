@@ -28,6 +28,7 @@ __all__ = [
     "DeferredResultsError",
     "GolemError",
     "ModelError",
+    "ModelRequestsNotAllowed",
     "PartialResult",
     "RunError",
     "Stage",
@@ -41,6 +42,12 @@ class GolemError(Exception):
 
 class UsageError(GolemError, ValueError):
     """golem was misused: the calling code or its configuration must change."""
+
+
+class ModelRequestsNotAllowed(UsageError):
+    """A real model request while ``golem_shell.models.ALLOW_MODEL_REQUESTS`` is
+    ``False`` (a test that forgot its ``agent.override(model=TestModel())``). Raised out
+    of the run as it is, never turned into a failed run."""
 
 
 class DeferredResultsError(GolemError, ValueError):

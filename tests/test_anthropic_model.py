@@ -441,9 +441,10 @@ async def test_the_key_never_appears_in_errors(provider_server: ProviderServer) 
 # -- configuration ---------------------------------------------------------------------------
 
 
-def test_missing_key_names_the_variable() -> None:
+async def test_missing_key_names_the_variable_at_the_first_request() -> None:
+    model = AnthropicModel("claude-sonnet-4-5")  # made without a key: read when first used
     with pytest.raises(UsageError, match="ANTHROPIC_API_KEY"):
-        AnthropicModel("claude-sonnet-4-5")
+        await model.request(ModelRequest(messages=(Message.user("hi"),)))
 
 
 async def test_key_and_base_url_from_the_environment(

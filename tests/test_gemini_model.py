@@ -296,9 +296,10 @@ async def test_a_bad_signature_is_refused_before_any_request(
 # -- configuration ----------------------------------------------------------------------
 
 
-def test_missing_key_names_the_variables() -> None:
+async def test_missing_key_names_the_variables_at_the_first_request() -> None:
+    model = GeminiModel("gemini-2.5-flash")  # made without a key: read when first used
     with pytest.raises(UsageError, match="GOOGLE_API_KEY or GEMINI_API_KEY"):
-        GeminiModel("gemini-2.5-flash")
+        await model.request(ModelRequest(messages=(Message.user("hi"),)))
     with pytest.raises(UsageError, match="model name"):
         GeminiModel(" ", api_key=KEY)
 

@@ -519,9 +519,10 @@ async def test_the_key_never_appears_in_errors_or_logs(
 # -- configuration ---------------------------------------------------------------------------
 
 
-def test_missing_key_names_the_variable() -> None:
+async def test_missing_key_names_the_variable_at_the_first_request() -> None:
+    model = OpenAIModel("gpt-4o-mini")  # made without a key: read when first used
     with pytest.raises(UsageError, match="OPENAI_API_KEY"):
-        OpenAIModel("gpt-4o-mini")
+        await model.request(ModelRequest(messages=(Message.user("hi"),)))
 
 
 async def test_key_and_base_url_from_the_environment(

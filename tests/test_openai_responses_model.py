@@ -444,9 +444,10 @@ async def test_the_key_never_appears_in_errors(provider_server: ProviderServer) 
 # -- configuration ---------------------------------------------------------------------------
 
 
-def test_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(UsageError, match="OPENAI_API_KEY"):
-        OpenAIResponsesModel("gpt-5")
+@pytest.mark.anyio
+async def test_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(UsageError, match="OPENAI_API_KEY"):  # read at the first request
+        await OpenAIResponsesModel("gpt-5").request(ModelRequest(messages=(Message.user("x"),)))
     with pytest.raises(UsageError, match="reasoning_effort"):
         OpenAIResponsesModel("gpt-5", api_key=KEY, reasoning_effort="huge")  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="reasoning_summary"):

@@ -61,6 +61,7 @@ def _adapter(provider: Provider) -> Callable[[str], Model]:
 
 __all__ = [
     "ADAPTERS",
+    "ALLOW_MODEL_REQUESTS",
     "AnthropicModel",
     "FunctionModel",
     "GeminiModel",
@@ -71,6 +72,12 @@ __all__ = [
     "TestModel",
     "infer_model",
 ]
+
+ALLOW_MODEL_REQUESTS: bool = True
+"""Set to ``False`` (in a test suite's ``conftest.py``) and every request to a real
+provider raises ``ModelRequestsNotAllowed`` naming the model, out of the run: a test
+that forgot ``agent.override(model=TestModel())`` fails loudly instead of calling the
+API. The offline models are not affected."""
 
 _PROVIDERS: dict[str, Callable[[str], Model]] = {
     prefix: _adapter(p.provider) for p in PROFILES.values() for prefix in p.prefixes
@@ -111,17 +118,20 @@ def infer_model(model: str | Model) -> Model:
     ``AnthropicModel("claude-sonnet-4-5")`` (``ANTHROPIC_API_KEY``,
     ``ANTHROPIC_BASE_URL``); ``"google:gemini-2.5-flash"`` (also ``"google-gla:"`` and
     ``"gemini:"``) is ``GeminiModel("gemini-2.5-flash")`` (``GOOGLE_API_KEY`` or
-    ``GEMINI_API_KEY``, ``GEMINI_BASE_URL``).
+    ``GEMINI_API_KEY``, ``GEMINI_BASE_URL``); ``"test"`` is ``TestModel()`` (offline).
+    A key is read when the first request is sent, not here: an agent made at import
+    time needs none until it is used.
 
     Raises:
         UsageError: an unknown provider prefix (with the string most likely meant:
-            ``'opnai:gpt-4o'``, did you mean ``'openai:gpt-4o'``?), no model name, or a
-            missing key.
+            ``'opnai:gpt-4o'``, did you mean ``'openai:gpt-4o'``?), or no model name.
     """
     if not isinstance(model, str):
         if isinstance(model, Model):
             return model
         raise UsageError(f"expected a model or a 'provider:model' string, got {model!r}")
+    if model.strip() == "test":
+        return TestModel()
     prefix, colon, name = model.partition(":")
     known = ", ".join(f"'{p}:'" for p in sorted(_PROVIDERS))
     factory = _PROVIDERS.get(prefix.strip().lower()) if colon else None

@@ -48,8 +48,10 @@ from golem_core.providers import (
 from golem_core.sse import ServerSentEvent
 from golem_core.wire import WireError
 from golem_shell._errors import UsageError
+from golem_shell.models._base import check_allowed
 from golem_shell.models._http import (
     BodyDecoder,
+    LateKey,
     ProviderHTTP,
     StreamDecoder,
     encode_json,
@@ -66,6 +68,7 @@ __all__ = [
     "env_value",
     "key_and_base",
     "key_from_env",
+    "key_headers",
 ]
 
 
@@ -83,24 +86,34 @@ def key_from_env(profile: ProviderProfile) -> str | None:
 
 def key_and_base(
     profile: ProviderProfile, api_key: str | None, base_url: str | None, *, vendor: str
-) -> tuple[str | None, str]:
+) -> tuple[str | None, str, LateKey | None]:
     """The API key and base URL of an adapter: the arguments, else the provider's
-    environment variables, else (the base URL) its default endpoint.
+    environment variables, else (the base URL) its default endpoint; and, when no key
+    is set yet for the default endpoint, the ``LateKey`` that reads it at the first
+    request (a custom base URL may need none).
 
     Raises:
-        UsageError: no key for the default base URL (a custom one may need none), or a
-            base URL that is not http(s).
+        UsageError: a base URL that is not http(s).
     """
     key = api_key or key_from_env(profile)
     custom_base = base_url or env_value(profile.base_url_env)
+    late = None
     if key is None and custom_base is None:
         names = " or ".join(profile.key_env)
-        raise UsageError(
-            f"no {vendor} API key: pass api_key= or set {names} "
-            f"(a custom base_url / {profile.base_url_env} needs none)"
+        late = LateKey(
+            profile.key_env,
+            profile.key_header,
+            f"no {vendor} API key: pass api_key= or set {names} before the first request"
+            f" (a custom base_url / {profile.base_url_env} needs none)",
         )
     base = check_base_url(custom_base or profile.default_base_url, f"the {vendor} base URL")
-    return key, base
+    return key, base, late
+
+
+def key_headers(profile: ProviderProfile, key: str | None) -> dict[str, str]:
+    """The header that carries ``key`` (none without one)."""
+    name, prefix = profile.key_header
+    return {name: prefix + key} if key else {}
 
 
 def check_base_url(base_url: str, setting: str) -> str:
@@ -290,6 +303,7 @@ class HTTPModel:
             UsageError: the request holds content the provider cannot take.
             ModelError: the request failed (after retries).
         """
+        check_allowed(self.name)
         body = self._body(request, stream=False)
         return await self._http.post(body, self._decode_response)
 
@@ -301,6 +315,7 @@ class HTTPModel:
             ModelError: the request or the stream failed (retried only before the first
                 delta).
         """
+        check_allowed(self.name)
         body = self._body(request, stream=True)
         stream = self._http.stream(body, self._new_stream_decoder, self._decode_response)
         async with contextlib.aclosing(stream) as events:

@@ -25,12 +25,14 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import random
 import time
 import weakref
 from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, Protocol, TypeAlias
 
+import attrs
 import httpx
 from returns.result import Failure, Result, Success
 
@@ -53,6 +55,7 @@ __all__ = [
     "BodyDecoder",
     "DEFAULT_TIMEOUT",
     "ErrorDecoder",
+    "LateKey",
     "ProviderHTTP",
     "StreamDecoder",
     "encode_json",
@@ -127,6 +130,20 @@ def _media_type(response: httpx.Response) -> str:
     return value.split(";")[0].strip().lower()
 
 
+@attrs.frozen
+class LateKey:
+    """An API key read from the environment when the first request is sent, not when
+    the model is made: an application can make its agents at import time, and its tests
+    can replace their models (``agent.override``) with no key set at all."""
+
+    env: tuple[str, ...]
+    """The variables to read, in order."""
+    header: tuple[str, str]
+    """The header the key travels in, and what precedes it (``"Bearer "``)."""
+    missing: str
+    """The error when none of them is set."""
+
+
 class ProviderHTTP:
     """POST a JSON body to one provider endpoint, with retries; plain or streamed.
 
@@ -149,6 +166,7 @@ class ProviderHTTP:
         url: str,
         headers: Mapping[str, str],
         secret: str | None,
+        late_key: LateKey | None = None,
         http_client: httpx.AsyncClient | None,
         timeout: float | httpx.Timeout,
         retry: RetryPolicy,
@@ -165,6 +183,7 @@ class ProviderHTTP:
         self.url = url
         self._headers = dict(headers)
         self._secret = secret
+        self._late_key = late_key if secret is None else None
         self._owns_client = http_client is None
         self._given = http_client
         # an httpx client's connections belong to the event loop that opened them: an
@@ -312,7 +331,28 @@ class ProviderHTTP:
         return True
 
     def _request_headers(self, accept: str) -> dict[str, str]:
+        if self._late_key is not None:
+            self._take_key(self._late_key)
         return {**self._headers, "content-type": "application/json", "accept": accept}
+
+    def _take_key(self, late: LateKey) -> None:
+        """Read the key the first request needs from the environment (see ``LateKey``).
+
+        Raises:
+            UsageError: no variable is set, or the key cannot travel in a header.
+        """
+        key = next((v.strip() for v in map(os.environ.get, late.env) if v and v.strip()), None)
+        if key is None:
+            raise UsageError(late.missing)
+        if not (key.isascii() and key.isprintable()):
+            raise UsageError(
+                f"the {self.provider} API key holds a character an HTTP header cannot carry"
+                " (a control character such as a trailing newline, or a non-ASCII one)"
+            )
+        name, prefix = late.header
+        self._headers[name] = prefix + key
+        self._secret = key
+        self._late_key = None
 
     # -- plain requests ---------------------------------------------------------------
 

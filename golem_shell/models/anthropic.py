@@ -17,7 +17,7 @@ from golem_core.retry import RetryPolicy
 from golem_core.wire import WireError
 from golem_core.wire import anthropic as wire
 from golem_shell._errors import UsageError
-from golem_shell.models._adapter import HTTPModel, key_and_base
+from golem_shell.models._adapter import HTTPModel, key_and_base, key_headers
 from golem_shell.models._http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_RETRY,
@@ -76,17 +76,16 @@ class AnthropicModel(HTTPModel):
         native_output: bool | None = None,
     ) -> None:
         profile = self.profile_of_class()
-        key, base = key_and_base(profile, api_key, base_url, vendor="Anthropic")
+        key, base, late = key_and_base(profile, api_key, base_url, vendor="Anthropic")
         if max_tokens < 1:
             raise UsageError(f"max_tokens must be positive, got {max_tokens}")
-        headers = {"anthropic-version": wire.ANTHROPIC_VERSION}
-        if key:
-            headers["x-api-key"] = key
+        headers = {"anthropic-version": wire.ANTHROPIC_VERSION, **key_headers(profile, key)}
         http = ProviderHTTP(
             provider=profile.provider.value,
             url=f"{base}/v1/messages",
             headers=headers,
             secret=key,
+            late_key=late,
             http_client=http_client,
             timeout=timeout,
             retry=retry,

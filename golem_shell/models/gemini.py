@@ -20,7 +20,7 @@ from golem_core.retry import RetryPolicy
 from golem_core.wire import WireError
 from golem_core.wire import gemini as wire
 from golem_shell._errors import UsageError
-from golem_shell.models._adapter import HTTPModel, key_and_base
+from golem_shell.models._adapter import HTTPModel, key_and_base, key_headers
 from golem_shell.models._http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_RETRY,
@@ -81,8 +81,8 @@ class GeminiModel(HTTPModel):
         if not model or not model.strip():
             raise UsageError("GeminiModel needs a model name")
         profile = self.profile_of_class()
-        key, base = key_and_base(profile, api_key, base_url, vendor="Gemini")
-        headers = {"x-goog-api-key": key} if key else {}
+        key, base, late = key_and_base(profile, api_key, base_url, vendor="Gemini")
+        headers = key_headers(profile, key)
 
         def endpoint(stream: bool) -> ProviderHTTP:
             return ProviderHTTP(
@@ -90,6 +90,7 @@ class GeminiModel(HTTPModel):
                 url=f"{base}/{wire.request_path(model, stream=stream)}",
                 headers=headers,
                 secret=key,
+                late_key=late,
                 http_client=http_client,
                 timeout=timeout,
                 retry=retry,

@@ -18,7 +18,7 @@ from golem_core.retry import RetryPolicy
 from golem_core.wire import WireError
 from golem_core.wire import openai as wire
 from golem_shell._errors import UsageError
-from golem_shell.models._adapter import HTTPModel, key_and_base
+from golem_shell.models._adapter import HTTPModel, key_and_base, key_headers
 from golem_shell.models._http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_RETRY,
@@ -108,7 +108,7 @@ class OpenAIModel(HTTPModel):
         quirks: Iterable[str] | None = None,
     ) -> None:
         profile = self.profile_of_class()
-        key, base = key_and_base(profile, api_key, base_url, vendor="OpenAI")
+        key, base, late = key_and_base(profile, api_key, base_url, vendor="OpenAI")
         if system_role not in ("system", "developer"):
             raise UsageError(f"system_role must be 'system' or 'developer', got {system_role!r}")
         if max_tokens_field is None:
@@ -124,12 +124,13 @@ class OpenAIModel(HTTPModel):
             raise UsageError(
                 f"unknown quirks {sorted(found - _QUIRKS)}; known: {', '.join(sorted(_QUIRKS))}"
             )
-        headers = {"authorization": f"Bearer {key}"} if key else {}
+        headers = key_headers(profile, key)
         http = ProviderHTTP(
             provider=profile.provider.value,
             url=f"{base}/chat/completions",
             headers=headers,
             secret=key,
+            late_key=late,
             http_client=http_client,
             timeout=timeout,
             retry=retry,

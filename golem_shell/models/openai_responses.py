@@ -20,7 +20,7 @@ from golem_core.retry import RetryPolicy
 from golem_core.wire import WireError
 from golem_core.wire import openai_responses as wire
 from golem_shell._errors import UsageError
-from golem_shell.models._adapter import HTTPModel, key_and_base
+from golem_shell.models._adapter import HTTPModel, key_and_base, key_headers
 from golem_shell.models._http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_RETRY,
@@ -93,7 +93,7 @@ class OpenAIResponsesModel(HTTPModel):
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         profile = self.profile_of_class()
-        key, base = key_and_base(profile, api_key, base_url, vendor="OpenAI")
+        key, base, late = key_and_base(profile, api_key, base_url, vendor="OpenAI")
         if reasoning_effort is not None and reasoning_effort not in _EFFORTS:
             raise UsageError(
                 f"reasoning_effort must be one of {', '.join(_EFFORTS)}, got {reasoning_effort!r}"
@@ -103,12 +103,13 @@ class OpenAIResponsesModel(HTTPModel):
                 f"reasoning_summary must be one of {', '.join(_SUMMARIES)},"
                 f" got {reasoning_summary!r}"
             )
-        headers = {"authorization": f"Bearer {key}"} if key else {}
+        headers = key_headers(profile, key)
         http = ProviderHTTP(
             provider=profile.provider.value,
             url=f"{base}/responses",
             headers=headers,
             secret=key,
+            late_key=late,
             http_client=http_client,
             timeout=timeout,
             retry=retry,
