@@ -33,10 +33,11 @@ that draw from them are used and read together.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any, Final, Literal, TypeAlias, TypeVar
+from typing import Any, Final, Literal, TypeAlias, TypeVar, assert_never
 
 import attrs
 from attrs import field, frozen
@@ -55,7 +56,6 @@ from returns.result import Failure, Result, Success
 from golem_core._context import is_summary
 from golem_core._history import check_pairing
 from golem_core._json import encode_history
-from golem_core._json_fields import MESSAGE, PART_RECORDS
 from golem_core._messages import (
     DataPart,
     Message,
@@ -70,6 +70,7 @@ from golem_core._messages import (
     Usage,
 )
 from golem_core._processors import HistoryProcessor, _opening_index
+from golem_core.contract import MESSAGE, PART_RECORDS, USAGE, Kind, Record
 
 __all__ = [
     "C0_OR_SPACE",
@@ -207,49 +208,6 @@ def browser_equivalent_urls(draw: st.DrawFn) -> tuple[str, str]:
     return url, draw(pad) + "".join(disguised) + draw(pad)
 
 
-@st.composite
-def parts(draw: st.DrawFn, *, allow_calls: bool = True) -> Part:
-    """Any part; tool calls only when ``allow_calls``."""
-    choice = draw(st.integers(0, 6 if allow_calls else 5))
-    if choice == 0:
-        return TextPart(draw(texts), extra=draw(_extra_keys(PART_RECORDS[0].known)))
-    if choice == 1:
-        return ThinkingPart(
-            draw(texts),
-            signature=draw(st.one_of(st.none(), st.text(max_size=10))),
-            redacted=draw(st.booleans()),
-        )
-    if choice == 2:
-        return URLPart(
-            draw(urls),
-            draw(st.sampled_from(KINDS)),
-            media_type=draw(st.one_of(st.none(), st.sampled_from(["image/png", "x/y"]))),
-        )
-    if choice == 3:
-        return DataPart(
-            draw(st.binary(max_size=20)),
-            draw(st.sampled_from(KINDS)),
-            draw(st.sampled_from(["image/png", "application/pdf"])),
-        )
-    if choice == 4:
-        return UnknownPart(
-            draw(st.sampled_from(["hologram", "citation", "x"])),
-            draw(_extra_keys(frozenset({"type"}))),
-        )
-    if choice == 5:
-        return TextPart(draw(texts))
-    return ToolCallPart(draw(ids), draw(names), draw(arguments))
-
-
-usages: st.SearchStrategy[Usage] = st.builds(
-    Usage,
-    input_tokens=st.integers(0, 10**7),
-    output_tokens=st.integers(0, 10**7),
-    cache_read_tokens=st.one_of(st.none(), st.integers(0, 10**6)),
-    cache_write_tokens=st.one_of(st.none(), st.integers(0, 10**6)),
-    reasoning_tokens=st.one_of(st.none(), st.integers(0, 10**6)),
-)
-"""Any usage."""
 timestamps: st.SearchStrategy[datetime | None] = st.one_of(
     st.none(),
     st.datetimes(
@@ -260,29 +218,146 @@ timestamps: st.SearchStrategy[datetime | None] = st.one_of(
 """Absent, UTC, or another offset."""
 
 
+# -- records, from the field table ----------------------------------------------------------
+#
+# Every message, usage and part is drawn by walking its row of the field table
+# (``golem_core.contract``, ADR 0100): each field gets a value of its kind, or ``None``
+# when its default is ``None``. ``_VALUES`` only narrows some fields to values that
+# exercise more (names that repeat, media types the codecs know); a field without an
+# entry is still drawn, from its kind. A field added to the table thus appears in
+# ``messages()`` without an edit here, and ``tests/test_testing_kit.py`` fails when one
+# never takes a value other than its default.
+
+_EXTRA: Final = "extra"
+
+
+def _kind_values(kind: Kind) -> st.SearchStrategy[Any]:
+    """Values of a field of ``kind`` (``PARTS`` and ``USAGE`` are drawn by their records)."""
+    match kind:
+        case Kind.ROLE:
+            return st.sampled_from(list(Role))
+        case Kind.PARTS:
+            return st.lists(parts(), max_size=4).map(tuple)
+        case Kind.STR:
+            return texts
+        case Kind.OPTIONAL_STR:
+            return st.text(max_size=10)
+        case Kind.FLAG:
+            return st.booleans()
+        case Kind.TIMESTAMP:
+            return timestamps
+        case Kind.COUNT:
+            return st.integers(0, 10**7)
+        case Kind.USAGE:
+            return usages
+        case Kind.PART_KIND:
+            return st.sampled_from(KINDS)
+        case Kind.BASE64:
+            return st.binary(max_size=20)
+        case _:  # pragma: no cover - Kind is exhaustive
+            assert_never(kind)
+
+
+def _values_of(
+    record: Record, narrowed: dict[str, st.SearchStrategy[Any]]
+) -> st.SearchStrategy[dict[str, Any]]:
+    """The keyword arguments of ``record.cls``: every field of the table, drawn from
+    ``narrowed`` when it names the attribute, else from its kind (``None`` too when the
+    default is ``None``); ``extra`` when ``narrowed`` names it."""
+    stale = set(narrowed) - {f.attr for f in record.fields} - {_EXTRA}
+    if stale:
+        raise TypeError(f"{record.cls.__name__}: values for no field of the table: {sorted(stale)}")
+    fields: dict[str, st.SearchStrategy[Any]] = {}
+    for f, default in zip(record.fields, record.defaults, strict=True):
+        values = narrowed.get(f.attr, _kind_values(f.kind))
+        fields[f.attr] = st.one_of(st.none(), values) if default is None else values
+    if _EXTRA in narrowed:
+        fields[_EXTRA] = narrowed[_EXTRA]
+    return st.fixed_dictionaries(fields)
+
+
+def _records(record: Record, narrowed: dict[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
+    """Instances of ``record.cls`` with every field of the table drawn (see ``_values_of``)."""
+    return _values_of(record, narrowed).map(lambda kwargs: record.cls(**kwargs))
+
+
+_PART_VALUES: Final[dict[type, dict[str, st.SearchStrategy[Any]]]] = {
+    TextPart: {"text": texts},
+    ToolCallPart: {"id": ids, "name": names, "arguments": arguments},
+    ThinkingPart: {"text": texts},
+    URLPart: {"url": urls, "media_type": st.sampled_from(["image/png", "x/y"])},
+    DataPart: {"media_type": st.sampled_from(["image/png", "application/pdf"])},
+}
+"""Narrower values for some part fields; every other field is drawn from its kind."""
+
+_PARTS: Final[dict[type, st.SearchStrategy[Part]]] = {
+    r.cls: _records(r, {**_PART_VALUES.get(r.cls, {}), _EXTRA: _extra_keys(r.known)})
+    for r in PART_RECORDS
+}
+_UNKNOWN_PARTS: Final[st.SearchStrategy[Part]] = st.builds(
+    UnknownPart,
+    st.sampled_from(["hologram", "citation", "x"]),
+    _extra_keys(frozenset({"type"})),
+)
+
+
+@functools.cache
+def parts(*, allow_calls: bool = True) -> st.SearchStrategy[Part]:
+    """Any part: every part type of the field table, each field drawn, and unknown part
+    types; tool calls only when ``allow_calls``."""
+    known = [s for cls, s in _PARTS.items() if allow_calls or cls is not ToolCallPart]
+    return st.one_of(*known, _UNKNOWN_PARTS, st.builds(TextPart, texts))
+
+
+usages: st.SearchStrategy[Usage] = _records(USAGE, {})
+"""Any usage: every field of the table drawn."""
+
+
 # -- messages and histories --------------------------------------------------------------
 
+_MESSAGE_VALUES: Final[dict[str, st.SearchStrategy[Any]]] = {
+    "tool_call_id": ids,
+    "tool_name": names,
+    "run_id": st.sampled_from(["run-a", "run-b"]),
+    "conversation_id": st.sampled_from(["conv-a", "conv-b"]),
+    "finish_reason": st.sampled_from(["stop", "length"]),
+    "provider": st.one_of(
+        st.sampled_from(["anthropic", "openai", "openai-responses", "gemini"]), st.text(max_size=8)
+    ),
+    "endpoint": st.one_of(
+        st.sampled_from(["https://api.anthropic.com", "https://api.openai.com/v1"]),
+        st.text(max_size=8),
+    ),
+    _EXTRA: _extra_keys(MESSAGE.known),
+}
+"""Narrower values for some message fields (names and ids from small pools, so that they
+repeat); every other field is drawn from its kind."""
 
-@st.composite
-def messages(draw: st.DrawFn, *, role: Role | None = None) -> Message:
-    """Any message: any role, any parts, optional fields present or absent."""
-    r = role if role is not None else draw(st.sampled_from(list(Role)))
-    drawn = tuple(draw(st.lists(parts(allow_calls=r is Role.ASSISTANT), max_size=4)))
-    is_tool = r is Role.TOOL
-    return Message(
-        r,
-        drawn,
-        tool_call_id=draw(ids) if is_tool else draw(st.one_of(st.none(), ids)),
-        tool_name=draw(st.one_of(st.none(), names)),
-        failed=draw(st.booleans()) if is_tool else False,
-        run_id=draw(st.one_of(st.none(), st.sampled_from(["run-a", "run-b"]))),
-        conversation_id=draw(st.one_of(st.none(), st.sampled_from(["conv-a", "conv-b"]))),
-        created_at=draw(timestamps),
-        model=draw(st.one_of(st.none(), st.text(max_size=10))),
-        usage=draw(st.one_of(st.none(), usages)),
-        finish_reason=draw(st.one_of(st.none(), st.sampled_from(["stop", "length"]))),
-        extra=draw(_extra_keys(MESSAGE.known)),
-    )
+
+@functools.cache
+def _messages_of_role(record: Record, role: Role) -> st.SearchStrategy[Any]:
+    narrowed = {
+        **_MESSAGE_VALUES,
+        "role": st.just(role),
+        "parts": st.lists(parts(allow_calls=role is Role.ASSISTANT), max_size=4).map(tuple),
+    }
+    if role is not Role.TOOL:
+        narrowed["failed"] = st.just(False)
+    return _records(record, narrowed)
+
+
+def _messages_of(record: Record, role: Role | None) -> st.SearchStrategy[Any]:
+    """Messages of ``record`` (``MESSAGE``, or a copy with more fields): every field of
+    the table drawn; calls only in assistant messages, ``failed`` only in tool messages."""
+    if role is not None:
+        return _messages_of_role(record, role)
+    return st.one_of(*(_messages_of_role(record, r) for r in Role))
+
+
+def messages(*, role: Role | None = None) -> st.SearchStrategy[Message]:
+    """Any message: any role (or ``role``), any parts, every field of the field table
+    present or absent (calls only in assistant messages, ``failed`` only in tool ones)."""
+    return _messages_of(MESSAGE, role)
 
 
 @st.composite

@@ -1,9 +1,10 @@
 """The JSON Schema of golem's history JSON, generated from the codec's field table.
 
 Owns ``build_history_schema`` and ``render_history_schema``: the schema is written from
-``golem_core._json_fields`` (the one table every path of the JSON codec reads, ADR
-0060), so it accepts exactly what ``decode_history`` accepts wherever a schema can say
-it, and cannot drift from the codec. ``golem_shell/history.schema.json`` (package data,
+the field table (``golem_core.contract``, the one table every path of the JSON codec
+reads, ADR 0060 and 0100), so it accepts exactly what ``decode_history`` accepts wherever
+a schema can say it, and cannot drift from the codec: a field added to the table is a
+property here without an edit. ``golem_shell/history.schema.json`` (package data,
 what ``golem schema`` prints) is this module's output; a test checks that it is, and
 ``python -m golem_shell._history_schema`` writes it again.
 
@@ -21,11 +22,20 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final, get_args
+from typing import Any, Final, assert_never
 
-from golem_core._json_fields import MESSAGE, NO_DEFAULT, PART_RECORDS, USAGE, Kind, Record
-from golem_core._messages import PartKind, Role
+from golem_core.contract import (
+    MESSAGE,
+    NO_DEFAULT,
+    PART_KINDS,
+    PART_RECORDS,
+    ROLES,
+    USAGE,
+    Kind,
+    Record,
+)
 
 __all__ = ["build_history_schema", "render_history_schema"]
 
@@ -62,19 +72,18 @@ _SUMMARY: Final = {
     )
 }
 
-_DEF_NAMES: Final[dict[str, str]] = {
-    "text": "textPart",
-    "tool_call": "toolCallPart",
-    "thinking": "thinkingPart",
-    "url": "urlPart",
-    "data": "dataPart",
-}
+
+def _def_name(record: Record) -> str:
+    """A part record's name under ``$defs``: its tag in camelCase, then ``Part``
+    (``tool_call`` -> ``toolCallPart``)."""
+    head, *rest = str(record.tag).split("_")
+    return head + "".join(w.capitalize() for w in rest) + "Part"
 
 
 def _kind_schema(kind: Kind) -> dict[str, Any]:
     match kind:
         case Kind.ROLE:
-            return {"enum": [r.value for r in Role]}
+            return {"enum": list(ROLES)}
         case Kind.PARTS:
             return {"type": "array", "items": {"$ref": "#/$defs/part"}}
         case Kind.STR:
@@ -91,7 +100,8 @@ def _kind_schema(kind: Kind) -> dict[str, Any]:
             return {"$ref": "#/$defs/kind"}
         case Kind.BASE64:
             return {"type": "string", "pattern": BASE64_PATTERN}
-    raise AssertionError(kind)  # pragma: no cover - Kind is exhaustive
+        case _:  # pragma: no cover - Kind is exhaustive
+            assert_never(kind)
 
 
 def _record_schema(record: Record, *, object_type: bool) -> dict[str, Any]:
@@ -112,12 +122,27 @@ def _record_schema(record: Record, *, object_type: bool) -> dict[str, Any]:
     return out
 
 
-def build_history_schema() -> dict[str, Any]:
+def build_history_schema(
+    *,
+    message_record: Record = MESSAGE,
+    usage_record: Record = USAGE,
+    part_records: Sequence[Record] = PART_RECORDS,
+) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a history, from the codec's field table.
 
-    Deterministic: the same table gives the same schema, key order included.
+    Every field of every record is a property (required where the table gives it no
+    default); nothing is listed by hand but the descriptions.
+
+    Args:
+        message_record: The message record (default: the codec's, ``contract.MESSAGE``).
+        usage_record: The usage record (default: ``contract.USAGE``).
+        part_records: The known part types (default: ``contract.PART_RECORDS``).
+
+    Returns:
+        The schema. Deterministic: the same table gives the same schema, key order
+        included.
     """
-    message = _record_schema(MESSAGE, object_type=True)
+    message = _record_schema(message_record, object_type=True)
     message["properties"]["summary"] = _SUMMARY
     known = {"type": {"type": "string", "minLength": 1}}
     part: dict[str, Any] = {
@@ -127,9 +152,9 @@ def build_history_schema() -> dict[str, Any]:
         "allOf": [
             {
                 "if": {"properties": {"type": {"const": r.tag}}},
-                "then": {"$ref": f"#/$defs/{_DEF_NAMES[str(r.tag)]}"},
+                "then": {"$ref": f"#/$defs/{_def_name(r)}"},
             }
-            for r in PART_RECORDS
+            for r in part_records
         ],
         "description": "A part of another type is kept as it is (written by a newer version).",
     }
@@ -138,14 +163,14 @@ def build_history_schema() -> dict[str, Any]:
         "count": {"type": ["integer", "null"], "minimum": 0},
         "kind": {
             "description": "What a URL or data part holds.",
-            "enum": list(get_args(PartKind)),
+            "enum": list(PART_KINDS),
         },
         "message": message,
-        "usage": _record_schema(USAGE, object_type=True),
+        "usage": _record_schema(usage_record, object_type=True),
         "part": part,
     }
-    for record in PART_RECORDS:
-        defs[_DEF_NAMES[str(record.tag)]] = _record_schema(record, object_type=False)
+    for record in part_records:
+        defs[_def_name(record)] = _record_schema(record, object_type=False)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "urn:golem:history:v1",

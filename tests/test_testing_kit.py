@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -9,11 +10,14 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Final
 
 import attrs
 import pytest
-from hypothesis import find
+from attrs import frozen
+from hypothesis import Phase, find, settings
 from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
 from returns.result import Failure, Result, Success
 
 from golem_core import (
@@ -35,13 +39,17 @@ from golem_core._context import (
     plan_summary,
     summary_message,
 )
+from golem_core.contract import MESSAGE, NO_DEFAULT, PART_RECORDS, USAGE, Field, Kind, Record
 from golem_core.testing import (
     LAWS,
     LawViolation,
     ProcessorReport,
+    _messages_of,
+    _records,
     assert_processor,
     check_processor,
     damaged_histories,
+    messages,
     opens_request,
     tool_turns,
     untrusted_histories,
@@ -268,6 +276,92 @@ def test_tool_turns_and_valid_histories_are_provider_valid() -> None:
     assert check_pairing(turn) == ()
     longest = find(valid_histories(), lambda h: len(h) >= 8)
     assert check_pairing(longest) == ()
+
+
+# -- the field table drives the strategies (issue 32, item 8) ----------------------------------
+
+TABLE: list[tuple[Record, Field, object]] = [
+    (record, f, default)
+    for record in (MESSAGE, USAGE, *PART_RECORDS)
+    for f, default in zip(record.fields, record.defaults, strict=True)
+]
+
+
+def _instances(message: Message, cls: type) -> list[object]:
+    """``message`` itself, its usage and its parts: those of class ``cls``."""
+    found = [message, message.usage, *message.parts]
+    return [x for x in found if type(x) is cls]
+
+
+def _shown(value: object, default: object) -> bool:
+    """Whether ``value`` is one a field at its default would not show (a required field:
+    anything but an empty or false value)."""
+    if default is NO_DEFAULT:
+        return bool(value) or isinstance(value, Role)
+    return value != default
+
+
+def test_messages_draw_every_field_of_the_table_away_from_its_default() -> None:
+    """A field of the table (a message's, a usage's, a part's) that ``messages()`` never
+    sets is a field every property misses: ``provider`` and ``endpoint`` were."""
+    shown: set[str] = set()
+
+    def all_shown(message: Message) -> bool:
+        for record, f, default in TABLE:
+            for x in _instances(message, record.cls):
+                if _shown(getattr(x, f.attr), default):
+                    shown.add(f"{record.cls.__name__}.{f.attr}")
+        return len(shown) == len(TABLE)
+
+    config = settings(max_examples=3000, database=None, deadline=None, phases=[Phase.generate])
+    with contextlib.suppress(NoSuchExample):
+        find(messages(), all_shown, settings=config)
+    every = {f"{r.cls.__name__}.{f.attr}" for r, f, _ in TABLE}
+    assert sorted(every - shown) == []
+
+
+@frozen(repr=False)
+class MoodyMessage(Message):
+    """A message with a field the codec does not have (yet)."""
+
+    mood: str | None = attrs.field(default=None, kw_only=True)
+
+
+@frozen
+class StickerPart:
+    """A part type the codec does not have (yet)."""
+
+    emoji: str
+    size: int | None = None
+    extra: tuple[tuple[str, str], ...] = attrs.field(default=(), kw_only=True)
+
+
+MOODY: Final = Record(MoodyMessage, (*MESSAGE.fields, Field("mood", "mood", Kind.OPTIONAL_STR)))
+STICKER: Final = Record(
+    StickerPart, (Field("emoji", "emoji", Kind.STR), Field("size", "size", Kind.COUNT)), "sticker"
+)
+
+
+def test_a_field_added_to_a_copy_of_the_table_is_drawn_without_an_edit() -> None:
+    moody = find(
+        _messages_of(MOODY, None),
+        lambda m: m.mood is not None and m.provider is not None,
+        settings=settings(database=None, phases=[Phase.generate]),
+    )
+    assert isinstance(moody, MoodyMessage)
+    sticker = find(
+        _records(STICKER, {}),
+        lambda p: p.size is not None,
+        settings=settings(database=None, phases=[Phase.generate]),
+    )
+    assert isinstance(sticker, StickerPart)
+
+
+def test_narrowed_values_must_name_a_field_of_the_table() -> None:
+    with pytest.raises(
+        TypeError, match=r"StickerPart: values for no field of the table: \['colour'\]"
+    ):
+        _records(STICKER, {"colour": st.just("red")})
 
 
 def test_without_hypothesis_the_kit_says_how_to_install_it(tmp_path: Path) -> None:
