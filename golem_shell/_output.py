@@ -16,18 +16,24 @@ Owns the output type's two channels (ADR 0059):
   schema in the instructions (``golem_core.wire.gemini``, ADR 0120).
 
 In both modes a plain text answer that is JSON and validates is accepted too (models
-sometimes answer in text although asked for the tool); any other answer gets a
-correction round, then the run fails at stage ``output`` with a partial.
+sometimes answer in text although asked for the tool), and so is one equal to a string
+value of a ``Literal`` or ``Enum`` output type (``yes`` for ``Literal["yes", "no"]``);
+any other answer gets a correction round, then the run fails at stage ``output`` with a
+partial. A ``null`` given for an optional property whose type does not take ``None``
+means "not given" (strict mode makes such properties nullable, ADR 0130).
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import re
-from typing import Any, Literal, TypeAlias
+import types
+from typing import Annotated, Any, Literal, TypeAlias, Union, get_args, get_origin
 
 from golem_core import Message, ToolCallPart, ToolDefinition
 from golem_core._loop import OutputInvalid, OutputValid
+from golem_core.wire.strict import absent_nulls_dropped
 from golem_shell._errors import UsageError
 from golem_shell._schema import SchemaError, ValidationFailed, json_schema, to_jsonable, validate
 
@@ -101,6 +107,9 @@ class Output:
         self.definition: ToolDefinition | None = None
         self.native: ToolDefinition | None = None
         self.fallback: str | None = None
+        self.schema: dict[str, Any] = {}
+        """The schema of the output tool's arguments or of the native answer (``{}`` for
+        text output)."""
         if self.text:
             return
         try:
@@ -119,6 +128,7 @@ class Output:
             if defs:
                 schema["$defs"] = defs
         description = schema.pop("description", None) or "Give the final result of the task."
+        self.schema = schema
         if mode == "native" and not supports_native_output(model):
             self.fallback = f"{_name(model)} has no native structured output"
         elif mode == "native":
@@ -150,7 +160,7 @@ class Output:
         if self.wrapped and set(arguments) != {"response"}:
             return OutputInvalid('expected exactly one argument, "response"')
         try:
-            return OutputValid(self._validate(dict(arguments)))
+            return OutputValid(self._validate(absent_nulls_dropped(dict(arguments), self.schema)))
         except ValidationFailed as e:
             return OutputInvalid(f"the output is not valid: {e}. Fix it and call again.")
 
@@ -171,13 +181,16 @@ class Output:
         try:
             value = json.loads(stripped, parse_constant=_refuse_constant)
         except ValueError:
+            if self.wrapped and stripped in _text_values(self.type):
+                return OutputValid(validate(stripped, self.type))  # `yes` for Literal["yes"]
             return OutputInvalid(self._ask_again())
         try:
             if self.wrapped:
                 if isinstance(value, dict) and set(value) == {"response"}:
-                    return OutputValid(self._validate(value))
-                return OutputValid(validate(value, self.type))
-            return OutputValid(self._validate(value))
+                    return OutputValid(self._validate(absent_nulls_dropped(value, self.schema)))
+                bare = absent_nulls_dropped({"response": value}, self.schema)["response"]
+                return OutputValid(validate(bare, self.type))
+            return OutputValid(self._validate(absent_nulls_dropped(value, self.schema)))
         except ValidationFailed as e:
             return OutputInvalid(f"the output is not valid: {e}. {self._ask_again()}")
 
@@ -188,6 +201,23 @@ class Output:
             f"Please give your final answer by calling the {OUTPUT_TOOL_NAME} tool;"
             " plain text is not accepted."
         )
+
+
+def _text_values(tp: Any) -> frozenset[str]:
+    """The strings ``tp`` takes as a whole value (a ``Literal``'s or an ``Enum``'s string
+    values, through unions and ``Annotated``): a plain-text answer equal to one is that
+    value, although it is not JSON."""
+    origin = get_origin(tp)
+    if origin is Literal:
+        values = (a.value if isinstance(a, enum.Enum) else a for a in get_args(tp))
+        return frozenset(v for v in values if isinstance(v, str))
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return frozenset(m.value for m in tp if isinstance(m.value, str))
+    if origin in (Union, types.UnionType):
+        return frozenset().union(*(_text_values(a) for a in get_args(tp)))
+    if origin is Annotated:
+        return _text_values(get_args(tp)[0])
+    return frozenset()
 
 
 def _refuse_constant(name: str) -> Any:

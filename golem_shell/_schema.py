@@ -9,7 +9,8 @@ Supported: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``,
 ``list``/``tuple``/``set``/``frozenset``/``Sequence``, ``dict[str, X]``/``Mapping``,
 unions and ``Optional``, ``Literal``, ``Enum``, ``datetime`` (``format: date-time``),
 ``date`` (``date``), ``time`` (``time``), ``UUID`` (``uuid``), ``Decimal`` (a number or a
-numeric string, as pydantic writes it), attrs classes, dataclasses, ``TypedDict`` and,
+numeric string, as pydantic writes it), attrs classes, dataclasses, ``TypedDict`` (from
+``typing`` or ``typing_extensions``) and,
 when pydantic is installed, pydantic ``BaseModel`` subclasses (described and validated by
 pydantic itself, with the model's own rules). Recursive classes are described with
 ``$defs``/``$ref``. A field's default appears as ``"default"`` when it is JSON.
@@ -45,6 +46,7 @@ from typing import Any, Literal, NotRequired, Required, Union, get_args, get_ori
 
 import attrs
 import cattrs
+import typing_extensions
 
 __all__ = [
     "NO_DEFAULT",
@@ -96,7 +98,9 @@ def is_pydantic_model(tp: object) -> bool:
 
 
 def _is_typeddict(tp: object) -> bool:
-    return isinstance(tp, type) and typing.is_typeddict(tp)
+    """``typing.TypedDict`` or ``typing_extensions.TypedDict`` (the spelling pydantic
+    requires before Python 3.12; ``typing.is_typeddict`` does not know it)."""
+    return isinstance(tp, type) and (typing.is_typeddict(tp) or typing_extensions.is_typeddict(tp))
 
 
 def _is_class_type(tp: object) -> bool:
@@ -350,8 +354,16 @@ def _fields(tp: type, hints: dict[str, Any]) -> list[tuple[str, Any, Any]]:
             out.append((df.name, hints.get(df.name, Any), default))
     else:  # TypedDict
         required_keys = getattr(tp, "__required_keys__", frozenset(hints))
+        try:  # the markers themselves: under PEP 563 __required_keys__ misses them
+            marked = typing.get_type_hints(tp, include_extras=True)
+        except Exception:  # already read once by _hints: never in practice
+            marked = {}
         for key, hint in hints.items():
-            out.append((key, hint, NO_DEFAULT if key in required_keys else _MISSING_VALUE))
+            marker = get_origin(marked.get(key))
+            required = (
+                marker is Required or (marker is not NotRequired and key in required_keys)
+            )
+            out.append((key, hint, NO_DEFAULT if required else _MISSING_VALUE))
     return out
 
 

@@ -46,6 +46,7 @@ from golem_core.loop import (
     ToolReturned,
     ToolSpec,
 )
+from golem_core.wire.strict import absent_nulls_dropped
 from golem_shell._errors import GolemError, UsageError
 from golem_shell._schema import (
     NO_DEFAULT,
@@ -366,8 +367,10 @@ class Tool(Generic[DepsT]):
         arguments = call.arguments_object
         if arguments is None:  # the loop never asks for this; be total anyway
             return ToolRetry(call_id, "the arguments are not a JSON object")
+        # a null for an optional argument means "not given" (strict schemas, ADR 0130)
+        arguments = absent_nulls_dropped(dict(arguments), self.definition.parameters)
         if self.takes_json:
-            args: list[Any] = [dict(arguments)]
+            args: list[Any] = [arguments]
             kwargs: dict[str, Any] = {}
         else:
             try:

@@ -37,6 +37,7 @@ from golem_shell import (
     TestModel,
     tool,
 )
+from golem_shell._output import Output
 from golem_shell._schema import (
     ValidationFailed,
     is_pydantic_model,
@@ -392,9 +393,14 @@ def test_the_openai_encoder_sends_response_format() -> None:
             "strict": True,
         },
     }
-    with_default = ToolDefinition("P", "", json_schema(Point))  # a default: not strict
+    with_default = ToolDefinition("P", "", json_schema(Point))  # made strict (ADR 0130)
     body = openai_wire.encode_request(
         ModelRequest((Message.user("x"),), output_schema=with_default), model="m", stream=False
+    ).unwrap()
+    assert body["response_format"]["json_schema"]["strict"] is True
+    open_map = ToolDefinition("M", "", Output(dict[str, int]).schema)  # cannot qualify
+    body = openai_wire.encode_request(
+        ModelRequest((Message.user("x"),), output_schema=open_map), model="m", stream=False
     ).unwrap()
     assert body["response_format"]["json_schema"]["strict"] is False
     plain = openai_wire.encode_request(ModelRequest((Message.user("x"),)), model="m", stream=False)

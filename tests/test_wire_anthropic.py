@@ -373,9 +373,14 @@ def test_settings_tools_and_tool_choice() -> None:
             {
                 "name": "get_weather",
                 "description": "The weather in a city.",
-                "input_schema": WEATHER.parameters,
+                "input_schema": {**WEATHER.parameters, "additionalProperties": False},
+                "strict": True,  # strict tool use on Claude 4.5 (ADR 0130)
             },
-            {"name": "now", "input_schema": {"type": "object", "properties": {}}},
+            {
+                "name": "now",
+                "input_schema": {"type": "object", "properties": {}, "additionalProperties": False},
+                "strict": True,
+            },
         ],
         "tool_choice": {"type": "any", "disable_parallel_tool_use": True},
         "temperature": 0.2,

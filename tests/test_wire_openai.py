@@ -44,11 +44,13 @@ WEATHER_WIRE = {
     "function": {
         "name": "get_weather",
         "description": "The weather in a city.",
-        "parameters": {
+        "parameters": {  # closed for strict mode (ADR 0130)
             "type": "object",
             "properties": {"city": {"type": "string"}},
             "required": ["city"],
+            "additionalProperties": False,
         },
+        "strict": True,
     },
 }
 
@@ -400,7 +402,16 @@ def test_tool_without_description() -> None:
     assert body(request)["tools"] == [
         {
             "type": "function",
-            "function": {"name": "now", "parameters": {"type": "object", "properties": {}}},
+            "function": {
+                "name": "now",
+                "parameters": {
+                    "type": "object",
+                    "properties": {},
+                    "required": [],
+                    "additionalProperties": False,
+                },
+                "strict": True,
+            },
         }
     ]
 

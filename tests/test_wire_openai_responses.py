@@ -48,8 +48,8 @@ WEATHER_WIRE = {
     "type": "function",
     "name": "get_weather",
     "description": "The weather in a city.",
-    "parameters": WEATHER.parameters,
-    "strict": False,
+    "parameters": {**WEATHER.parameters, "additionalProperties": False},  # ADR 0130
+    "strict": True,
 }
 ENC = "gAAAAABoyXvynDJ_tG_Xp4Uzjn4eVm80xJOnBKO9"
 REASONED = wire.reasoning_part("rs_0050471a34b36ae6", ["**Plan**\n\nCall the tool."], ENC)
@@ -365,8 +365,13 @@ def test_settings_tools_reasoning_and_stream() -> None:
             {
                 "type": "function",
                 "name": "now",
-                "parameters": {"type": "object", "properties": {}},
-                "strict": False,
+                "parameters": {
+                    "type": "object",
+                    "properties": {},
+                    "required": [],
+                    "additionalProperties": False,
+                },
+                "strict": True,
             }
         ],
         "tool_choice": "required",

@@ -23,6 +23,10 @@ shell (``golem_shell.models.anthropic``) does the HTTP. The mapping:
   text, blocks when the tool returned media, omitted when empty) and ``is_error: true``
   for a failed result;
 - with no tools declared, tool calls and results are rendered as text (ADR 0031);
+- a tool is ``strict: true`` (strict tool use) with its schema shaped as for structured
+  output (``structured_schema``) on the models that have structured outputs, when
+  Anthropic takes its schema and the request's budget of strict schemas allows
+  (``strict_tool_schemas``, ADR 0130); other tools go as they are, without ``strict``;
 - ``max_tokens`` is required: the request's, else ``default_max_tokens`` (4096);
   ``tool_choice_required`` is ``{"type": "any"}``; ``parallel_tool_calls=False`` is
   ``disable_parallel_tool_use``; ``stop`` is ``stop_sequences``;
@@ -115,6 +119,7 @@ __all__ = [
     "encode_request",
     "media_block",
     "structured_output_problem",
+    "strict_tool_schemas",
     "structured_schema",
     "supports_structured_output",
 ]
@@ -356,11 +361,15 @@ def encode_request(
     body["messages"] = messages
     if request.tools:
         tools: list[dict[str, Any]] = []
-        for tool in request.tools:
+        for tool, shaped in zip(request.tools, strict_tool_schemas(request, model), strict=True):
             spec: dict[str, Any] = {"name": tool.name}
             if tool.description:
                 spec["description"] = tool.description
-            spec["input_schema"] = tool.parameters
+            if shaped is None:
+                spec["input_schema"] = tool.parameters
+            else:  # strict tool use (ADR 0130)
+                spec["input_schema"] = shaped
+                spec["strict"] = True
             tools.append(spec)
         body["tools"] = tools
         choice: dict[str, Any] | None = None
@@ -430,6 +439,50 @@ def supports_structured_output(model: str) -> bool:
         return False
     major, minor = int(found.group(1)), int(found.group(2) or 0)
     return (major, minor) >= (4, 5)
+
+
+MAX_STRICT_TOOLS = 20
+"""Anthropic's limit on tools with ``strict: true`` in one request."""
+
+
+def strict_tool_schemas(request: ModelRequest, model: str) -> list[dict[str, Any] | None]:
+    """For each of ``request.tools``, the schema it is sent with as a strict tool
+    (``strict: true``, ADR 0130), or ``None``: sent as it is, without ``strict``.
+
+    A tool is strict when ``model`` has structured outputs (``supports_structured_output``),
+    its schema has none of the problems Anthropic documents (``structured_output_problem``)
+    and it fits the request's budget, which Anthropic counts across every strict schema
+    of a request (the output schema first, then the tools in order): at most 20 strict
+    tools, 24 optional and 16 union-typed properties. The schema is ``structured_schema``
+    of the tool's (closed, constraints moved into the description); the tool's owner
+    still validates the arguments. Total, deterministic."""
+    if not supports_structured_output(model):
+        return [None for _ in request.tools]
+    optional = unions = count = 0
+    output = request.output_schema
+    if output is not None and structured_output_problem(output.parameters) is None:
+        optional, unions = _complexity(output.parameters)
+    out: list[dict[str, Any] | None] = []
+    for tool in request.tools:
+        shaped: dict[str, Any] | None = None
+        if structured_output_problem(tool.parameters) is None:
+            more_optional, more_unions = _complexity(tool.parameters)
+            if (
+                count < MAX_STRICT_TOOLS
+                and optional + more_optional <= MAX_OPTIONAL_PROPERTIES
+                and unions + more_unions <= MAX_UNION_PROPERTIES
+            ):
+                shaped = structured_schema(tool.parameters)
+                count, optional, unions = count + 1, optional + more_optional, unions + more_unions
+        out.append(shaped)
+    return out
+
+
+def _complexity(schema: Any) -> tuple[int, int]:
+    """``(optional properties, union-typed properties)`` of ``schema``, as Anthropic counts."""
+    counts = {"optional": 0, "union": 0}
+    _first_problem(schema, "$", counts)
+    return counts["optional"], counts["union"]
 
 
 def structured_schema(schema: Any) -> Any:

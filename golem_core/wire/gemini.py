@@ -36,7 +36,9 @@ bodies. No I/O: the shell (``golem_shell.models.gemini``) does the HTTP. The map
   a tool returned follows the responses in the same ``user`` content, after a label naming the
   call;
 - with no tools declared, tool calls and results are rendered as text (ADR 0031);
-- tools are ``functionDeclarations`` with ``parametersJsonSchema`` (full JSON Schema);
+- tools are ``functionDeclarations`` with ``parametersJsonSchema`` (full JSON Schema,
+  loosened where the documented subset needs it as ``responseJsonSchema`` is:
+  ``json_output_schema``, ADR 0130);
   ``tool_choice_required`` is ``functionCallingConfig.mode: "ANY"``; ``max_tokens``,
   ``temperature``, ``top_p`` and ``stop`` are ``maxOutputTokens``, ``temperature``,
   ``topP`` and ``stopSequences`` in ``generationConfig``. Gemini has no switch for
@@ -480,13 +482,14 @@ def takes_json_output_with_tools(model: str | None) -> bool:
 
 
 def json_output_schema(schema: Any) -> Any:
-    """``schema`` as ``responseJsonSchema`` is documented to take it: an ``enum`` holds
-    strings and numbers only (``null`` and booleans become ``anyOf`` branches), a
-    ``$ref`` stands alone (other keywords beside it wrap it in ``anyOf``), and a
-    property whose schema leads back into a recursive type is not required (Gemini
-    unrolls cycles only through optional properties). Looser than the type, never
-    stricter: the run validates the answer against the full schema. A new value;
-    total, deterministic."""
+    """``schema`` as ``responseJsonSchema`` (and ``parametersJsonSchema``) is documented
+    to take it: ``const`` (outside the subset; pydantic writes it for a ``Literal``
+    discriminator) becomes a one-value ``enum``, an ``enum`` holds strings and numbers
+    only (``null`` and booleans become ``anyOf`` branches), a ``$ref`` stands alone
+    (other keywords beside it wrap it in ``anyOf``), and a property whose schema leads
+    back into a recursive type is not required (Gemini unrolls cycles only through
+    optional properties). Looser than the type, never stricter: the run validates the
+    answer against the full schema. A new value; total, deterministic."""
     recursive = recursive_defs(schema)
     return _json_output(schema, recursive)
 
@@ -497,6 +500,11 @@ def _json_output(schema: Any, recursive: frozenset[str]) -> Any:
     if not isinstance(schema, dict):
         return schema
     out = {k: _json_output(v, recursive) for k, v in schema.items()}
+    const = out.get("const", out)
+    if const is not out and not isinstance(const, dict | list) and "enum" not in out:
+        # outside the subset: a one-value enum (a dict here is a property named "const")
+        out = {("enum" if k == "const" else k): v for k, v in out.items()}
+        out["enum"] = [const]
     enum = out.get("enum")
     if isinstance(enum, list) and any(v is None or isinstance(v, bool) for v in enum):
         kept = [v for v in enum if isinstance(v, str | int | float) and not isinstance(v, bool)]
@@ -559,7 +567,7 @@ def encode_request(
             spec: dict[str, Any] = {"name": tool.name}
             if tool.description:
                 spec["description"] = tool.description
-            spec["parametersJsonSchema"] = tool.parameters
+            spec["parametersJsonSchema"] = json_output_schema(tool.parameters)
             declarations.append(spec)
         body["tools"] = [{"functionDeclarations": declarations}]
         if request.tool_choice_required:

@@ -26,7 +26,10 @@ shell (``golem_shell.models.openai``) does the HTTP. The mapping:
   ``parallel_tool_calls`` and ``tool_choice: "required"`` only when tools are declared;
   a stream asks for ``stream_options: {"include_usage": true}``; an ``output_schema``
   (native structured output) is ``response_format: {"type": "json_schema", ...}``, with
-  ``strict: true`` only when the schema meets strict mode's rules as it is.
+  ``strict: true`` and the schema rewritten for strict mode wherever it can be made to
+  qualify (``golem_core.wire.strict``, ADR 0130), else ``strict: false`` and the schema
+  unchanged; a tool is ``strict: true`` under the same rule (else ``strict`` is left out,
+  Chat's default being false).
 
 Responses: ``content`` and a ``refusal`` (OpenAI's text for "I will not answer") both
 become the message's text, so a refusal reads like any answer while ``finish_reason``
@@ -94,6 +97,7 @@ from golem_core.wire._common import (
     stream_error,
     wire_sequence,
 )
+from golem_core.wire.strict import openai_strict_schema
 
 __all__ = [
     "MAX_CALL_ID_LENGTH",
@@ -322,7 +326,10 @@ def encode_request(
             function: dict[str, Any] = {"name": tool.name}
             if tool.description:
                 function["description"] = tool.description
-            function["parameters"] = tool.parameters
+            schema, why_not = openai_strict_schema(tool.parameters)
+            function["parameters"] = schema
+            if why_not is None:  # else left out: Chat's default, false (ADR 0130)
+                function["strict"] = True
             tools.append({"type": "function", "function": function})
         body["tools"] = tools
         if request.tool_choice_required:
@@ -348,50 +355,22 @@ def encode_request(
 
 def json_schema_spec(output: ToolDefinition) -> dict[str, Any]:
     """Native structured output as OpenAI names it (``name``, ``description``, ``schema``,
-    ``strict`` when the schema allows it): Chat's ``response_format.json_schema``, and
-    the Responses API's ``text.format`` (flattened there)."""
+    ``strict``): Chat's ``response_format.json_schema``, and the Responses API's
+    ``text.format`` (flattened there). ``strict: true`` with the schema rewritten for
+    strict mode where it can be made to qualify, else ``strict: false`` with the schema
+    unchanged (``golem_core.wire.strict``, ADR 0130)."""
+    schema, why_not = openai_strict_schema(output.parameters)
     spec: dict[str, Any] = {"name": output.name}
     if output.description:
         spec["description"] = output.description
-    spec["schema"] = output.parameters
-    spec["strict"] = _strict_compatible(output.parameters)
+    spec["schema"] = schema
+    spec["strict"] = why_not is None
     return spec
 
 
 def _response_format(output: ToolDefinition) -> dict[str, Any]:
-    """Native structured output: ``json_schema``, ``strict`` when the schema allows it."""
+    """Native structured output: ``json_schema``, strict where the schema can be."""
     return {"type": "json_schema", "json_schema": json_schema_spec(output)}
-
-
-_STRICT_KEYS = frozenset(
-    {"type", "properties", "required", "additionalProperties", "items", "enum", "anyOf"}
-    | {"description", "title", "const", "$defs", "$ref", "format"}
-)
-_STRICT_FORMATS = frozenset(
-    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
-)
-
-
-def _strict_compatible(schema: object) -> bool:
-    """Whether OpenAI's strict mode takes ``schema`` as it is (conservative: every object
-    closed with every property required, only keywords strict mode documents)."""
-    if not isinstance(schema, dict) or not schema or not set(schema) <= _STRICT_KEYS:
-        return False
-    if "format" in schema and schema["format"] not in _STRICT_FORMATS:
-        return False
-    properties = schema.get("properties")
-    if schema.get("type") == "object" or properties is not None:
-        if schema.get("additionalProperties") is not False or not isinstance(properties, dict):
-            return False
-        if sorted(schema.get("required", ())) != sorted(properties):
-            return False
-        if not all(_strict_compatible(p) for p in properties.values()):
-            return False
-    elif "additionalProperties" in schema:
-        return False
-    children = [schema["items"]] if "items" in schema else []
-    children += list(schema.get("anyOf", ())) + list(schema.get("$defs", {}).values())
-    return all(_strict_compatible(c) for c in children)
 
 
 # -- responses -------------------------------------------------------------------------

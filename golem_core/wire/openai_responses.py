@@ -38,13 +38,15 @@ shell (``golem_shell.models.openai_responses``) does the HTTP. The mapping (ADRs
   characters with a hash, and made unique per request (``_2``, ``_3``; ADR 0034), and
   a turn that repeats an id is answered per call (``wire_sequence``);
 - with no tools declared, tool calls and results are rendered as text (ADR 0031);
-- tools are ``{"type": "function", "name", "description", "parameters", "strict":
-  false}`` (the Responses API defaults to strict schemas, which golem's schemas are not
-  written for); ``tool_choice_required`` is ``"required"``; ``max_tokens`` is
-  ``max_output_tokens``; ``temperature``, ``top_p`` and ``parallel_tool_calls`` as
-  named; ``stop`` sequences do not exist in this API and are refused; an
-  ``output_schema`` (native structured output, ADR 0087) is ``text.format``:
-  ``{"type": "json_schema", "name", "schema", "strict"}`` as Chat's ``response_format``.
+- tools are ``{"type": "function", "name", "description", "parameters", "strict"}``:
+  ``strict: true`` with the schema rewritten for strict mode wherever it can be made to
+  qualify, else ``strict: false`` (the Responses API's default is strict) with the
+  schema unchanged (``golem_core.wire.strict``, ADR 0130); ``tool_choice_required`` is
+  ``"required"``; ``max_tokens`` is ``max_output_tokens``; ``temperature``, ``top_p``
+  and ``parallel_tool_calls`` as named; ``stop`` sequences do not exist in this API and
+  are refused; an ``output_schema`` (native structured output, ADR 0087) is
+  ``text.format``: ``{"type": "json_schema", "name", "schema", "strict"}`` as Chat's
+  ``response_format``.
 
 Responses (ADR 0051): reasoning items become thinking parts (summary texts joined by a
 blank line), each ``message`` item one text part (``output_text`` and ``refusal``
@@ -118,6 +120,7 @@ from golem_core.wire._common import (
     wire_sequence,
 )
 from golem_core.wire.openai import json_schema_spec
+from golem_core.wire.strict import openai_strict_schema
 
 __all__ = [
     "ENCRYPTED_CONTENT_KEY",
@@ -432,8 +435,9 @@ def encode_request(
             spec: dict[str, Any] = {"type": "function", "name": tool.name}
             if tool.description:
                 spec["description"] = tool.description
-            spec["parameters"] = tool.parameters
-            spec["strict"] = False
+            schema, why_not = openai_strict_schema(tool.parameters)
+            spec["parameters"] = schema
+            spec["strict"] = why_not is None  # ADR 0130
             tools.append(spec)
         body["tools"] = tools
         if request.tool_choice_required:
