@@ -23,6 +23,7 @@ from typing import Any
 from attrs import frozen
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from returns.result import Success
 from wire_rules import anthropic_cache_violations, openai_cache_violations
 
@@ -335,7 +336,7 @@ PROCESSORS: dict[str, Callable[[], HistoryProcessor]] = {
 }
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(turns(), st.sampled_from(sorted(PROCESSORS)), st.booleans())
 def test_each_request_extends_the_previous_except_at_planned_cuts(
     conversation: tuple[Turn, ...], name: str, fed_back: bool
@@ -351,7 +352,7 @@ def test_each_request_extends_the_previous_except_at_planned_cuts(
     assert cuts <= allowed
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(turns(), st.booleans())
 def test_without_a_processor_every_request_extends_the_previous(
     conversation: tuple[Turn, ...], fed_back: bool
@@ -359,7 +360,7 @@ def test_without_a_processor_every_request_extends_the_previous(
     assert assert_cache_stable(grow(conversation, None, fed_back=fed_back)) == 0
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(turns())
 def test_a_placed_summary_stays_byte_identical_until_the_next_compaction(
     conversation: tuple[Turn, ...],
@@ -378,7 +379,7 @@ def test_a_placed_summary_stays_byte_identical_until_the_next_compaction(
     assert len(placed) <= 1 + sum(planned for _, _, planned in requests)
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(turns(), st.booleans())
 def test_the_sliding_window_breaks_the_prefix_far_more_often(
     conversation: tuple[Turn, ...], fed_back: bool

@@ -29,6 +29,7 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from strategies import damaged_histories, histories, names, texts, valid_histories
 from wire_rules import gemini_violations
 
@@ -52,7 +53,7 @@ genai = pytest.importorskip("google.genai")
 from google.genai import types  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "gemini"
-EXAMPLES = {"schema": 700, "pairing": 400}  # 1,100 histories per run of this file
+EXAMPLES = {"schema": 700, "pairing": 400}  # 1,100 histories per run under ci (examples())
 
 signatures = st.binary(min_size=1, max_size=48).map(lambda b: base64.b64encode(b).decode())
 schemas = st.sampled_from(
@@ -137,7 +138,7 @@ def validate_with_the_sdk(body: dict[str, Any]) -> None:
 
 
 @settings(
-    max_examples=EXAMPLES["schema"],
+    max_examples=examples(EXAMPLES["schema"]),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -157,7 +158,7 @@ def test_every_body_validates_against_the_sdk(drawn: tuple[ModelRequest, bool]) 
 
 
 @settings(
-    max_examples=EXAMPLES["pairing"],
+    max_examples=examples(EXAMPLES["pairing"]),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

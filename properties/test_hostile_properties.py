@@ -20,6 +20,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from returns.result import Failure, Success
 from strategies import browser_equivalent_urls, histories
 
@@ -41,7 +42,7 @@ from golem_core.wire import (
 )
 
 FUZZ = settings(
-    max_examples=120,
+    max_examples=examples(120),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -186,7 +187,7 @@ def test_mutated_valid_histories(history: tuple[Message, ...], edits: list[Any])
     assert_total(bytes(data))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(1, 5000), st.integers(0, 3), st.sampled_from(["[", '{"a":', '[{"x":']))
 def test_deep_nesting_anywhere(depth: int, where: int, opener: str) -> None:
     closer = {"[": "]", '{"a":': "}", '[{"x":': "}]"}[opener]

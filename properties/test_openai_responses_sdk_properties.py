@@ -25,6 +25,7 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from pydantic import TypeAdapter
 from returns.result import Failure, Success
 from strategies import histories, texts
@@ -202,7 +203,7 @@ requests = st.fixed_dictionaries(
 
 
 @settings(
-    max_examples=1000,
+    max_examples=examples(1000),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -242,7 +243,7 @@ def test_every_body_validates_against_the_sdk_and_holds_the_pairing_rule(
     assert json.dumps(again.unwrap()) == json.dumps(body)  # deterministic
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(history=responses_histories())
 def test_raw_histories_always_encode(history: tuple[Message, ...]) -> None:
     """Media the API cannot take travels as a stand-in (ADR 0067): never refused."""

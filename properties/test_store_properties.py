@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from profiles import examples
 from strategies import histories, valid_histories
 
 from golem_core import Message, Role, TextPart, check_pairing, encode_history, trim_history
@@ -22,7 +23,7 @@ from golem_shell.store import HistoryConflict, PostgresHistoryStore, SQLiteHisto
 History = tuple[Message, ...]
 
 # a store round trip costs a database per example: a third of the profile's examples
-modest = settings(max_examples=max(10, settings.default.max_examples // 3))
+modest = settings(max_examples=examples(50))
 
 
 @contextmanager
@@ -189,7 +190,5 @@ class StoredConversations(RuleBasedStateMachine):
             assert report.intact, report.findings
 
 
-StoredConversations.TestCase.settings = settings(
-    max_examples=max(10, settings.default.max_examples // 5), stateful_step_count=10
-)
+StoredConversations.TestCase.settings = settings(max_examples=examples(30), stateful_step_count=10)
 test_stored_conversations = StoredConversations.TestCase
