@@ -15,6 +15,7 @@ before the history never move; nothing run- or time-dependent reaches a body.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -273,7 +274,13 @@ def grow(
 
 def assert_cache_stable(requests: list[tuple[int, ModelRequest, bool]]) -> int:
     """The property; returns how many requests broke the prefix (planned cuts)."""
-    cuts = 0
+    return len(broken_runs(requests))
+
+
+def broken_runs(requests: list[tuple[int, ModelRequest, bool]]) -> list[int]:
+    """The property; returns the run of each request that broke the prefix on some wire
+    (each a planned cut)."""
+    cuts: list[int] = []
     previous: dict[str, Encoded] | None = None
     previous_request: ModelRequest | None = None
     for run, request, planned in requests:
@@ -296,7 +303,7 @@ def assert_cache_stable(requests: list[tuple[int, ModelRequest, bool]]) -> int:
                         f"{name}: run {run} broke the prefix without a planned cut ({gap})"
                     )
             if broke:
-                cuts += 1
+                cuts.append(run)
                 assert gap is not None and gap.cause in ("cut", "summary", "cleared", "thinking")
             elif gap is not None:  # a break no encoder sees: a part no provider is sent
                 assert planned
@@ -379,21 +386,60 @@ def test_a_placed_summary_stays_byte_identical_until_the_next_compaction(
     assert len(placed) <= 1 + sum(planned for _, _, planned in requests)
 
 
-@settings(max_examples=examples(25))
-@given(turns(), st.booleans())
-def test_the_sliding_window_breaks_the_prefix_far_more_often(
-    conversation: tuple[Turn, ...], fed_back: bool
+# -- stepped cuts against the sliding window, on a steady conversation ------------------------
+
+
+def steady(turn_tokens: int) -> tuple[Turn, ...]:
+    """A conversation of equal text turns (a prompt and an answer of ``turn_tokens``
+    tokens together, by ``approximate_tokens``) long enough to fill ``BUDGET`` three times."""
+    chars = max(1, (turn_tokens * 4) // 2 - 12)
+    return tuple(
+        Turn(f"{k:03d}" + "p" * chars, (Step((), f"{k:03d}" + "a" * chars, False),))
+        for k in range(3 * BUDGET // turn_tokens + 4)
+    )
+
+
+@settings(max_examples=examples(12), deadline=None)
+@given(st.integers(20, 100), st.booleans())
+def test_a_stepped_cut_keeps_the_placed_prefix_for_a_whole_step_the_sliding_window_never(
+    turn_tokens: int, fed_back: bool
 ) -> None:
-    """The explicit sliding window is still cache-correct (breaks only when it cuts), and
-    it cuts at least as often as the stepped default on the same conversation."""
-    sliding = assert_cache_stable(
+    """Not luck but construction: on turns of equal size the default (stepped) cut keeps
+    the placed prefix byte-identical on every wire for at least a step's worth of turns
+    (half the budget, less two turns for the cut's rounding) between two breaks, and it
+    does break (the budget fills three times); the sliding window
+    (``low_water=max_tokens``) breaks on every run once full."""
+    conversation = steady(turn_tokens)
+    per_turn = max(_tokens(run_turn((), t, 0, None)[2]) for t in conversation)
+    stepped = broken_runs(
+        grow(conversation, budget_history(approximate_tokens, BUDGET), fed_back=fed_back)
+    )
+    sliding = broken_runs(
         grow(
             conversation,
             budget_history(approximate_tokens, BUDGET, low_water=BUDGET),
             fed_back=fed_back,
         )
     )
-    stepped = assert_cache_stable(
-        grow(conversation, budget_history(approximate_tokens, BUDGET), fed_back=fed_back)
+    step_turns = (BUDGET // 2 - 2 * per_turn) // per_turn
+    assert len(stepped) >= 2, stepped
+    gaps = [b - a for a, b in itertools.pairwise(stepped)]
+    assert min(gaps) >= max(2, step_turns), (per_turn, stepped)
+    assert sliding == list(range(sliding[0], len(conversation))), sliding
+    assert len(stepped) * 2 <= len(sliding)
+
+
+@settings(max_examples=examples(25))
+@given(turns(), st.booleans())
+def test_the_sliding_window_is_cache_correct_too(
+    conversation: tuple[Turn, ...], fed_back: bool
+) -> None:
+    """The explicit sliding window breaks the prefix only where it cuts (how much more
+    often than the stepped default: the steady conversation above)."""
+    assert_cache_stable(
+        grow(
+            conversation,
+            budget_history(approximate_tokens, BUDGET, low_water=BUDGET),
+            fed_back=fed_back,
+        )
     )
-    assert stepped <= sliding + 1
