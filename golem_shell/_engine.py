@@ -7,6 +7,11 @@ value, the run's first state (built inside the workflow body, deterministically)
 recorded end of a run (``RunEnded``) made from the driver's last command, and the
 ``RunResult`` (or ``RunError``) read back from it. An engine adds only how it records
 effects and how a paused run receives its answers.
+
+Conversations go by reference (ADR 0125): the input, the processor's outcome and the end
+hold the head of a chain of messages in the engine's ``BlobStore``
+(``golem_shell._blobs``), never the messages, so what an engine records per run is
+bounded by what the run adds.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from golem_core import (
 )
 from golem_core.loop import DeferredCall, Fail, Finish, RunState, check_answers
 from golem_shell._agent import Agent
+from golem_shell._blobs import MESSAGE_CHAIN, BlobStore, Chain, load_chain, messages_chain
 from golem_shell._checks import check_history
 from golem_shell._errors import (
     DeferredResultsError,
@@ -66,19 +72,22 @@ from golem_shell._tools import RunContext
 __all__ = [
     "WaitingCalls",
     "answers_to_send",
-    "waiting_of",
     "check_wrapped",
     "ended",
+    "ended_messages",
     "first_state",
+    "input_chain",
     "input_history",
     "instructions_failed",
     "processed_of",
-    "run_processor",
-    "set_up",
     "resolve_instructions",
     "result_of",
+    "run_chain",
     "run_input",
+    "run_processor",
+    "set_up",
     "static_instructions",
+    "waiting_of",
 ]
 
 JSON: TypeAlias = Any
@@ -201,17 +210,23 @@ def answers_to_send(
 
 
 def run_input(
-    prompt: Prompt, history: Sequence[Message], run_id: str | None, conversation_id: str | None
+    prompt: Prompt,
+    history: Sequence[Message],
+    run_id: str | None,
+    conversation_id: str | None,
+    store: BlobStore,
 ) -> JSON:
     """The JSON a durable run starts from: ids (checked as ``Agent`` checks them), the
-    history, the prompt and the time it was submitted (the prompt message's time)."""
+    head of the history's chain (stored in ``store`` here, once per message: a message
+    a previous run stored is not written again), the prompt and the time it was
+    submitted (the prompt message's time)."""
     history = check_history(history)
     parts = prompt_parts(prompt)
     run_id, conversation_id = run_ids(history, run_id, conversation_id)
     return {
         "runId": run_id,
         "conversationId": conversation_id,
-        "history": MESSAGES[0](history),
+        "historyHead": messages_chain(store, history).head,
         "prompt": None if parts is None else PARTS[0](parts),
         "now": datetime.now(UTC).isoformat(),
     }
@@ -226,20 +241,38 @@ async def resolve_instructions(spec: RunSpec, context: RunContext[Any]) -> JSON:
     return encode(resolved)
 
 
-def input_history(run_input: JSON) -> tuple[Message, ...]:
-    """The history a run was started with (its recorded input)."""
-    history: tuple[Message, ...] = MESSAGES[1](run_input["history"], "history")
-    return history
+def input_chain(run_input: JSON, store: BlobStore) -> Chain[Message]:
+    """The history a run was started with (its recorded input), as a stored chain.
+
+    Raises:
+        MissingBlob: the history's chain is not in ``store`` (another store than the
+            starter's).
+    """
+    if "history" in run_input:  # recorded inline, before ADR 0125
+        return messages_chain(store, MESSAGES[1](run_input["history"], "history"))
+    return load_chain(store, MESSAGE_CHAIN, run_input["historyHead"], "history")
 
 
-async def run_processor(spec: RunSpec, history: Sequence[Message]) -> JSON:
+def input_history(run_input: JSON, store: BlobStore) -> tuple[Message, ...]:
+    """The history a run was started with (see ``input_chain``)."""
+    return input_chain(run_input, store).values
+
+
+def run_chain(store: BlobStore, state: RunState, known: Chain[Message]) -> Chain[Message]:
+    """The run's conversation without its instructions (``history + added``, what a
+    model request sends), stored, reusing ``known``'s nodes for the shared prefix."""
+    return messages_chain(store, state.history + state.added, known)
+
+
+async def run_processor(spec: RunSpec, history: Sequence[Message], store: BlobStore) -> JSON:
     """The recorded value of running the history processor once on the run's supplied
-    history (an effect: ``summarize_history`` calls a model); replayed from the record."""
+    history (an effect: ``summarize_history`` calls a model); replayed from the record.
+    The processed history is stored in ``store``; the record holds its head."""
     match await process_history(spec, history):
         case Success(processed) if isinstance(processed, tuple | list) and all(
             type(m) is Message for m in processed
         ):
-            return encode(ProcessorRan(messages=tuple(processed)))
+            return encode(ProcessorRan(history=messages_chain(store, processed).head or ""))
         case Failure(error):
             return encode(ProcessorRan(failed=str(error)))
         case other:
@@ -251,11 +284,17 @@ async def run_processor(spec: RunSpec, history: Sequence[Message]) -> JSON:
             )
 
 
-def processed_of(recorded: JSON) -> Processed:
-    """The processor's outcome a recorded ``run_processor`` value stands for."""
+def processed_of(recorded: JSON, store: BlobStore) -> Processed:
+    """The processor's outcome a recorded ``run_processor`` value stands for.
+
+    Raises:
+        MissingBlob: the processed history is not in ``store``.
+    """
     ran = decode_as(ProcessorRan, recorded, "processor")
     if ran.failed is not None:
         return Failure(ran.failed)
+    if ran.history is not None:
+        return Success(load_chain(store, MESSAGE_CHAIN, ran.history or None, "processed").values)
     return Success(ran.messages or ())
 
 
@@ -272,14 +311,19 @@ def instructions_failed(name: str, run_input: JSON, reason: str) -> RunEnded:
 
 
 def first_state(
-    spec: RunSpec, run_input: JSON, instructions: str | None, processed: Processed
+    spec: RunSpec,
+    run_input: JSON,
+    instructions: str | None,
+    processed: Processed,
+    history: Sequence[Message],
 ) -> RunState:
-    """The run's first state, from its input, resolved instructions and the processor's
-    recorded outcome (deterministic: the prompt's time is the recorded submission time)."""
+    """The run's first state, from its input and ``history`` (``input_history``),
+    resolved instructions and the processor's recorded outcome (deterministic: the
+    prompt's time is the recorded submission time)."""
     prompt = None if run_input["prompt"] is None else PARTS[1](run_input["prompt"], "prompt")
     config = run_config(spec, run_input["runId"], run_input["conversationId"], instructions)
     now = datetime.fromisoformat(run_input["now"])
-    return spec_first_state(spec, config, input_history(run_input), prompt, processed, now)
+    return spec_first_state(spec, config, history, prompt, processed, now)
 
 
 async def set_up(
@@ -288,11 +332,18 @@ async def set_up(
     run_input: JSON,
     instructions: Callable[[], Awaitable[JSON]],
     processor: Callable[[], Awaitable[JSON]],
+    store: BlobStore,
+    history: Sequence[Message],
 ) -> RunState | RunEnded:
     """The run's first state, its set-up effects performed as the engine records them:
     ``instructions`` (a recorded ``resolve_instructions``, only when the spec has
     dynamic ones) and ``processor`` (a recorded ``run_processor``, only when it has a
-    processor); or the run's end when its instructions could not be resolved."""
+    processor); or the run's end when its instructions could not be resolved.
+    ``history`` is the run's input history (``input_history``).
+
+    Raises:
+        MissingBlob: the processed history is not in ``store``.
+    """
     text = static_instructions(spec)
     if spec.dynamic_instructions is not None:
         resolved = decode_as(InstructionsResolved, await instructions(), "instructions")
@@ -301,8 +352,8 @@ async def set_up(
         text = resolved.instructions
     processed: Processed = None
     if spec.processor is not None:  # once per run: a summarizing one calls a model
-        processed = processed_of(await processor())
-    return first_state(spec, run_input, text, processed)
+        processed = processed_of(await processor(), store)
+    return first_state(spec, run_input, text, processed, history)
 
 
 def static_instructions(spec: RunSpec) -> str | None:
@@ -310,18 +361,39 @@ def static_instructions(spec: RunSpec) -> str | None:
     return join_instructions(spec.instructions, None)
 
 
-def ended(name: str, spec: RunSpec, end: Finish | Fail) -> RunEnded:
-    """The recorded end of a run from the driver's last command."""
+def _by_reference(
+    store: BlobStore,
+    system: tuple[Message, ...],
+    messages: tuple[Message, ...],
+    known: Chain[Message],
+) -> dict[str, Any]:
+    """``messages`` as a ``RunEnded`` holds them: the instructions inline, the rest as
+    the head of its chain (extending ``known``)."""
+    if messages[: len(system)] != system:
+        system = ()
+    head = messages_chain(store, messages[len(system) :], known).head
+    return {"system": system, "history": head or ""}
+
+
+def ended(
+    name: str, spec: RunSpec, end: Finish | Fail, store: BlobStore, known: Chain[Message]
+) -> RunEnded:
+    """The recorded end of a run from the driver's last command; its messages are
+    stored in ``store`` (a chain extending ``known``, the run's conversation so far) and
+    the record holds their head."""
     state = end.state
     config = state.config
     if isinstance(end, Fail):
         partial = partial_of(state)
+        chained = (
+            {} if partial is None else _by_reference(store, state.system, partial.messages, known)
+        )
         return RunEnded(
             name,
             "failed",
             config.run_id,
             config.conversation_id,
-            messages=() if partial is None else partial.messages,
+            **chained,
             usage=state.usage,
             requests=state.requests,
             tool_executions=state.tool_executions,
@@ -333,7 +405,7 @@ def ended(name: str, spec: RunSpec, end: Finish | Fail) -> RunEnded:
         "done",
         config.run_id,
         config.conversation_id,
-        messages=state.messages,
+        **_by_reference(store, state.system, state.messages, known),
         added=len(state.added),
         usage=state.usage,
         requests=state.requests,
@@ -342,13 +414,24 @@ def ended(name: str, spec: RunSpec, end: Finish | Fail) -> RunEnded:
     )
 
 
-def result_of(wrapper: str, name: str, spec: RunSpec, value: JSON) -> RunResult[Any]:
-    """The ``RunResult`` a recorded end stands for.
+def ended_messages(record: RunEnded, store: BlobStore) -> tuple[Message, ...]:
+    """The messages a recorded end stands for (its chain read from ``store``)."""
+    chained: tuple[Message, ...] = ()
+    if record.history:
+        chained = load_chain(store, MESSAGE_CHAIN, record.history, "result").values
+    return record.system + chained + record.messages
+
+
+def result_of(
+    wrapper: str, name: str, spec: RunSpec, value: JSON, store: BlobStore
+) -> RunResult[Any]:
+    """The ``RunResult`` a recorded end stands for (its messages read from ``store``).
 
     Raises:
         RunError: the run failed (``partial`` holds the evidence it recorded).
         UsageError: the run is not a run of ``name`` (another agent's, or not golem's).
-        CorruptRecord: the recorded output no longer fits the agent's output type.
+        CorruptRecord: the recorded output no longer fits the agent's output type, or
+            (``MissingBlob``) its messages are not in ``store``.
     """
     try:
         record = decode_as(RunEnded, value, "result")
@@ -363,11 +446,12 @@ def result_of(wrapper: str, name: str, spec: RunSpec, value: JSON) -> RunResult[
             f"run {record.run_id!r} is not a run of {wrapper} {name!r}"
             f" (it belongs to {record.agent!r})"
         )
+    messages = ended_messages(record, store)
     if record.status == "failed":
         partial = None
-        if record.messages:
+        if messages:
             partial = PartialResult(
-                messages=record.messages,
+                messages=messages,
                 usage=record.usage,
                 requests=record.requests,
                 tool_executions=record.tool_executions,
@@ -381,7 +465,6 @@ def result_of(wrapper: str, name: str, spec: RunSpec, value: JSON) -> RunResult[
             output = validate(output, spec.output.type, path="output")
         except ValidationFailed as e:
             raise CorruptRecord(f"the recorded output no longer fits the output type: {e}") from e
-    messages = record.messages
     return RunResult(
         output=output,
         messages=messages,

@@ -103,18 +103,24 @@ class InstructionsResolved:
 @frozen
 class ProcessorRan:
     """The history processor's outcome on a run's supplied history: the processed
-    ``messages``, or why it failed (recorded once per run, replayed from the record)."""
+    history (``history``: the head of its chain in the engine's blob store; ``messages``
+    inline, as golem recorded it before ADR 0125), or why it failed (recorded once per
+    run, replayed from the record)."""
 
     messages: tuple[Message, ...] | None = None
     failed: str | None = None
+    history: str | None = None
 
 
 @frozen
 class RunEnded:
     """How a durable run ended: ``status`` is ``"done"`` or ``"failed"``.
 
-    Done: ``output`` (JSON), ``messages``, ``added`` (how many the run added). Failed:
-    ``stage``, ``reason`` and the partial (``messages`` empty when there is none).
+    Done: ``output`` (JSON), the messages, ``added`` (how many the run added, at the
+    end). Failed: ``stage``, ``reason`` and the partial's messages (none: no partial).
+    The messages are ``system`` (the instructions), then the chain whose head is
+    ``history`` in the engine's blob store, then ``messages`` (ADR 0125: golem writes
+    ``system`` and ``history``; a run recorded before holds them all in ``messages``).
     """
 
     agent: str
@@ -129,6 +135,8 @@ class RunEnded:
     output: Any = None
     stage: str | None = None
     reason: str | None = None
+    system: tuple[Message, ...] = ()
+    history: str | None = None
 
 
 # -- field codecs: (encode, decode) ---------------------------------------------------------
@@ -310,6 +318,7 @@ RECORDS: tuple[Record, ...] = (
         (
             _f("messages", _optional(MESSAGES), optional=True),
             _f("failed", _optional(TEXT), optional=True),
+            _f("history", _optional(TEXT), optional=True),
         ),
     ),
     Record(
@@ -328,6 +337,8 @@ RECORDS: tuple[Record, ...] = (
             _f("output", ANY, optional=True),
             _f("stage", _optional(TEXT), optional=True),
             _f("reason", _optional(TEXT), optional=True),
+            _f("system", MESSAGES, optional=True),
+            _f("history", _optional(TEXT), optional=True),
         ),
     ),
 )

@@ -16,7 +16,11 @@ recorded before the run moves on:
 
 Validation of the output and every transition run in the body.
 Step outputs, the workflow's input and its result are plain JSON in golem's message
-contract, so a run recorded by one version of golem resumes in the next. A worker that
+contract, so a run recorded by one version of golem resumes in the next. Conversations go
+by reference (ADR 0125): the input, the processor's outcome and the result hold the head
+of a chain of messages stored once, content-addressed, in a ``golem_blobs`` table of DBOS's
+own system database (or the ``blobs=`` store given), so a conversation of many runs is
+recorded once, not once per run. A worker that
 dies (even by SIGKILL) and restarts replays the body: recorded effects return their
 recorded outputs and are not performed again; an effect that was interrupted mid-flight
 (not recorded) is performed again (at least once). The workflow id is the run id.
@@ -51,13 +55,14 @@ from golem_core.loop import (
 )
 from golem_shell._agent import Agent
 from golem_shell._asyncio import AgentEffects
+from golem_shell._blobs import BlobStore, Chain, MissingBlob, SQLBlobs
 from golem_shell._driver import Progress, ToolBatch, run
 from golem_shell._engine import (
     WaitingCalls,
     answers_to_send,
     check_wrapped,
     ended,
-    input_history,
+    input_chain,
     resolve_instructions,
     result_of,
     run_input,
@@ -89,13 +94,21 @@ try:
         WorkflowSerializationFormat,
     )
     from dbos import error as dbos_error
+    from dbos._dbos import _get_dbos_instance
 except ImportError as _missing:  # pragma: no cover - the extra is installed in CI
     raise UsageError(
         "golem_shell.durable needs DBOS: install golem with the dbos extra"
         " (pip install 'golem-agents[dbos]')"
     ) from _missing
 
-__all__ = ["ANSWERS_TOPIC", "DurableAgent", "WAITING_EVENT", "WORKFLOW_NAME", "WaitingCalls"]
+__all__ = [
+    "ANSWERS_TOPIC",
+    "DurableAgent",
+    "WAITING_EVENT",
+    "WORKFLOW_NAME",
+    "WaitingCalls",
+    "system_blobs",
+]
 
 DepsT = TypeVar("DepsT")
 OutputT = TypeVar("OutputT")
@@ -115,6 +128,28 @@ _LOOKUP_SECONDS = 30.0  # how long a recovered run waits for its agent to be reg
 _PORTABLE = WorkflowSerializationFormat.PORTABLE
 
 _AGENTS: dict[str, DurableAgent[Any, Any]] = {}
+_SYSTEM_BLOBS: list[tuple[Any, SQLBlobs]] = []  # (DBOS's system engine, its blobs)
+
+
+def system_blobs() -> SQLBlobs:
+    """The blobs in the system database of the DBOS instance launched in this process
+    (table ``golem_blobs``, created on first use).
+
+    Raises:
+        UsageError: DBOS is not launched.
+    """
+    try:
+        engine = _get_dbos_instance()._sys_db.engine
+    except Exception as e:
+        raise UsageError(
+            f"durable runs need DBOS launched (DBOS(config=...); DBOS.launch()): {e}"
+        ) from e
+    for known, blobs in _SYSTEM_BLOBS:
+        if known is engine:
+            return blobs
+    blobs = SQLBlobs(engine)
+    _SYSTEM_BLOBS[:] = [(engine, blobs)]
+    return blobs
 
 
 def _step(name: str) -> StepOptions:
@@ -176,6 +211,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
         on_event: receives the lifecycle events of the runs this worker executes (the
             same events as ``Agent.run``'s ``on_event``, from the same driver). A run a
             restarted worker replays reports its replayed steps again (at least once).
+        blobs: where conversations are stored by reference (content-addressed, once per
+            message); default: a ``golem_blobs`` table in DBOS's system database, which
+            every worker of the runs shares already.
 
     Raises:
         UsageError: ``agent`` is not an ``Agent``, the name is empty or taken by another
@@ -189,13 +227,19 @@ class DurableAgent(Generic[DepsT, OutputT]):
         name: str | None = None,
         deps: DepsT | None = None,
         on_event: EventHandler | None = None,
+        blobs: BlobStore | None = None,
     ) -> None:
         name = check_wrapped("DurableAgent", agent, name, _AGENTS)
         self.agent: Agent[DepsT, OutputT] = agent
         self.name = name
         self.deps = deps
         self.on_event = on_event
+        self.blobs = blobs
         _AGENTS[name] = self
+
+    def store(self) -> BlobStore:
+        """The blob store this agent's runs keep their conversations in."""
+        return self.blobs if self.blobs is not None else system_blobs()
 
     def __repr__(self) -> str:
         return f"DurableAgent({self.name!r}, {self.agent!r})"
@@ -271,7 +315,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         conversation_id: str | None,
         queue: str | None,
     ) -> WorkflowHandleAsync[JSON]:
-        payload = run_input(prompt, history, run_id, conversation_id)
+        payload = run_input(prompt, history, run_id, conversation_id, self.store())
         run_id = payload["runId"]
         with SetWorkflowID(run_id):
             if queue is None:
@@ -326,26 +370,41 @@ class DurableAgent(Generic[DepsT, OutputT]):
 
     async def _workflow(self, recorded_input: JSON) -> JSON:
         spec = self.agent.run_spec()
+        store = self.store()
         context: RunContext[Any] = RunContext(
             self.deps, recorded_input["runId"], recorded_input["conversationId"]
         )
-        state = await set_up(
-            self.name,
-            spec,
-            recorded_input,
-            lambda: DBOS.run_step_async(
-                _step("golem.instructions"), resolve_instructions, spec, context
-            ),
-            lambda: DBOS.run_step_async(
-                _step("golem.processor"), run_processor, spec, input_history(recorded_input)
-            ),
-        )
+        try:  # reading a blob by its key is as deterministic as the key (ADR 0125)
+            chain = input_chain(recorded_input, store)
+            state = await set_up(
+                self.name,
+                spec,
+                recorded_input,
+                lambda: DBOS.run_step_async(
+                    _step("golem.instructions"), resolve_instructions, spec, context
+                ),
+                lambda: DBOS.run_step_async(
+                    _step("golem.processor"), run_processor, spec, chain.values, store
+                ),
+                store,
+                chain.values,
+            )
+        except MissingBlob as e:
+            state = RunEnded(
+                self.name,
+                "failed",
+                recorded_input["runId"],
+                recorded_input["conversationId"],
+                stage=Stage.HISTORY.value,
+                reason=str(e),
+            )
         if isinstance(state, RunEnded):
             return encode(state)
         progress = Progress(state, observe_run(spec, state, self.on_event))
         end = await run(progress, _DBOSEffects(self, spec, context))
         assert not isinstance(end, Pause)  # a durable run waits instead of pausing
-        return encode(ended(self.name, spec, end))
+        known: Chain[Any] = chain if spec.processor is None else Chain()
+        return encode(ended(self.name, spec, end, store, known))
 
     # -- the steps (each output is recorded; none is retried by DBOS) -------------------
 
@@ -362,7 +421,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
     # -- the workflow's result ------------------------------------------------------------
 
     def _decode_result(self, value: JSON) -> RunResult[OutputT]:
-        return result_of("DurableAgent", self.name, self.agent.run_spec(), value)
+        return result_of("DurableAgent", self.name, self.agent.run_spec(), value, self.store())
 
 
 _NO_CONTEXT: RunContext[Any] = RunContext(None, "", "")

@@ -9,6 +9,15 @@ inside), ``golem.tool`` (one tool call; a batch's calls are concurrent activitie
 scheduled in call order). Validation and every transition run in the workflow. Inputs
 and results are ``golem_shell._records`` JSON; the workflow id is the run id.
 
+Nothing a conversation grows into crosses Temporal (ADR 0125): the run's input, each
+request and tool activity carry the head of the conversation's chain in the agent's blob
+store (``blobs=``), not the messages; a payload over ``STASH_LIMIT`` (a 700 kB tool
+result, a long prompt) crosses as a reference to a blob. The workflow continues as new
+when its event history passes ``history_events`` (or Temporal suggests it), carrying the
+head of its journal (the outcomes it consumed), and the new execution replays the driver
+over that journal without performing anything, so a history stays bounded whatever the
+length of the run.
+
 Retries stay golem's: ``RetryPolicy(maximum_attempts=1)``, and an activity returns its
 effect's failure as an outcome. An activity heartbeats; when its worker dies the
 heartbeat times out and the workflow schedules the effect again (at least once), up to
@@ -34,6 +43,8 @@ from collections.abc import Awaitable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Generic, TypeAlias, TypeVar
 
+import attrs
+
 from golem_core import DeferredAnswer, Message, ModelRequest, ToolCallPart, Usage, make_converter
 from golem_core.loop import (
     Answered,
@@ -52,14 +63,28 @@ from golem_core.loop import (
 )
 from golem_shell._agent import Agent
 from golem_shell._asyncio import AgentEffects
+from golem_shell._blobs import (
+    LOG_CHAIN,
+    MESSAGE_CHAIN,
+    BlobStore,
+    Chain,
+    MemoryBlobs,
+    extend_chain,
+    is_stashed,
+    load_chain,
+    stash,
+    unstash,
+)
 from golem_shell._driver import Progress, ToolBatch, run
 from golem_shell._engine import (
     WaitingCalls,
     answers_to_send,
     check_wrapped,
     ended,
+    input_chain,
     resolve_instructions,
     result_of,
+    run_chain,
     run_input,
     run_processor,
     set_up,
@@ -137,6 +162,8 @@ _LOST_LIMIT = 5  # how many times an effect whose worker died is scheduled again
 _POLL_SECONDS = 0.05  # how often ``waiting(timeout=)`` asks a run that has not paused yet
 _CONVERTER = make_converter()
 _RETRIES = RetryPolicy(maximum_attempts=1)  # golem's adapters retry; Temporal never does
+_BROKEN = "GolemRecord"  # the failure type of a run whose records cannot be read
+_PROCESS_BLOBS = MemoryBlobs()  # the default store: client and worker in one process
 
 _AGENTS: dict[str, TemporalAgent[Any, Any]] = {}
 
@@ -159,13 +186,23 @@ class GolemRun:
     """One run of the agent registered under the name the run was started with."""
 
     def __init__(self) -> None:
+        self.agent = ""  # the registration name of the run's agent
         self.paused: RunState | None = None
         self.sent: list[tuple[int, AnswersSent]] = []  # accepted, not yet taken by the run
         self.taken: dict[int, str | None] = {}  # by update: applied (None) or why not
 
     @workflow.run
     async def run(self, agent: str, run: JSON) -> JSON:
-        return await _registered(agent)._workflow(run, self)
+        durable = _registered(agent)
+        self.agent = agent
+        try:
+            return await durable._workflow(unstash(durable.blobs, run, "input"), self)
+        except CorruptRecord as e:  # a workflow task failure would be retried without end
+            raise ApplicationError(str(e), type=_BROKEN, non_retryable=True) from e
+
+    def _read(self, sent: JSON) -> JSON:
+        """Answers as sent, read back from the run's store if they were stashed."""
+        return unstash(_registered(self.agent).blobs, sent, "answers") if is_stashed(sent) else sent
 
     @workflow.query(name=WAITING_QUERY)
     def waiting(self) -> JSON:
@@ -177,6 +214,7 @@ class GolemRun:
         """Hand the answers to the waiting run; end when it has applied them (or refused
         them: an answer that lost a race to another for the same pause)."""
         number = len(self.taken) + len(self.sent)
+        sent = self._read(sent)
         self.sent.append((number, decode_as(AnswersSent, sent, "answers")))
         await workflow.wait_condition(lambda: number in self.taken)
         refused = self.taken[number]
@@ -190,6 +228,7 @@ class GolemRun:
         if paused is None:
             raise ApplicationError("the run is not waiting for answers", type="NotWaiting")
         try:
+            sent = self._read(sent)
             answers = decode_as(AnswersSent, sent, "answers")
         except CorruptRecord as e:
             raise ApplicationError(f"answers that cannot be read: {e}", type="Corrupt") from e
@@ -201,21 +240,33 @@ class GolemRun:
 # -- the activities (each result is recorded; none is retried by Temporal) -----------------
 
 
-async def _beating(work: Awaitable[JSON]) -> JSON:
-    """Await ``work``, heartbeating meanwhile, so a dead worker is noticed in time."""
+async def _beating(durable: TemporalAgent[Any, Any], work: Awaitable[JSON]) -> JSON:
+    """Await ``work``, heartbeating meanwhile, so a dead worker is noticed in time; its
+    result crosses stashed when it is large (``STASH_LIMIT``)."""
     timeout = activity.info().heartbeat_timeout
     task = asyncio.ensure_future(work)
     if not timeout:
-        return await task
+        return stash(durable.blobs, await task)
     try:
         while True:
             done, _ = await asyncio.wait({task}, timeout=timeout.total_seconds() / 3)
             if done:
-                return task.result()
+                return stash(durable.blobs, task.result())
             activity.heartbeat()
     finally:
         if not task.done():
             task.cancel()
+
+
+def _arrived(payload: JSON) -> tuple[TemporalAgent[Any, Any], JSON]:
+    """The agent an activity's payload names, and the payload (read back if stashed)."""
+    durable = _registered(payload["agent"])
+    return durable, unstash(durable.blobs, payload, "activity input")
+
+
+def _history(durable: TemporalAgent[Any, Any], payload: JSON) -> tuple[Message, ...]:
+    """The conversation an activity's payload names by its chain's head."""
+    return load_chain(durable.blobs, MESSAGE_CHAIN, payload["history"], "history").values
 
 
 def _context(durable: TemporalAgent[Any, Any], payload: JSON) -> RunContext[Any]:
@@ -232,45 +283,51 @@ def _seen(payload: JSON, messages: Sequence[Message] = ()) -> RunState:
 @activity.defn(name="golem.instructions")
 async def instructions_activity(payload: JSON) -> JSON:
     """Resolve the dynamic instructions of the run's agent."""
-    durable = _registered(payload["agent"])
+    durable, payload = _arrived(payload)
     spec = durable.agent.run_spec()
-    return await _beating(resolve_instructions(spec, _context(durable, payload)))
+    return await _beating(durable, resolve_instructions(spec, _context(durable, payload)))
 
 
 @activity.defn(name="golem.processor")
 async def processor_activity(payload: JSON) -> JSON:
-    """Run the history processor of the run's agent once on the supplied history."""
-    spec = _registered(payload["agent"]).agent.run_spec()
-    history = MESSAGES[1](payload["history"], "history")
-    return await _beating(run_processor(spec, history))
+    """Run the history processor of the run's agent once on the supplied history (named
+    by its chain's head); the processed history is stored, the result holds its head."""
+    durable, payload = _arrived(payload)
+    spec = durable.agent.run_spec()
+    history = _history(durable, payload)
+    return await _beating(durable, run_processor(spec, history, durable.blobs))
 
 
 @activity.defn(name="golem.request")
 async def request_activity(payload: JSON) -> JSON:
-    """Send one model request; a failure comes back as a recorded ``ModelFailed``."""
-    durable = _registered(payload["agent"])
-    request = _CONVERTER.structure(payload["request"], ModelRequest)
+    """Send one model request (its messages named by their chain's head); a failure
+    comes back as a recorded ``ModelFailed``."""
+    durable, payload = _arrived(payload)
+    request = _CONVERTER.structure({**payload["request"], "messages": []}, ModelRequest)
+    request = attrs.evolve(request, messages=_history(durable, payload))
     effects = AgentEffects(durable.agent.run_spec(), _context(durable, payload), None)
 
     async def once() -> JSON:
         return encode(await effects.request(RequestModel(request), _seen(payload)))
 
-    return await _beating(once())
+    return await _beating(durable, once())
 
 
 @activity.defn(name="golem.tool")
 async def tool_activity(payload: JSON) -> JSON:
-    """Execute one tool call; its outcome (a crash included) comes back recorded."""
-    durable = _registered(payload["agent"])
+    """Execute one tool call (the run's messages named by their chain's head); its
+    outcome (a crash included) comes back recorded."""
+    durable, payload = _arrived(payload)
     call = CALL[1](payload["call"], "call")
-    state = _seen(payload, MESSAGES[1](payload["messages"], "messages"))
+    system = MESSAGES[1](payload["system"], "system")
+    state = _seen(payload, system + _history(durable, payload))
     effects = AgentEffects(durable.agent.run_spec(), _context(durable, payload), None)
     (work,) = effects.tools((call,), state)
 
     async def once() -> JSON:
         return encode(await work)
 
-    return await _beating(once())
+    return await _beating(durable, once())
 
 
 ACTIVITIES = (instructions_activity, processor_activity, request_activity, tool_activity)
@@ -308,6 +365,14 @@ class TemporalAgent(Generic[DepsT, OutputT]):
             retries, a tool call) may take; past it, the effect fails.
         heartbeat_timeout: how soon a worker that died with an effect in flight is
             noticed (the effect is then scheduled again).
+        blobs: where conversations and large payloads are stored by reference, shared
+            by every process that starts, executes or reads the runs (``SQLiteBlobs``
+            on one host, ``SQLBlobs`` on a database); default: this process's memory
+            (client and worker in one process). A run whose blobs another process
+            cannot read fails with ``RunError(stage="history")``.
+        history_events: the event history length past which a run continues as new
+            (carrying the head of its journal), so a run of any length keeps its
+            history bounded; Temporal's own suggestion also triggers it.
 
     Raises:
         UsageError: ``agent`` is not an ``Agent``, the name is empty or taken by another
@@ -324,14 +389,22 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         on_event: EventHandler | None = None,
         activity_timeout: timedelta = timedelta(minutes=10),
         heartbeat_timeout: timedelta = timedelta(seconds=10),
+        blobs: BlobStore | None = None,
+        history_events: int = 2000,
     ) -> None:
         self.name = check_wrapped("TemporalAgent", agent, name, _AGENTS)
+        if not isinstance(history_events, int) or history_events < 50:
+            raise UsageError(
+                f"history_events must be an integer of 50 or more, got {history_events!r}"
+            )
         self.agent: Agent[DepsT, OutputT] = agent
         self.task_queue = task_queue
         self.deps = deps
         self.on_event = on_event
         self.activity_timeout = activity_timeout
         self.heartbeat_timeout = heartbeat_timeout
+        self.blobs: BlobStore = blobs if blobs is not None else _PROCESS_BLOBS
+        self.history_events = history_events
         _AGENTS[self.name] = self
 
     def __repr__(self) -> str:
@@ -364,10 +437,15 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         Args:
             client: a client of the Temporal server.
             prompt: the user's prompt (``None`` continues ``history`` as it is).
-            history: the conversation so far (a previous ``result.messages``).
+            history: the conversation so far (a previous ``result.messages``), of any
+                size: it is stored in ``blobs`` and the run carries its head.
             run_id: the run's id; a fresh UUIDv7 when omitted. A run id already started
                 is not started again: its existing run goes on.
             conversation_id: as for ``Agent.run_with_history``.
+
+        Raises:
+            UsageError: the history, prompt or ids are not valid, or Temporal refused
+                to start the run (the server's reason is in the message).
         """
         handle = await self._start(client, prompt, history, run_id, conversation_id)
         return handle.id
@@ -390,7 +468,9 @@ class TemporalAgent(Generic[DepsT, OutputT]):
 
         Raises:
             RunError: the run failed (``partial`` holds the evidence it recorded), or it
-                was cancelled or terminated through Temporal (stage ``canceled``).
+                was cancelled or terminated through Temporal (stage ``canceled``), or
+                its records could not be read (stage ``history``: a blob another
+                process's store holds).
             UsageError: there is no run with this id, or it belongs to another agent.
         """
         return await self._result_of(client.get_workflow_handle(run_id))
@@ -401,14 +481,24 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         except RPCError as e:
             if e.status is RPCStatusCode.NOT_FOUND:
                 raise UsageError(f"there is no durable run with id {handle.id!r}") from None
-            raise
+            raise RunError(
+                Stage.CANCELED, f"reading the durable run {handle.id!r} failed: {e}", cause=e
+            ) from e
         except WorkflowFailureError as e:
+            cause = e.cause
+            if isinstance(cause, ApplicationError) and cause.type == _BROKEN:
+                raise RunError(
+                    Stage.HISTORY,
+                    f"the durable run {handle.id!r} could not read its records: {cause.message}",
+                    cause=e,
+                ) from e
             raise RunError(
                 Stage.CANCELED,
                 f"the durable run {handle.id!r} ended through Temporal: {e.cause}",
                 cause=e,
             ) from e
-        return result_of("TemporalAgent", self.name, self.agent.run_spec(), value)
+        value = unstash(self.blobs, value, "result")
+        return result_of("TemporalAgent", self.name, self.agent.run_spec(), value, self.blobs)
 
     async def _start(
         self,
@@ -418,17 +508,21 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         run_id: str | None,
         conversation_id: str | None,
     ) -> WorkflowHandle[Any, Any]:
-        payload = run_input(prompt, history, run_id, conversation_id)
+        payload = run_input(prompt, history, run_id, conversation_id, self.blobs)
         try:
             return await client.start_workflow(
                 WORKFLOW_NAME,
-                args=[self.name, payload],
+                args=[self.name, stash(self.blobs, payload)],
                 id=payload["runId"],
                 task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             )
         except WorkflowAlreadyStartedError:
             return client.get_workflow_handle(payload["runId"])
+        except RPCError as e:
+            raise UsageError(
+                f"Temporal refused to start the run {payload['runId']!r}: {e.message}"
+            ) from e
 
     async def waiting(self, client: Client, run_id: str, *, timeout: float = 0.0) -> WaitingCalls:
         """The calls the run ``run_id`` waits for, with the number of their pause
@@ -444,7 +538,7 @@ class TemporalAgent(Generic[DepsT, OutputT]):
             await asyncio.sleep(_POLL_SECONDS)
         if not value:
             return WaitingCalls()
-        waiting = decode_as(Waiting, value, "waiting")
+        waiting = decode_as(Waiting, unstash(self.blobs, value, "waiting"), "waiting")
         return WaitingCalls.of(waiting)
 
     async def answer(
@@ -468,7 +562,7 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         sent = answers_to_send(run_id, answers, await self.waiting(client, run_id), pause)
         handle = client.get_workflow_handle(run_id)
         try:
-            await handle.execute_update(ANSWER_UPDATE, encode(sent))
+            await handle.execute_update(ANSWER_UPDATE, stash(self.blobs, encode(sent)))
         except WorkflowUpdateFailedError as e:
             cause = e.cause
             ids: tuple[str, ...] = tuple(sorted(answers))
@@ -483,28 +577,39 @@ class TemporalAgent(Generic[DepsT, OutputT]):
 
     async def _workflow(self, run_input: JSON, run_: GolemRun) -> JSON:
         spec = self.agent.run_spec()
+        store = self.blobs
+        journal = _Journal(self, run_input)
+        chain = input_chain(run_input, store)
 
         async def instructions() -> JSON:
             try:
-                return await self._effect("golem.instructions", self._payload(run_input))
+                return await journal.effect("golem.instructions", self._payload(run_input))
             except ActivityError as e:
                 return encode(InstructionsResolved(failed=f"the activity failed: {e.cause}"))
 
         async def processor() -> JSON:
-            payload = self._payload(run_input, history=run_input["history"])
+            payload = self._payload(run_input, history=chain.head)
             try:
-                return await self._effect("golem.processor", payload)
+                return await journal.effect("golem.processor", payload)
             except ActivityError as e:
                 return encode(ProcessorRan(failed=f"the activity failed: {e.cause}"))
 
-        state = await set_up(self.name, spec, run_input, instructions, processor)
+        state = await set_up(
+            self.name, spec, run_input, instructions, processor, store, chain.values
+        )
         if isinstance(state, RunEnded):
-            return encode(state)
-        progress = Progress(state, observe_run(spec, state, self.on_event))
-        end = await run(progress, _TemporalEffects(self, run_, spec, state.config))
+            return stash(store, encode(state))
+        on_event = self.on_event
+        muted = None if on_event is None else journal.muted(on_event)
+        progress = Progress(state, observe_run(spec, state, muted))
+        effects = _TemporalEffects(self, run_, spec, state.config, journal, chain)
+        try:
+            end = await run(progress, effects)
+        except CorruptRecord as e:  # a record it needs cannot be read: fail, with the partial
+            end = Fail(Stage.HISTORY, str(e), progress.state)
         assert isinstance(end, Finish | Fail)  # a durable run waits instead of pausing
         await workflow.wait_condition(workflow.all_handlers_finished)  # answers told
-        return encode(ended(self.name, spec, end))
+        return stash(store, encode(ended(self.name, spec, end, store, effects.chain)))
 
     def _payload(self, run_input: JSON, **more: JSON) -> JSON:
         return {
@@ -515,21 +620,25 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         }
 
     async def _effect(self, name: str, payload: JSON) -> JSON:
-        """Perform the activity ``name``; again when its worker died (up to a limit).
+        """Perform the activity ``name``; again when its worker died (up to a limit). The
+        payload crosses stashed when large; the result is read back if it was.
 
         Raises:
             ActivityError: it failed otherwise (timed out, or golem's activity broke).
+            MissingBlob: its stashed result is not in this worker's store.
         """
+        payload = stash(self.blobs, payload)
         lost = 0
         while True:
             try:
-                return await workflow.execute_activity(
+                result = await workflow.execute_activity(
                     name,
                     payload,
                     start_to_close_timeout=self.activity_timeout,
                     heartbeat_timeout=self.heartbeat_timeout,
                     retry_policy=_RETRIES,
                 )
+                return unstash(self.blobs, result, name)
             except ActivityError as e:
                 died = (
                     isinstance(e.cause, TemporalTimeout) and e.cause.type is TimeoutType.HEARTBEAT
@@ -539,38 +648,132 @@ class TemporalAgent(Generic[DepsT, OutputT]):
                 lost += 1
 
 
+class _Journal:
+    """What a run's execution consumed, in the order it asked for it: every activity's
+    result and every accepted answer (``entries``, by sequence number), so a run that
+    continues as new replays the driver over them without performing anything.
+
+    The entries of earlier executions arrive as the head of a chain in the run's input
+    (``"journal"``); the driver asks for effects in a deterministic order (the request,
+    then a batch's calls in call order), so entry ``n`` is the answer to the ``n``-th
+    ask of every execution."""
+
+    def __init__(self, durable: TemporalAgent[Any, Any], run_input: JSON) -> None:
+        self.durable = durable
+        self.run_input = run_input
+        self.earlier: Chain[JSON] = load_chain(
+            durable.blobs, LOG_CHAIN, run_input.get("journal"), "journal"
+        )
+        self.entries: dict[int, JSON] = dict(enumerate(self.earlier.values))
+        self.asked = 0
+        self.continuing = False
+
+    @property
+    def replaying(self) -> bool:
+        """Whether the run is still going over what an earlier execution consumed."""
+        return self.asked < len(self.earlier.values)
+
+    def muted(self, on_event: EventHandler) -> EventHandler:
+        """``on_event``, silent while the run replays an earlier execution's journal
+        (those events were reported then) and once it continues as new."""
+
+        def handler(event: Any) -> Any:
+            if self.replaying or self.continuing:
+                return None
+            return on_event(event)
+
+        return handler
+
+    def ask(self) -> int:
+        """The sequence number of the next effect asked for."""
+        self.asked += 1
+        return self.asked - 1
+
+    async def effect(self, name: str, payload: JSON) -> JSON:
+        """The result of the activity ``name`` for the next ask: the journal's, or the
+        activity's (performed now and journaled)."""
+        number = self.ask()
+        if number in self.entries:
+            return self.entries[number]
+        result = await self.durable._effect(name, payload)
+        self.entries[number] = stash(self.durable.blobs, result)
+        return result
+
+    def recorded(self, number: int) -> JSON | None:
+        """The journaled entry ``number`` (read back if stashed), or ``None``."""
+        entry = self.entries.get(number)
+        return None if entry is None else unstash(self.durable.blobs, entry, "journal")
+
+    def due(self) -> bool:
+        """Whether the run should continue as new before its next effect."""
+        if self.replaying:
+            return False
+        info = workflow.info()
+        return (
+            info.is_continue_as_new_suggested()
+            or info.get_current_history_length() >= self.durable.history_events
+        )
+
+    async def continue_as_new(self) -> None:
+        """Continue the run as a new execution carrying the head of this journal (never
+        returns: Temporal's ``ContinueAsNewError`` ends this execution)."""
+        self.continuing = True
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        values = tuple(self.entries[i] for i in range(len(self.entries)))
+        head = extend_chain(self.durable.blobs, LOG_CHAIN, self.earlier, values).head
+        carried = stash(self.durable.blobs, {**self.run_input, "journal": head})
+        workflow.continue_as_new(args=[self.durable.name, carried])
+
+
 class _TemporalEffects:
     """A run's effects on Temporal: requests and tool calls are activities (recorded in
-    the workflow's history, replayed from it); the clock is the workflow's; a paused run
-    waits for answers sent through the update ``golem.answer``."""
+    the workflow's history, replayed from it, or from the journal of an earlier
+    execution); their payloads name the conversation by its chain's head; the clock is
+    the workflow's; a paused run waits for answers sent through the update
+    ``golem.answer``."""
 
     tool_batch: ToolBatch = "run_all"
     streaming = False
 
     def __init__(
-        self, durable: TemporalAgent[Any, Any], run_: GolemRun, spec: RunSpec, config: RunConfig
+        self,
+        durable: TemporalAgent[Any, Any],
+        run_: GolemRun,
+        spec: RunSpec,
+        config: RunConfig,
+        journal: _Journal,
+        chain: Chain[Message],
     ) -> None:
         self.durable = durable
         self.run = run_
         self.spec = spec
         self.run_config = config
+        self.journal = journal
+        self.chain = chain
         self.cause: BaseException | None = None
 
     def _ids(self, state: RunState) -> JSON:
         config = state.config
         return {"runId": config.run_id, "conversationId": config.conversation_id}
 
+    def _head(self, state: RunState) -> str | None:
+        """The head of the run's conversation (``history + added``), stored."""
+        self.chain = run_chain(self.durable.blobs, state, self.chain)
+        return self.chain.head
+
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
+        if self.journal.due():
+            await self.journal.continue_as_new()
+        request = _CONVERTER.unstructure(command.request)
+        del request["messages"]  # named by the chain's head
         payload = self.durable._payload(
-            self._ids(state),
-            request=_CONVERTER.unstructure(command.request),
-            requests=state.requests,
+            self._ids(state), request=request, history=self._head(state), requests=state.requests
         )
         try:
-            recorded = await self.durable._effect("golem.request", payload)
+            recorded = await self.journal.effect("golem.request", payload)
         except ActivityError as e:
             return ModelFailed(f"the model request activity failed: {e.cause or e}")
-        outcome = decode(recorded, "model outcome")
+        outcome = decode(unstash(self.durable.blobs, recorded, "model outcome"), "model outcome")
         if not isinstance(outcome, ModelResponded | ModelFailed):
             raise CorruptRecord(f"model outcome: got a {type(outcome).__name__}")
         return outcome
@@ -578,19 +781,22 @@ class _TemporalEffects:
     def tools(self, calls: Sequence[ToolCallPart], state: RunState) -> list[Awaitable[ToolOutcome]]:
         shared = self.durable._payload(
             self._ids(state),
-            messages=MESSAGES[0](state.messages),
+            system=MESSAGES[0](state.system),
+            history=self._head(state),
             usage=USAGE[0](state.usage),
             requests=state.requests,
         )
 
         async def one(call: ToolCallPart) -> ToolOutcome:
             try:
-                recorded = await self.durable._effect(
+                recorded = await self.journal.effect(
                     "golem.tool", {**shared, "call": CALL[0](call)}
                 )
             except ActivityError as e:
                 return ToolCrashed(str(call.id), f"the tool activity failed: {e.cause or e}")
-            outcome: ToolOutcome = decode(recorded, "tool outcome")
+            outcome: ToolOutcome = decode(
+                unstash(self.durable.blobs, recorded, "tool outcome"), "tool outcome"
+            )
             return outcome
 
         return [one(c) for c in calls]
@@ -602,18 +808,25 @@ class _TemporalEffects:
 
     async def wait(self, paused: RunState) -> Answered:
         """Publish the waiting calls (the query), then take accepted answers in order
-        until some fit this pause; answers for an earlier pause are refused."""
+        until some fit this pause; answers for an earlier pause are refused. A run that
+        replays an earlier execution's journal takes the answers it journaled."""
+        number = self.journal.ask()
+        journaled = self.journal.recorded(number)
+        if journaled is not None:
+            sent = decode_as(AnswersSent, journaled, "journal")
+            return Answered(sent.answers, pause=sent.pause)
         run_ = self.run
         run_.paused = paused
         while True:
             await workflow.wait_condition(lambda: bool(run_.sent))
-            number, sent = run_.sent.pop(0)
+            taken, sent = run_.sent.pop(0)
             answered = Answered(sent.answers, pause=sent.pause)
             rejected = check_resume(paused, answered)
-            run_.taken[number] = None if rejected is None else str(rejected)
+            run_.taken[taken] = None if rejected is None else str(rejected)
             if rejected is None:
                 run_.paused = None  # no answer is accepted until the next pause
                 for late, _ in run_.sent:  # accepted for this pause, beaten by this one
                     run_.taken[late] = f"pause {paused.pauses} was answered already"
                 run_.sent.clear()
+                self.journal.entries[number] = stash(self.durable.blobs, encode(sent))
                 return answered

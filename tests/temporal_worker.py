@@ -5,7 +5,9 @@ queue), ``identity`` (the worker's name in the workflows' histories), ``model`` 
 loopback model URL), ``log`` (the tools' execution log), ``dir`` (where the worker writes
 ``<identity>.ready`` once it polls), ``block`` (``[run id, n]`` pairs whose ``step`` tool
 hangs here), ``heartbeat`` (seconds: how soon a dead worker's effect is noticed) and
-``activities`` (the most activities it runs at once). It
+``activities`` (the most activities it runs at once), ``blobs`` (the SQLite file of the
+blob store every process of a run shares) and ``history_events`` (when a run continues
+as new). It
 registers the agents of ``durable_app.py`` (as ``TemporalAgent``) and works until killed.
 """
 
@@ -22,6 +24,7 @@ from typing import Any
 from durable_app import AGENT_NAME, APPROVAL_AGENT_NAME, make_agent, make_approval_agent
 from temporalio.client import Client
 
+from golem_shell._blobs import SQLiteBlobs
 from golem_shell.temporal import TemporalAgent
 
 
@@ -30,17 +33,23 @@ def agents(config: dict[str, Any]) -> tuple[TemporalAgent[None, str], TemporalAg
     log = Path(config["log"])
     block = {(run_id, n) for run_id, n in config.get("block", ())}
     heartbeat = timedelta(seconds=config.get("heartbeat", 1.0))
+    blobs = SQLiteBlobs(config["blobs"])
+    events = config.get("history_events", 2000)
     durable = TemporalAgent(
         make_agent(config["model"], log, block),
         name=AGENT_NAME,
         task_queue=config["queue"],
         heartbeat_timeout=heartbeat,
+        blobs=blobs,
+        history_events=events,
     )
     approval = TemporalAgent(
         make_approval_agent(log),
         name=APPROVAL_AGENT_NAME,
         task_queue=config["queue"],
         heartbeat_timeout=heartbeat,
+        blobs=blobs,
+        history_events=events,
     )
     return durable, approval
 

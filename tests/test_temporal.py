@@ -473,8 +473,9 @@ def durable_app(model_server: DurableModelServer, tmp_path_factory: pytest.TempP
     and read their results; the workers execute them)."""
     from temporal_worker import agents
 
-    log = tmp_path_factory.mktemp("client") / "unused.log"
-    return agents({"model": model_server.url, "log": str(log), "queue": "unused"})
+    where = tmp_path_factory.mktemp("client")
+    config = {"model": model_server.url, "log": str(where / "unused.log"), "queue": "unused"}
+    return agents({**config, "blobs": str(where / "blobs.sqlite")})
 
 
 class Worker:
@@ -566,6 +567,7 @@ async def test_killed_worker_resumes_every_run(
         "queue": prefix,
         "model": model_server.url,
         "log": str(log),
+        "blobs": durable.blobs.path,
     }
     client = await Client.connect(temporal_server.address)
     durable.task_queue = approval.task_queue = prefix
@@ -648,6 +650,7 @@ async def test_two_workers_share_one_task_queue(
         "queue": queue,
         "model": model_server.url,
         "log": str(log),
+        "blobs": durable.blobs.path,
         "activities": 2,  # each worker runs 2 effects at once: one alone cannot take all
     }
     durable.task_queue = queue
