@@ -11,11 +11,10 @@ driven by the one driver (``golem_shell._driver``).
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, cast, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, cast
 
 from typing_extensions import TypeForm, TypeVar, Unpack
 
@@ -27,7 +26,7 @@ from golem_core import (
     SigningKeys,
     signing_keys,
 )
-from golem_core.loop import Answered, DeferredCall, IssuedCalls, ToolSpec, waiting_calls
+from golem_core.loop import Answered, DeferredCall, IssuedCalls, waiting_calls
 from golem_shell._asyncio import OpenToolsets, resume, start, sync
 from golem_shell._checks import check_history, check_settings
 from golem_shell._errors import UsageError
@@ -39,11 +38,19 @@ from golem_shell._options import (
     check_options,
     overrides_of,
 )
-from golem_shell._output import OUTPUT_TOOL_NAME, Output, OutputMode
+from golem_shell._output import Output, OutputMode
+from golem_shell._registry import Registry
 from golem_shell._results import DeltaEvent, DeltaHandler, RunResult
-from golem_shell._setup import InstructionsFunction, Prompt, RunSpec, prompt_parts, run_ids
+from golem_shell._setup import (
+    InstructionsFunction,
+    Prompt,
+    RunSpec,
+    joined_instructions,
+    prompt_parts,
+    run_ids,
+)
 from golem_shell._summarize import AsyncHistoryProcessor
-from golem_shell._tools import RunContext, Tool, Toolset, register_tool
+from golem_shell._tools import RunContext, Tool, Toolset
 from golem_shell.models import Model, infer_model
 
 if TYPE_CHECKING:
@@ -61,7 +68,7 @@ R = TypeVar("R")
 _NONE = Overrides()  # frozen: no override
 
 
-class Agent(Generic[DepsT, OutputT]):
+class Agent(Registry[DepsT, OutputT]):
     """An LLM agent: a model, instructions, tools and an output type.
 
     Runs chain into conversations: pass ``result.messages`` back as ``history``. Every
@@ -99,10 +106,12 @@ class Agent(Generic[DepsT, OutputT]):
 
     More tools register with ``@agent.tool`` (a ``RunContext`` first) and
     ``@agent.tool_plain``; ``@agent.output_validator`` checks every valid output
-    (``ModelRetry`` asks for a correction). Every run method also takes ``model=``,
-    ``settings=`` and ``usage_limits=`` for that run; ``agent.override(model=...)``
-    replaces them within a ``with`` block (tests). ``with agent:`` opens the toolsets for
-    the ``_sync`` methods, as ``async with agent:`` does for the async ones.
+    (``ModelRetry`` asks for a correction); ``@agent.instructions`` adds instructions made
+    per run (``agent.static_instructions`` holds ``instructions=``). Every run method
+    also takes the run keywords (``RunOptions``: ``deps=``, ``model=``, ``settings=``,
+    ``usage_limits=``, ...) for that run; ``agent.override(model=...)`` replaces them
+    within a ``with`` block (tests). ``with agent:`` opens the toolsets for the ``_sync``
+    methods, as ``async with agent:`` does for the async ones.
     """
 
     def __init__(
@@ -137,7 +146,7 @@ class Agent(Generic[DepsT, OutputT]):
         if name is not None and not isinstance(name, str):
             raise UsageError(f"name must be a string or None, got {type(name).__name__}")
         self.name = name
-        self.instructions = instructions
+        self.static_instructions = instructions
         self.dynamic_instructions = dynamic_instructions
         self.history_processor = history_processor
         self.max_requests = max_requests
@@ -145,11 +154,9 @@ class Agent(Generic[DepsT, OutputT]):
         self.timeout = timeout
         self.settings = settings or ModelSettings()
         self._output = Output(output_type, output_mode, self._model)
-        self._validators: list[Callable[..., Any]] = []
         # what override() (outermost, for tests) and a run's own keywords put in place
         self._overridden: ContextVar[Overrides] = ContextVar("golem_override", default=_NONE)
-        self.tools: dict[str, Tool[Any]] = {}
-        self._specs: tuple[ToolSpec, ...] = ()
+        self._start_registry()
         for t in tools:
             self._add_tool(t if isinstance(t, Tool) else Tool.from_function(t))
         self._refresh_specs()
@@ -163,15 +170,6 @@ class Agent(Generic[DepsT, OutputT]):
         except ValueError as e:
             raise UsageError(str(e)) from None
 
-    def _add_tool(self, made: Tool[Any]) -> None:
-        if made.name in self.tools or made.name == OUTPUT_TOOL_NAME:
-            raise UsageError(f"two tools are named {made.name!r}")
-        self.tools[made.name] = made
-        self._refresh_specs()
-
-    def _refresh_specs(self) -> None:
-        self._specs = tuple(t.spec for t in self.tools.values())
-
     @property
     def model(self) -> Model:
         """The model runs use: ``override(model=...)``'s, else the agent's own (a run's
@@ -182,143 +180,6 @@ class Agent(Generic[DepsT, OutputT]):
     @model.setter
     def model(self, model: Model | str) -> None:
         self._model = infer_model(model)
-
-    # -- registering tools and validators ------------------------------------------
-
-    @overload
-    def tool(
-        self, function: Callable[Concatenate[RunContext[DepsT], P], R], /
-    ) -> Callable[Concatenate[RunContext[DepsT], P], R]: ...
-
-    @overload
-    def tool(
-        self,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        requires_approval: bool = False,
-        external: bool = False,
-        max_retries: int = 2,
-    ) -> Callable[
-        [Callable[Concatenate[RunContext[DepsT], P], R]],
-        Callable[Concatenate[RunContext[DepsT], P], R],
-    ]: ...
-
-    def tool(
-        self,
-        function: Callable[..., Any] | None = None,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        requires_approval: bool = False,
-        external: bool = False,
-        max_retries: int = 2,
-    ) -> Any:
-        """Register a tool whose first parameter is the run's ``RunContext``:
-        ``@agent.tool`` or ``@agent.tool(requires_approval=True, ...)``. The function is
-        returned unchanged. Keywords as for ``golem_shell.tool``.
-
-        Raises:
-            UsageError: the first parameter is not a ``RunContext`` (use ``tool_plain``),
-                a parameter cannot be described, or the name is taken.
-        """
-        return register_tool(
-            self._add_tool,
-            function,
-            True,
-            name,
-            description,
-            requires_approval,
-            external,
-            max_retries,
-        )
-
-    @overload
-    def tool_plain(self, function: Callable[P, R], /) -> Callable[P, R]: ...
-
-    @overload
-    def tool_plain(
-        self,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        requires_approval: bool = False,
-        external: bool = False,
-        max_retries: int = 2,
-    ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
-
-    def tool_plain(
-        self,
-        function: Callable[..., Any] | None = None,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        requires_approval: bool = False,
-        external: bool = False,
-        max_retries: int = 2,
-    ) -> Any:
-        """Register a tool that takes no ``RunContext``: ``@agent.tool_plain``. The
-        function is returned unchanged.
-
-        Raises:
-            UsageError: the function takes a ``RunContext`` (use ``tool``), a parameter
-                cannot be described, or the name is taken.
-        """
-        return register_tool(
-            self._add_tool,
-            function,
-            False,
-            name,
-            description,
-            requires_approval,
-            external,
-            max_retries,
-        )
-
-    @overload
-    def output_validator(
-        self, function: Callable[[OutputT], OutputT], /
-    ) -> Callable[[OutputT], OutputT]: ...
-
-    @overload
-    def output_validator(
-        self, function: Callable[[OutputT], Awaitable[OutputT]], /
-    ) -> Callable[[OutputT], Awaitable[OutputT]]: ...
-
-    @overload
-    def output_validator(
-        self, function: Callable[[RunContext[DepsT], OutputT], OutputT], /
-    ) -> Callable[[RunContext[DepsT], OutputT], OutputT]: ...
-
-    @overload
-    def output_validator(
-        self, function: Callable[[RunContext[DepsT], OutputT], Awaitable[OutputT]], /
-    ) -> Callable[[RunContext[DepsT], OutputT], Awaitable[OutputT]]: ...
-
-    def output_validator(self, function: Callable[..., Any], /) -> Callable[..., Any]:
-        """Register a check of every valid output: ``@agent.output_validator``.
-
-        The function (sync or async) takes the output (or the ``RunContext`` and the
-        output) and returns it, possibly changed; ``raise ModelRetry("...")`` rejects it,
-        and the model gets the message in a correction round (counted against
-        ``output_retries``; then the run fails at stage ``output``). Validators run in
-        the order registered, in every runtime (a durable engine runs them in its
-        workflow body: keep them deterministic there). Returns the function unchanged.
-
-        Raises:
-            UsageError: the function takes neither 1 nor 2 parameters.
-        """
-        try:
-            arity = len(inspect.signature(function).parameters)
-        except (TypeError, ValueError) as e:
-            raise UsageError(f"cannot read the output validator's signature: {e}") from e
-        if arity not in (1, 2):
-            raise UsageError(
-                "an output validator takes (output) or (context, output),"
-                f" {getattr(function, '__name__', function)!r} takes {arity} parameters"
-            )
-        self._validators.append(function)
-        return function
 
     # -- overrides --------------------------------------------------------------------
 
@@ -375,8 +236,8 @@ class Agent(Generic[DepsT, OutputT]):
         own = RunSpec(
             name=self.name,
             model=self._model,
-            instructions=self.instructions,
-            dynamic_instructions=self.dynamic_instructions,
+            instructions=self.static_instructions,
+            dynamic_instructions=joined_instructions(self.dynamic_instructions, self._instructions),
             tools=dict(self.tools),
             specs=self._specs,
             toolsets=self.toolsets,

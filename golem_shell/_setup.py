@@ -46,6 +46,7 @@ __all__ = [
     "Prompt",
     "RunSpec",
     "first_state",
+    "joined_instructions",
     "process_history",
     "prompt_parts",
     "resolve_instructions",
@@ -122,6 +123,37 @@ class RunSpec:
     def tool_kinds(self) -> dict[str, str]:
         """Each tool's kind by name (what ``waiting_calls`` needs)."""
         return {t.name: t.kind for t in self.specs}
+
+
+def joined_instructions(
+    first: InstructionsFunction | None, more: Sequence[Callable[..., Any]]
+) -> InstructionsFunction | None:
+    """One dynamic-instructions function from ``first`` (``dynamic_instructions=``) and
+    ``more`` (``@agent.instructions``, taking a ``RunContext`` or nothing), joined a
+    blank line apart in that order; ``None`` when there are none."""
+    functions: list[Callable[..., Any]] = [] if first is None else [first]
+    functions += more
+    if not more:
+        return first
+
+    async def joined(context: RunContext[Any]) -> str | None:
+        texts: list[str] = []
+        for function in functions:
+            takes = function is first or len(inspect.signature(function).parameters) == 1
+            produced = function(context) if takes else function()
+            if inspect.isawaitable(produced):
+                produced = await produced
+            if produced is not None and not isinstance(produced, str):
+                name = getattr(function, "__name__", repr(function))
+                raise TypeError(
+                    f"instructions function {name} returned {type(produced).__name__},"
+                    " not str or None"
+                )
+            if produced:
+                texts.append(produced)
+        return "\n\n".join(texts) or None
+
+    return joined
 
 
 def prompt_parts(prompt: Prompt) -> tuple[Part, ...] | None:

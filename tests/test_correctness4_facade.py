@@ -10,7 +10,17 @@ import attrs
 import pytest
 
 from golem_core import Message, ModelSettings, Role, ToolCallPart
-from golem_shell import Agent, FunctionModel, RunOptions, RunSpec, ScriptedModel, UsageLimits
+from golem_shell import (
+    Agent,
+    FunctionModel,
+    RunContext,
+    RunError,
+    RunOptions,
+    RunSpec,
+    ScriptedModel,
+    UsageError,
+    UsageLimits,
+)
 
 
 @attrs.frozen
@@ -99,3 +109,46 @@ def test_a_runs_own_model_decides_native_output() -> None:
     assert back.run_sync("judge").output == Verdict("tool")
     assert back.run_sync("judge", model=_seen(seen, FunctionModel)).output == Verdict("native")
     assert seen[-1].output_schema is not None and seen[-1].tools == ()
+
+
+def test_instructions_register_with_a_decorator_and_join_in_order() -> None:
+    seen: list[Any] = []
+
+    def answer(request: Any) -> str:
+        seen.append(request.instructions)
+        return "ok"
+
+    agent = Agent(
+        FunctionModel(answer),
+        deps_type=str,
+        instructions="Be terse.",
+        dynamic_instructions=lambda context: f"User: {context.deps}.",
+    )
+
+    @agent.instructions
+    def today() -> str:
+        return "Today is Thursday."
+
+    @agent.instructions
+    async def locale(context: RunContext[str]) -> str | None:
+        return None if context.deps == "bob" else "Answer in French."
+
+    assert agent.run_sync("hi", deps="ana").output == "ok"
+    assert seen[-1] == ("Be terse.\n\nUser: ana.\n\nToday is Thursday.\n\nAnswer in French.")
+    agent.run_sync("hi", deps="bob")
+    assert seen[-1] == "Be terse.\n\nUser: bob.\n\nToday is Thursday."
+    assert agent.static_instructions == "Be terse."
+    assert today() == "Today is Thursday."  # returned unchanged
+
+
+def test_an_instructions_function_that_returns_no_text_fails_the_run_clearly() -> None:
+    agent = Agent(ScriptedModel(["x"]))
+
+    @agent.instructions
+    def broken() -> Any:
+        return 42
+
+    with pytest.raises(RunError, match="instructions function broken returned int"):
+        agent.run_sync("hi")
+    with pytest.raises(UsageError, match="takes 2 parameters"):
+        agent.instructions(lambda a, b: "x")
