@@ -174,6 +174,7 @@ MESSAGE: Final = Record(
         Field("finishReason", "finish_reason", Kind.OPTIONAL_STR, shared=True),
         Field("provider", "provider", Kind.OPTIONAL_STR, shared=True),
         Field("endpoint", "endpoint", Kind.OPTIONAL_STR, shared=True),
+        Field("askedModel", "asked_model", Kind.OPTIONAL_STR, shared=True),
     ),
 )
 

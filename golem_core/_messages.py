@@ -289,7 +289,9 @@ class Message:
     provider artifact of its parts (signatures, redacted thinking, reasoning items,
     thought signatures, call ids) belongs to that origin; ``None`` (history written
     before ADR 0085) means unknown, and each artifact goes back only to the wire format
-    that wrote it, as before (``golem_core.port_history``).
+    that wrote it, as before (``golem_core.port_history``). ``asked_model`` is the model
+    its adapter asked for (JSON ``askedModel``; an alias may be answered under another
+    name); ``None`` when not recorded.
     """
 
     role: Role = field(converter=_as_role)
@@ -305,6 +307,7 @@ class Message:
     finish_reason: str | None = field(default=None, kw_only=True)
     provider: str | None = field(default=None, kw_only=True)
     endpoint: str | None = field(default=None, kw_only=True)
+    asked_model: str | None = field(default=None, kw_only=True)
     extra: Extra = field(default=(), kw_only=True, repr=False)
 
     def __repr__(self) -> str:

@@ -196,29 +196,20 @@ class PortReport:
 
 
 ASKED_MODEL_KEY: Final = "askedModel"
-"""Where an answer records the model its adapter asked for (``record_asked_model``)."""
+"""The JSON key of ``Message.asked_model`` (``record_asked_model``)."""
 
 
 def record_asked_model(message: Message, model: str) -> Message:
     """``message`` recording that its adapter asked for ``model`` (beside ``model``, the
-    name the provider answered with): kept in ``extra`` under ``"askedModel"``, so it is
-    stored as an additive JSON field. Total, idempotent."""
-    kept = tuple((k, v) for k, v in message.extra if k != ASKED_MODEL_KEY)
-    value = json.dumps(model, ensure_ascii=False)
-    return attrs.evolve(message, extra=(*kept, (ASKED_MODEL_KEY, value)))
+    name the provider answered with): ``Message.asked_model``, stored as the additive
+    JSON field ``"askedModel"``. Total, idempotent."""
+    return attrs.evolve(message, asked_model=model)
 
 
 def asked_model_of(message: Message) -> str | None:
     """The model the adapter asked for when it decoded ``message``; ``None`` when not
     recorded (history written before it was, or built by hand). Total."""
-    for k, text in message.extra:
-        if k == ASKED_MODEL_KEY:
-            try:
-                value = json.loads(text)
-            except (ValueError, RecursionError):
-                return None
-            return value if isinstance(value, str) and value else None
-    return None
+    return message.asked_model or None
 
 
 def origin_of(message: Message) -> Origin | None:

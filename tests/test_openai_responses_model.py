@@ -531,4 +531,4 @@ def bare(value: Any) -> Any:
     if isinstance(value, StreamDone):
         return attrs.evolve(value, message=bare(value.message))
     extra = tuple((k, v) for k, v in value.extra if k != "askedModel")
-    return attrs.evolve(value, provider=None, endpoint=None, extra=extra)
+    return attrs.evolve(value, provider=None, endpoint=None, asked_model=None, extra=extra)
