@@ -22,6 +22,7 @@ from golem_core import (
     ToolStarted,
 )
 from golem_shell._agent import Agent
+from golem_shell._capture import capture_run_messages
 from golem_shell._errors import (
     DeferredResultsError,
     GolemError,
@@ -37,7 +38,13 @@ from golem_shell._ids import new_id
 from golem_shell._limits import UsageLimits
 from golem_shell._observe import EventHandler, instrument, uninstrument
 from golem_shell._options import RunOptions, StreamOptions
-from golem_shell._results import DeltaEvent, RunResult, ToolResultEvent, partial_from
+from golem_shell._results import (
+    DeltaEvent,
+    DeltaHandler,
+    RunResult,
+    ToolResultEvent,
+    partial_from,
+)
 from golem_shell._setup import RunSpec
 from golem_shell._summarize import (
     AsyncHistoryProcessor,
@@ -136,6 +143,7 @@ __all__ = [
     "CorruptHistoryError",
     "DeferredResultsError",
     "DeltaEvent",
+    "DeltaHandler",
     "Denied",
     "EventHandler",
     "EventStream",
@@ -187,6 +195,7 @@ __all__ = [
     "UsageLimits",
     "anthropic_token_counter",
     "async_budget_history",
+    "capture_run_messages",
     "gemini_token_counter",
     "history_schema",
     "infer_model",

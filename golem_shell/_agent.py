@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, ParamSpec, cast
 
+import attrs
 from typing_extensions import TypeForm, TypeVar, Unpack
 
 from golem_core import (
@@ -30,7 +31,7 @@ from golem_core.loop import Answered, DeferredCall, IssuedCalls, waiting_calls
 from golem_shell._asyncio import OpenToolsets, resume, start, sync
 from golem_shell._checks import check_history, check_settings
 from golem_shell._errors import UsageError
-from golem_shell._limits import Overrides, UsageLimits
+from golem_shell._limits import KEEP, Overrides, UsageLimits
 from golem_shell._options import (
     STREAM_KEYWORDS,
     RunOptions,
@@ -190,18 +191,28 @@ class Agent(Registry[DepsT, OutputT]):
         model: Model | str | None = None,
         settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
+        deps: DepsT = KEEP,
     ) -> Iterator[None]:
-        """Run with another model (settings, limits) within a ``with`` block, for tests:
-        ``with agent.override(model=TestModel()): ...``. The code under test is unchanged;
-        the override wins over a run's own ``model=``. It holds in this context (thread,
-        task) and those started from it, and is undone on leaving the block.
+        """Run with another model (settings, limits, deps) within a ``with`` block, for
+        tests: ``with agent.override(model=TestModel(), deps=fake_db): ...``. The code
+        under test is unchanged; the override wins over a run's own ``model=`` and
+        ``deps=``. It holds in this context (thread, task) and those started from it, and
+        is undone on leaving the block.
         """
-        chosen = overrides_of({"model": model, "settings": settings, "usage_limits": usage_limits})
+        chosen = attrs.evolve(
+            overrides_of({"model": model, "settings": settings, "usage_limits": usage_limits}),
+            deps=deps,
+        )
         token = self._overridden.set(chosen.over(self._overridden.get()))
         try:
             yield
         finally:
             self._overridden.reset(token)
+
+    def overridden_deps(self, deps: DepsT | None) -> DepsT | None:
+        """``override(deps=...)``'s deps when one is in force, else ``deps``."""
+        chosen = self._overridden.get().deps
+        return deps if chosen is KEEP else cast("DepsT", chosen)
 
     def __enter__(self) -> Agent[DepsT, OutputT]:
         """Open the toolsets (MCP connections) for the ``_sync`` methods of this thread:
@@ -442,7 +453,8 @@ def _set_up(
 ) -> tuple[RunSpec, RunContext[Any]]:
     """The run's set-up and context (its ids checked, or chosen)."""
     ids = run_ids(history, options.get("run_id"), options.get("conversation_id"))
-    return agent.run_spec(**options), RunContext(options.get("deps"), *ids)
+    deps = agent.overridden_deps(options.get("deps"))
+    return agent.run_spec(**options), RunContext(deps, *ids)
 
 
 def _ignore(_: DeltaEvent) -> None:

@@ -40,6 +40,7 @@ from golem_core.loop import (
     paused_from,
     receive,
 )
+from golem_shell._capture import record_run_messages
 from golem_shell._driver import End, Progress, ToolBatch, run
 from golem_shell._errors import (
     DeferredResultsError,
@@ -312,7 +313,10 @@ async def _drive(
             e.golem_partial = partial_of(progress.state)  # type: ignore[attr-defined]
             raise
 
-    end = await run(progress, effects, guarded)
+    try:
+        end = await run(progress, effects, guarded)
+    finally:
+        record_run_messages(progress.state.messages)
     if isinstance(end, Fail):
         raise RunError(
             Stage(end.stage),

@@ -11,6 +11,8 @@ rule, in ``models._settings``, re-exported here) lays a run's settings over the 
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 from attrs import frozen
 
@@ -19,7 +21,7 @@ from golem_shell._errors import UsageError
 from golem_shell.models import Model
 from golem_shell.models._settings import merge_settings
 
-__all__ = ["Overrides", "UsageLimits", "merge_settings"]
+__all__ = ["KEEP", "Overrides", "UsageLimits", "merge_settings"]
 
 
 @frozen
@@ -54,13 +56,19 @@ class UsageLimits:
                 raise UsageError(f"UsageLimits.{field.name} must be a positive int or None")
 
 
+KEEP: Any = type("Keep", (), {"__repr__": lambda self: "KEEP"})()
+"""The ``deps`` of ``Overrides`` that replaces nothing (``None`` is a value deps may have)."""
+
+
 @frozen
 class Overrides:
-    """What replaces an agent's own model, settings and limits (``None``: keep it)."""
+    """What replaces an agent's own model, settings and limits (``None``: keep it), and
+    the run's ``deps`` (``KEEP``: keep them)."""
 
     model: Model | None = None
     settings: ModelSettings | None = None
     usage_limits: UsageLimits | None = None
+    deps: Any = KEEP
 
     def over(self, inner: Overrides) -> Overrides:
         """These overrides, falling back to ``inner`` where they set nothing."""
@@ -68,4 +76,5 @@ class Overrides:
             self.model if self.model is not None else inner.model,
             self.settings if self.settings is not None else inner.settings,
             self.usage_limits if self.usage_limits is not None else inner.usage_limits,
+            self.deps if self.deps is not KEEP else inner.deps,
         )

@@ -8,12 +8,12 @@ stream all read these values, and it imports none of them.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Generic
+from typing import Generic, TypeAlias
 
 from attrs import field, frozen
 from typing_extensions import TypeVar
 
-from golem_core import Message, ModelDelta, Part, Usage
+from golem_core import Message, ModelDelta, Part, TextDelta, Usage
 from golem_core.loop import DeferredCall, RunState, ToolRetry
 from golem_shell._errors import PartialResult, RunError, UsageError
 
@@ -39,8 +39,16 @@ class DeltaEvent:
     request: int
     delta: ModelDelta
 
+    @property
+    def text(self) -> str | None:
+        """The answer text this delta adds (``None`` for thinking, a tool call's
+        arguments, and the rest): ``if (t := event.text) is not None: print(t, end="")``."""
+        delta = self.delta
+        return delta.text if isinstance(delta, TextDelta) else None
 
-DeltaHandler = Callable[[DeltaEvent], Awaitable[None] | None]
+
+DeltaHandler: TypeAlias = Callable[[DeltaEvent], Awaitable[None] | None]
+"""What ``on_delta`` takes: a function (sync or async) of each ``DeltaEvent``."""
 
 
 @frozen

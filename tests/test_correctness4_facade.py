@@ -12,6 +12,8 @@ import pytest
 from golem_core import Message, ModelSettings, Role, ToolCallPart
 from golem_shell import (
     Agent,
+    DeltaEvent,
+    DeltaHandler,
     FunctionModel,
     RunContext,
     RunError,
@@ -20,6 +22,7 @@ from golem_shell import (
     ScriptedModel,
     UsageError,
     UsageLimits,
+    capture_run_messages,
 )
 
 
@@ -152,3 +155,56 @@ def test_an_instructions_function_that_returns_no_text_fails_the_run_clearly() -
         agent.run_sync("hi")
     with pytest.raises(UsageError, match="takes 2 parameters"):
         agent.instructions(lambda a, b: "x")
+
+
+def test_capture_run_messages_keeps_a_failed_runs_messages() -> None:
+    def answer(request: Any) -> Message | str:
+        if not any(m.role is Role.TOOL for m in request.messages):
+            return Message(Role.ASSISTANT, (ToolCallPart("c1", "lookup", '{"key": "k"}'),))
+        raise RuntimeError("the provider fell over")
+
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value of {key}"
+
+    agent = Agent(FunctionModel(answer), tools=[lookup])
+    with capture_run_messages() as messages, pytest.raises(RunError, match="fell over"):
+        agent.run_sync("find k")
+    assert [m.role for m in messages] == [Role.USER, Role.ASSISTANT, Role.TOOL]
+    assert messages[-1].text == "value of k"
+    with capture_run_messages() as later:
+        agent.run_sync("again", model=ScriptedModel(["fine"]))
+    assert [m.text for m in later] == ["again", "fine"]
+    assert len(messages) == 3  # a block's list is its own
+
+
+def test_override_replaces_the_runs_deps_for_tests() -> None:
+    agent = Agent(FunctionModel(lambda request: "ok"), deps_type=str)
+    seen: list[str] = []
+
+    @agent.instructions
+    def who(context: RunContext[str]) -> str:
+        seen.append(context.deps)
+        return context.deps
+
+    agent.run_sync("hi", deps="production-db")
+    with agent.override(deps="fake-db"):
+        agent.run_sync("hi", deps="production-db")  # the code under test is unchanged
+        with agent.override(model=ScriptedModel(["x"])):  # an inner override keeps deps
+            agent.run_sync("hi", deps="production-db")
+    with agent.override(deps=None):  # None is a value deps may have
+        agent.run_sync("hi", deps="production-db")
+    agent.run_sync("hi", deps="production-db")
+    assert seen == ["production-db", "fake-db", "fake-db", None, "production-db"]
+
+
+def test_a_delta_event_reads_its_text_without_isinstance() -> None:
+    texts: list[str] = []
+
+    def on_delta(event: DeltaEvent) -> None:
+        if (text := event.text) is not None:
+            texts.append(text)
+
+    handler: DeltaHandler = on_delta
+    result = Agent(ScriptedModel(["hello there"])).run_stream_sync("hi", on_delta=handler)
+    assert "".join(texts) == result.output == "hello there"
