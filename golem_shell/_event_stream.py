@@ -11,12 +11,12 @@ it for any interrupted run.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from types import TracebackType
 from typing import Any, Generic, TypeAlias, TypeVar
 
 from golem_core import LifecycleEvent
-from golem_shell._errors import PartialResult, UsageError
+from golem_shell._errors import PartialResult, RunError, Stage, UsageError
 from golem_shell._results import DeltaEvent, RunResult, ToolResultEvent, partial_from
 
 __all__ = ["EventStream", "RunEvent"]
@@ -134,6 +134,25 @@ class EventStream(Generic[OutputT]):
     ) -> None:
         await self.aclose()
 
+    async def stream_text(self, *, delta: bool = False) -> AsyncIterator[str]:
+        """The model's answer text as it streams: the whole text of the current answer
+        so far at each delta (``delta=False``), or each new piece (``delta=True``). In a
+        tool loop each model request's answer starts anew. The other events are passed
+        over; ``result`` holds the run's result once this ends.
+
+        Raises:
+            RunError: the run failed.
+        """
+        shown: list[str] = []
+        request = 0
+        async for event in self:
+            if not isinstance(event, DeltaEvent) or (piece := event.text) is None:
+                continue
+            if event.request != request:
+                request, shown = event.request, []
+            shown.append(piece)
+            yield piece if delta else "".join(shown)
+
     # -- the outcome ----------------------------------------------------------------
 
     @property
@@ -146,12 +165,20 @@ class EventStream(Generic[OutputT]):
         """The run's result.
 
         Raises:
-            RunError: the run failed (the error iteration raised).
-            asyncio.CancelledError: the stream was closed before the run ended.
+            RunError: the run failed (the error iteration raised), or the stream was
+                closed before the run ended (stage ``canceled``, with ``partial``: what
+                it completed, as a cancelled run gives it).
             UsageError: the events are not exhausted yet.
         """
         if not self._finished:
             raise UsageError("the run has not ended yet: iterate the stream to its end first")
+        if isinstance(self._error, asyncio.CancelledError):
+            raise RunError(
+                Stage.CANCELED,
+                "the stream was closed before the run ended",
+                partial=partial_from(self._error),
+                cause=self._error,
+            )
         if self._error is not None:
             raise self._error
         assert self._result is not None

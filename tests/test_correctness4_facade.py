@@ -4,6 +4,7 @@ how its structured output is asked for."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import attrs
@@ -208,3 +209,16 @@ def test_a_delta_event_reads_its_text_without_isinstance() -> None:
     handler: DeltaHandler = on_delta
     result = Agent(ScriptedModel(["hello there"])).run_stream_sync("hi", on_delta=handler)
     assert "".join(texts) == result.output == "hello there"
+
+
+@pytest.mark.anyio
+async def test_stream_text_gives_the_answer_whole_or_in_pieces() -> None:
+    agent = Agent(ScriptedModel(["hello brave new world", "hello brave new world"]))
+    async with agent.iter_stream("hi") as stream:
+        whole = [text async for text in stream.stream_text()]
+    assert whole[-1] == "hello brave new world" and len(whole) > 1
+    assert all(b.startswith(a) for a, b in itertools.pairwise(whole))
+    assert stream.result.output == "hello brave new world"
+    async with agent.iter_stream("hi") as stream:
+        pieces = [text async for text in stream.stream_text(delta=True)]
+    assert "".join(pieces) == "hello brave new world"

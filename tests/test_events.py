@@ -374,8 +374,9 @@ async def test_leaving_iter_stream_early_cancels_the_run_and_keeps_the_partial()
     assert partial.messages[-2].tool_calls[0].id == "c1"
     assert partial.messages[-1].tool_call_id == "c1"
     assert partial.messages[-1].text == UNFINISHED_RESULT_TEXT
-    with pytest.raises(asyncio.CancelledError):
-        _ = stream.result
+    with pytest.raises(RunError, match="closed before the run ended") as caught:
+        _ = stream.result  # a cancelled run's error, with its partial (issue 37 item 4)
+    assert caught.value.stage is Stage.CANCELED and caught.value.partial == partial
     assert executed == [1]
 
 
