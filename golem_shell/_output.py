@@ -65,9 +65,10 @@ def native_output_problem(model: object, schema: dict[str, Any]) -> str | None:
     """Why ``model``'s native structured output is documented to refuse ``schema``
     (``None``: it takes it). Read from the model's ``target`` provider: Anthropic's
     rules (``golem_core.wire.anthropic.structured_output_problem``); the other
-    providers take every schema golem writes (OpenAI sends ``strict`` only when the
-    schema meets strict mode's rules; Gemini's encoder loosens what
-    ``responseJsonSchema`` does not take)."""
+    providers take every schema golem writes (OpenAI's encoders send ``strict: true``
+    with the schema rewritten for strict mode where it can qualify, else ``strict:
+    false``, ADR 0130; Gemini's encoder loosens what ``responseJsonSchema`` does not
+    take)."""
     provider = getattr(getattr(model, "target", None), "provider", None)
     if provider == "anthropic":
         from golem_core.wire import anthropic  # loaded on first use: startup stays light

@@ -14,6 +14,7 @@ number of function call parts", and "contents is not specified" (ADR 0065).
 from __future__ import annotations
 
 import base64
+import json
 import re
 from typing import Any
 
@@ -410,3 +411,227 @@ def artifact_violations(
         elif binds_model and by_model not in ("*", model):
             problems.append(f"{path}: issued by model {by_model}, sent to {model}")
     return problems
+
+
+# -- strict schemas (issue 37, item 5; ADR 0130) ---------------------------------------------
+#
+# OpenAI: platform.openai.com/docs/guides/structured-outputs, "Supported schemas" (the same
+# subset for strict function calling). Anthropic: docs.claude.com structured outputs, "JSON
+# Schema limitations" and "Schema complexity limits" (JSON outputs and strict tool use).
+# Gemini: ai.google.dev/gemini-api/docs/structured-output, the JSON Schema subset of
+# responseJsonSchema.
+
+OPENAI_STRICT_KEYWORDS = frozenset(
+    {"type", "properties", "required", "additionalProperties", "items", "enum", "const"}
+    | {"anyOf", "$defs", "$ref", "description", "title", "format", "pattern"}
+    | {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
+    | {"minItems", "maxItems"}
+)
+OPENAI_STRICT_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+)
+_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+
+
+def _subschemas(schema: Any, path: str, depth: int) -> list[tuple[str, Any, int]]:
+    """Every subschema with its path and its level of object nesting."""
+    out = [(path, schema, depth)]
+    if not isinstance(schema, dict):
+        return out
+    inner = depth + (schema.get("type") == "object" or "properties" in schema)
+    for name, sub in (schema.get("properties") or {}).items():
+        out += _subschemas(sub, f"{path}.{name}", inner)
+    if "items" in schema:
+        out += _subschemas(schema["items"], f"{path}[]", depth)
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        for k, sub in enumerate(schema.get(key) or ()):
+            out += _subschemas(sub, f"{path}.{key}[{k}]", depth)
+    if isinstance(schema.get("additionalProperties"), dict):
+        out += _subschemas(schema["additionalProperties"], f"{path}.additionalProperties", inner)
+    for name, sub in (schema.get("$defs") or {}).items():
+        out += _subschemas(sub, f"{path}.$defs.{name}", 0)
+    return out
+
+
+def openai_strict_violations(schema: Any) -> list[str]:
+    """A schema sent with ``strict: true``: the root an object (not ``anyOf``); only the
+    documented keywords and formats; every object ``additionalProperties: false`` with
+    every property required; every node typed (``type``, ``enum``, ``const``, ``anyOf``
+    or ``$ref``), a ``$ref`` alone and local, types among the documented ones, arrays
+    with typed ``items``; at most 5000 properties, 10 levels of nesting, 1000 enum
+    values."""
+    bad: list[str] = []
+    if not isinstance(schema, dict) or schema.get("type") != "object" or "anyOf" in schema:
+        return ["$: the root must be an object, not anyOf"]
+    properties = enums = 0
+    for path, node, depth in _subschemas(schema, "$", 0):
+        if not isinstance(node, dict):
+            bad.append(f"{path}: not a schema object")
+            continue
+        if set(node) - OPENAI_STRICT_KEYWORDS:
+            bad.append(f"{path}: unsupported {sorted(set(node) - OPENAI_STRICT_KEYWORDS)}")
+        if not {"type", "enum", "const", "anyOf", "$ref"} & set(node):
+            bad.append(f"{path}: no type")
+        types = node.get("type")
+        for t in types if isinstance(types, list) else [types] if types else []:
+            if t not in _TYPES:
+                bad.append(f"{path}: type {t!r}")
+        ref = node.get("$ref")
+        if ref is not None:
+            if set(node) != {"$ref"}:
+                bad.append(f"{path}: keywords beside $ref")
+            if ref != "#" and not str(ref).startswith("#/$defs/"):
+                bad.append(f"{path}: $ref {ref!r}")
+        if node.get("type") == "object" or "properties" in node:
+            if node.get("additionalProperties") is not False:
+                bad.append(f"{path}: additionalProperties must be false")
+            props = node.get("properties")
+            if not isinstance(props, dict):
+                bad.append(f"{path}: an object without properties")
+            elif sorted(node.get("required", [])) != sorted(props):
+                bad.append(f"{path}: every property must be required")
+            else:
+                properties += len(props)
+            if depth + 1 > 10:
+                bad.append(f"{path}: more than 10 levels of nesting")
+        if node.get("type") == "array" and not (
+            isinstance(node.get("items"), dict) and node["items"]
+        ):
+            bad.append(f"{path}: an array without typed items")
+        if "format" in node and node["format"] not in OPENAI_STRICT_FORMATS:
+            bad.append(f"{path}: format {node['format']!r}")
+        enums += len(node.get("enum") or ())
+    if properties > 5000:
+        bad.append(f"{properties} properties (at most 5000)")
+    if enums > 1000:
+        bad.append(f"{enums} enum values (at most 1000)")
+    return bad
+
+
+def openai_strict_body_violations(body: dict[str, Any]) -> list[str]:
+    """Every tool and native output of a Chat or Responses body sent ``strict: true`` meets
+    ``openai_strict_violations``; every ``strict`` is a boolean."""
+    bad: list[str] = []
+    specs: list[tuple[str, dict[str, Any], Any]] = []
+    for k, tool in enumerate(body.get("tools") or []):
+        function = tool.get("function", tool)
+        specs.append((f"tools[{k}]", function, function.get("parameters")))
+    fmt = (body.get("response_format") or {}).get("json_schema") or (
+        (body.get("text") or {}).get("format")
+    )
+    if fmt:
+        specs.append(("output", fmt, fmt.get("schema")))
+    for where, spec, schema in specs:
+        if "strict" in spec and not isinstance(spec["strict"], bool):
+            bad.append(f"{where}: strict must be a boolean")
+        if spec.get("strict") is True:
+            bad += [f"{where}: {p}" for p in openai_strict_violations(schema)]
+    return bad
+
+
+ANTHROPIC_STRICT_KEYWORDS = frozenset(
+    {"type", "properties", "required", "additionalProperties", "items", "minItems", "enum"}
+    | {"const", "anyOf", "allOf", "$ref", "$defs", "definitions", "description", "title"}
+    | {"default", "format", "pattern"}
+)
+ANTHROPIC_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
+)
+
+
+def _recursive(schema: dict[str, Any]) -> set[str]:
+    defs = schema.get("$defs") or {}
+    refs = {n: set(re.findall(r'"#/\$defs/([^"]+)"', json.dumps(d))) for n, d in defs.items()}
+    found: set[str] = set()
+    for name in defs:
+        frontier, seen = set(refs[name]), set()
+        while frontier:
+            other = frontier.pop()
+            if other == name:
+                found.add(name)
+                break
+            if other not in seen:
+                seen.add(other)
+                frontier |= refs.get(other, set())
+    return found
+
+
+def anthropic_strict_violations(body: dict[str, Any]) -> list[str]:
+    """Strict tools and ``output_config.format`` of a Messages body: each schema within
+    the documented subset (closed objects, no recursion, no numeric or length bounds,
+    ``minItems`` 0 or 1, documented formats, primitive enums, a type everywhere), and
+    across them all at most 20 strict tools, 24 optional and 16 union-typed properties."""
+    bad: list[str] = []
+    schemas: list[tuple[str, Any]] = []
+    strict_tools = 0
+    for k, tool in enumerate(body.get("tools") or []):
+        if tool.get("strict") is True:
+            strict_tools += 1
+            schemas.append((f"tools[{k}]", tool.get("input_schema")))
+    fmt = (body.get("output_config") or {}).get("format")
+    if fmt:
+        schemas.append(("output", fmt.get("schema")))
+    if strict_tools > 20:
+        bad.append(f"{strict_tools} strict tools (at most 20)")
+    optional = unions = 0
+    for where, schema in schemas:
+        if not isinstance(schema, dict):
+            bad.append(f"{where}: no schema")
+            continue
+        if _recursive(schema):
+            bad.append(f"{where}: recursive ({sorted(_recursive(schema))})")
+        for path, node, _ in _subschemas(schema, where, 0):
+            if not isinstance(node, dict):
+                continue
+            if set(node) - ANTHROPIC_STRICT_KEYWORDS:
+                bad.append(f"{path}: unsupported {sorted(set(node) - ANTHROPIC_STRICT_KEYWORDS)}")
+            if (node.get("type") == "object" or "properties" in node) and node.get(
+                "additionalProperties"
+            ) is not False:
+                bad.append(f"{path}: additionalProperties must be false")
+            if node.get("minItems", 0) not in (0, 1):
+                bad.append(f"{path}: minItems other than 0 or 1")
+            if "format" in node and node["format"] not in ANTHROPIC_FORMATS:
+                bad.append(f"{path}: format {node['format']!r}")
+            if any(isinstance(v, dict | list) for v in node.get("enum") or ()):
+                bad.append(f"{path}: complex values in enum")
+            if not {"type", "anyOf", "allOf", "enum", "const", "$ref"} & set(node):
+                bad.append(f"{path}: no type")
+            for name, sub in (node.get("properties") or {}).items():
+                optional += name not in node.get("required", ())
+                unions += isinstance(sub, dict) and (
+                    "anyOf" in sub or isinstance(sub.get("type"), list)
+                )
+    if optional > 24:
+        bad.append(f"{optional} optional properties across strict schemas (at most 24)")
+    if unions > 16:
+        bad.append(f"{unions} union-typed properties across strict schemas (at most 16)")
+    return bad
+
+
+def gemini_schema_violations(body: dict[str, Any]) -> list[str]:
+    """``responseJsonSchema`` and every ``parametersJsonSchema``: no ``const`` (outside the
+    documented subset), ``enum`` values strings or numbers only, a ``$ref`` with nothing
+    but ``$``-keywords beside it."""
+    bad: list[str] = []
+    schemas: list[tuple[str, Any]] = []
+    for t, tool in enumerate(body.get("tools") or []):
+        for k, declaration in enumerate(tool.get("functionDeclarations") or []):
+            schemas.append((f"tools[{t}][{k}]", declaration.get("parametersJsonSchema")))
+    config = body.get("generationConfig") or {}
+    if "responseJsonSchema" in config:
+        schemas.append(("output", config["responseJsonSchema"]))
+    for where, schema in schemas:
+        for path, node, _ in _subschemas(schema, where, 0):
+            if not isinstance(node, dict):
+                continue
+            if "const" in node:
+                bad.append(f"{path}: const is outside the documented subset")
+            if any(
+                not isinstance(v, str | int | float) or isinstance(v, bool)
+                for v in node.get("enum") or ()
+            ):
+                bad.append(f"{path}: enum values must be strings or numbers")
+            if "$ref" in node and any(not k.startswith("$") for k in node):
+                bad.append(f"{path}: keywords beside $ref")
+    return bad
