@@ -667,6 +667,8 @@ class _Journal:
         self.entries: dict[int, JSON] = dict(enumerate(self.earlier.values))
         self.asked = 0
         self.continuing = False
+        self.reported = run_input.get("events", 0)  # events earlier executions reported
+        self.seen = 0
 
     @property
     def replaying(self) -> bool:
@@ -674,11 +676,15 @@ class _Journal:
         return self.asked < len(self.earlier.values)
 
     def muted(self, on_event: EventHandler) -> EventHandler:
-        """``on_event``, silent while the run replays an earlier execution's journal
-        (those events were reported then) and once it continues as new."""
+        """``on_event``, silent for the events earlier executions reported (the replay
+        over their journal makes the same events in the same order) and once the run
+        continues as new."""
 
         def handler(event: Any) -> Any:
-            if self.replaying or self.continuing:
+            if self.continuing:
+                return None
+            self.seen += 1
+            if self.seen <= self.reported:
                 return None
             return on_event(event)
 
@@ -721,7 +727,8 @@ class _Journal:
         await workflow.wait_condition(workflow.all_handlers_finished)
         values = tuple(self.entries[i] for i in range(len(self.entries)))
         head = extend_chain(self.durable.blobs, LOG_CHAIN, self.earlier, values).head
-        carried = stash(self.durable.blobs, {**self.run_input, "journal": head})
+        carried = {**self.run_input, "journal": head, "events": max(self.seen, self.reported)}
+        carried = stash(self.durable.blobs, carried)
         workflow.continue_as_new(args=[self.durable.name, carried])
 
 
