@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, ParamSpec, cast
+from typing import TYPE_CHECKING, Any, ParamSpec, cast, overload
 
 import attrs
 from typing_extensions import TypeForm, TypeVar, Unpack
@@ -264,21 +264,61 @@ class Agent(Registry[DepsT, OutputT]):
         )
         return own.overridden(self._overridden.get().over(overrides_of(options)))
 
-    async def run(self, prompt: Prompt, **options: Unpack[RunOptions[DepsT]]) -> RunResult[OutputT]:
-        """Run the agent on a fresh prompt, with no history."""
-        return await _start(self, "run", (), prompt, None, options)
+    @overload
+    async def run(
+        self, prompt: Prompt, *, output_type: None = None, **options: Unpack[RunOptions[DepsT]]
+    ) -> RunResult[OutputT]: ...
+
+    @overload
+    async def run(
+        self, prompt: Prompt, *, output_type: TypeForm[T], **options: Unpack[RunOptions[DepsT]]
+    ) -> RunResult[T]: ...
+
+    async def run(
+        self, prompt: Prompt, *, output_type: Any = None, **options: Unpack[RunOptions[DepsT]]
+    ) -> RunResult[Any]:
+        """Run the agent on a fresh prompt, with no history. ``output_type=`` asks this
+        run for another output type than the agent's (its output validators, written for
+        the agent's type, do not run then)."""
+        return await _start(self, "run", (), prompt, None, options, output_type)
+
+    @overload
+    async def run_with_history(
+        self,
+        history: Sequence[Message],
+        prompt: Prompt,
+        *,
+        output_type: None = None,
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[OutputT]: ...
+
+    @overload
+    async def run_with_history(
+        self,
+        history: Sequence[Message],
+        prompt: Prompt,
+        *,
+        output_type: TypeForm[T],
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[T]: ...
 
     async def run_with_history(
-        self, history: Sequence[Message], prompt: Prompt, **options: Unpack[RunOptions[DepsT]]
-    ) -> RunResult[OutputT]:
+        self,
+        history: Sequence[Message],
+        prompt: Prompt,
+        *,
+        output_type: Any = None,
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[Any]:
         """Continue a conversation: ``history`` (a previous ``result.messages``), then ``prompt``.
 
-        ``prompt=None`` continues the history as it is (e.g. after tool results).
+        ``prompt=None`` continues the history as it is (e.g. after tool results);
+        ``output_type=`` as for ``run``.
 
         Raises:
             RunError: the run failed; ``partial`` holds the resume-ready evidence.
         """
-        return await _start(self, "run_with_history", history, prompt, None, options)
+        return await _start(self, "run_with_history", history, prompt, None, options, output_type)
 
     async def run_stream(
         self,
@@ -331,15 +371,52 @@ class Agent(Registry[DepsT, OutputT]):
 
         return EventStream(start)
 
-    def run_sync(self, prompt: Prompt, **options: Unpack[RunOptions[DepsT]]) -> RunResult[OutputT]:
+    @overload
+    def run_sync(
+        self, prompt: Prompt, *, output_type: None = None, **options: Unpack[RunOptions[DepsT]]
+    ) -> RunResult[OutputT]: ...
+
+    @overload
+    def run_sync(
+        self, prompt: Prompt, *, output_type: TypeForm[T], **options: Unpack[RunOptions[DepsT]]
+    ) -> RunResult[T]: ...
+
+    def run_sync(
+        self, prompt: Prompt, *, output_type: Any = None, **options: Unpack[RunOptions[DepsT]]
+    ) -> RunResult[Any]:
         """``run`` for code without an event loop."""
-        return sync(self.run(prompt, **options))
+        return sync(self.run(prompt, output_type=output_type, **options))
+
+    @overload
+    def run_with_history_sync(
+        self,
+        history: Sequence[Message],
+        prompt: Prompt,
+        *,
+        output_type: None = None,
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[OutputT]: ...
+
+    @overload
+    def run_with_history_sync(
+        self,
+        history: Sequence[Message],
+        prompt: Prompt,
+        *,
+        output_type: TypeForm[T],
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[T]: ...
 
     def run_with_history_sync(
-        self, history: Sequence[Message], prompt: Prompt, **options: Unpack[RunOptions[DepsT]]
-    ) -> RunResult[OutputT]:
+        self,
+        history: Sequence[Message],
+        prompt: Prompt,
+        *,
+        output_type: Any = None,
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[Any]:
         """``run_with_history`` for code without an event loop."""
-        return sync(self.run_with_history(history, prompt, **options))
+        return sync(self.run_with_history(history, prompt, output_type=output_type, **options))
 
     def run_stream_sync(
         self,
@@ -439,11 +516,14 @@ async def _start(
     prompt: Prompt,
     on_delta: DeltaHandler | None,
     options: RunOptions[Any],
+    output_type: Any = None,
 ) -> RunResult[OutputT]:
     check_options(method, options)
     history = check_history(history)
     parts = prompt_parts(prompt)
     spec, context = _set_up(agent, history, options)
+    if output_type is not None:
+        spec = spec.with_output(output_type)
     result = await start(spec, history, parts, context, on_delta, options.get("on_event"))
     return cast(RunResult[OutputT], result)
 

@@ -120,6 +120,17 @@ class RunSpec:
             usage_limits=limits,
         )
 
+    def with_output(self, output_type: Any) -> RunSpec:
+        """This set-up asking for ``output_type`` instead (in the mode the agent asked
+        for, decided against this run's model); the agent's output validators, written
+        for its own type, do not run.
+
+        Raises:
+            UsageError: the type cannot be described as JSON Schema.
+        """
+        output = Output(output_type, self.output.requested, self.model)
+        return attrs.evolve(self, output=output, validators=())
+
     def tool_kinds(self) -> dict[str, str]:
         """Each tool's kind by name (what ``waiting_calls`` needs)."""
         return {t.name: t.kind for t in self.specs}

@@ -222,3 +222,16 @@ async def test_stream_text_gives_the_answer_whole_or_in_pieces() -> None:
     async with agent.iter_stream("hi") as stream:
         pieces = [text async for text in stream.stream_text(delta=True)]
     assert "".join(pieces) == "hello brave new world"
+
+
+def test_a_run_asks_for_its_own_output_type() -> None:
+    seen: list[Any] = []
+    agent = Agent(_seen(seen), output_type=str)
+
+    @agent.output_validator
+    def shout(output: str) -> str:
+        return output.upper()
+
+    assert agent.run_sync("judge", output_type=Verdict).output == Verdict("tool")
+    assert [t.name for t in seen[-1].tools] == ["final_result"]
+    assert agent.run_sync("x", model=ScriptedModel(["plain"])).output == "PLAIN"  # its own

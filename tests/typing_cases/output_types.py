@@ -54,3 +54,9 @@ try:
     paying.run_sync("Pay the rent").output.upper()
 except UsageError as e:  # "this run paused and has no output yet: ..."
     print(e)
+
+# a run of its own output type (the agent's stays str)
+counted = text.run_sync("How many?", output_type=int)
+assert_type(counted.output, int)
+assert isinstance(counted.output, int)
+assert_type(text.run_sync("Hello").output, str)
