@@ -24,19 +24,31 @@ network, so the figures are golem's and DBOS's own costs):
    runs started on one task queue, executed by one worker process, then by two, each
    running at most ``--concurrency`` activities at once (the model waits are activities).
 
+4. **a long run** (issue 34): one run of ``--long-steps`` steps (a model request and a
+   tool call each; default 1,000 on DBOS/SQLite-WAL, ``--temporal-steps`` 300 on
+   Temporal), timing each step: the median of steps 6-25 against the last 20 (per-step
+   cost at the end against the start: flat when nothing carries the conversation); the
+   largest recorded payload (DBOS: any workflow input, output or step output; Temporal:
+   any history event, over every execution) against the largest message; on Temporal the
+   event-history bytes of all executions against the steps they cover, with the
+   exponent of a log-log fit (1.0: linear; the run continues as new every
+   ``history_events``).
+
 Each figure is printed as one JSON line, then a Markdown table; ``--write
 bench/results.md`` records them as the ``durable`` section of ``bench/results.json``
 and renders the report from it (``bench/report.py``). Options: ``--runs``,
 ``--rounds``, ``--queue-runs``, ``--concurrency``, ``--latency``, ``--no-postgres``
 (SQLite only: no Postgres, no Temporal), ``--no-temporal``, ``--temporal-only``
-(``--queue-runs 0``: no Temporal throughput figures),
-``--quick``. Nothing here is asserted: on a shared machine compare the ratios.
+(``--queue-runs 0``: no Temporal throughput figures), ``--long-only`` (the long runs
+alone), ``--long-steps``, ``--temporal-steps``, ``--quick``. Nothing here is asserted:
+on a shared machine compare the ratios.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import statistics
@@ -169,10 +181,12 @@ async def _worker(config: dict[str, Any]) -> None:
 # -- children: Temporal ---------------------------------------------------------------------
 
 
-def _temporal_agent(latency: float, queue: str) -> Any:
+def _temporal_agent(latency: float, queue: str, blobs: str | None = None) -> Any:
+    from golem_shell._blobs import SQLiteBlobs
     from golem_shell.temporal import TemporalAgent
 
-    return TemporalAgent(make_agent(latency), name=AGENT_NAME, task_queue=queue)
+    store = None if blobs is None else SQLiteBlobs(blobs)  # shared by worker processes
+    return TemporalAgent(make_agent(latency), name=AGENT_NAME, task_queue=queue, blobs=store)
 
 
 async def _temporal_overhead(address: str, runs: int, rounds: int) -> dict[str, Any]:
@@ -215,7 +229,7 @@ async def _temporal_overhead(address: str, runs: int, rounds: int) -> dict[str, 
 async def _temporal_worker(config: dict[str, Any]) -> None:
     from temporalio.client import Client
 
-    durable = _temporal_agent(config["latency"], config["queue"])
+    durable = _temporal_agent(config["latency"], config["queue"], config["blobs"])
     client = await Client.connect(config["address"])
     async with durable.worker(client, max_concurrent_activities=config["concurrency"]):
         (Path(config["dir"]) / f"{config['name']}.ready").write_text("ready")
@@ -240,6 +254,7 @@ def _temporal_throughput(
                 "queue": queue,
                 "concurrency": concurrency,
                 "latency": latency,
+                "blobs": producer.blobs.path,
             }
             path = where / f"{name}.json"
             path.write_text(json.dumps(config))
@@ -288,13 +303,183 @@ def _temporal_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
         figures = json.loads(out.decode().strip().splitlines()[-1])
         rows.append({"kind": "overhead", "backend": "temporal", **figures})
         print(json.dumps(rows[-1]), flush=True)
-        producer = _temporal_agent(args.latency, "unused")  # starts runs, reads results
+        blobs = str(Path(tmp) / "blobs.sqlite")
+        producer = _temporal_agent(args.latency, "unused", blobs)  # starts runs, reads results
         for workers in (1, 2) if args.queue_runs > 0 else ():
             figures = _temporal_throughput(
                 producer, server.address, workers, args.queue_runs, args.concurrency, args.latency
             )
             rows.append({"kind": "throughput", "backend": "temporal", **figures})
             print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+# -- child: a long run ---------------------------------------------------------------------
+
+
+def _long_agent(steps: int, times: list[float]) -> Agent[None, str]:
+    """A run of ``steps`` steps: each a model request calling ``step``, timed by it."""
+
+    def answer(request: Any) -> Message | str:
+        done = sum(1 for m in request.messages if m.role is Role.TOOL)
+        if done >= steps:
+            return f"done {done}"
+        call = ToolCallPart(f"call_{done}", "step", json.dumps({"n": done}))
+        return Message(Role.ASSISTANT, (call,))
+
+    async def step(n: int) -> str:
+        """Do step n."""
+        times.append(time.perf_counter())
+        return f"step {n} done"
+
+    return Agent(FunctionModel(answer), tools=[step], max_requests=steps + 5)
+
+
+def _per_step(times: list[float]) -> dict[str, Any]:
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    early, late = statistics.median(gaps[5:25]), statistics.median(gaps[-20:])
+    return {
+        "steps": len(times),
+        "early_step_ms": early * 1000,
+        "late_step_ms": late * 1000,
+        "late_over_early": late / early,
+    }
+
+
+def _largest_message(result: Any) -> int:
+    from golem_core import encode_message
+
+    return max(len(encode_message(m)) for m in result.messages)
+
+
+async def _long_dbos(db: str, steps: int) -> dict[str, Any]:
+    import sqlite3
+
+    from dbos import DBOS
+
+    from golem_shell.durable import DurableAgent
+
+    with sqlite3.connect(db.removeprefix("sqlite:///")) as c:
+        c.execute("PRAGMA journal_mode=WAL")
+    times: list[float] = []
+    durable = DurableAgent(_long_agent(steps, times), name="bench-long")
+    DBOS(config=_dbos_config(db, "long"))
+    DBOS.launch()
+    start = time.perf_counter()
+    result = await durable.run("go", run_id="long")
+    seconds = time.perf_counter() - start
+    assert result.output == f"done {steps}", result.output
+    with sqlite3.connect(db.removeprefix("sqlite:///")) as c:
+        sizes = [
+            len(v or "")
+            for table, column in (
+                ("workflow_input", "inputs"),
+                ("workflow_output", "output"),
+                ("operation_outputs", "output"),
+            )
+            for (v,) in c.execute(f"SELECT {column} FROM {table}")
+        ]
+    return {
+        **_per_step(times),
+        "seconds": seconds,
+        "largest_payload": max(sizes),
+        "largest_message": _largest_message(result),
+    }
+
+
+async def _long_temporal(address: str, steps: int, tmp: str) -> dict[str, Any]:
+    from temporalio.client import Client
+
+    from golem_shell._blobs import SQLiteBlobs
+    from golem_shell.temporal import TemporalAgent
+
+    times: list[float] = []
+    durable = TemporalAgent(
+        _long_agent(steps, times),
+        name="bench-long",
+        task_queue="bench-long",
+        blobs=SQLiteBlobs(Path(tmp) / "blobs.sqlite"),
+    )
+    client = await Client.connect(address)
+    async with durable.worker(client):
+        start = time.perf_counter()
+        result = await durable.run(client, "go", run_id="long")
+        seconds = time.perf_counter() - start
+        assert result.output == f"done {steps}", result.output
+        executions = []  # (history bytes, steps completed in it, largest event), newest first
+        run_id: str | None = None
+        while True:
+            handle = client.get_workflow_handle("long", run_id=run_id)
+            events = [e async for e in handle.fetch_history_events()]
+            done = sum(1 for e in events if e.HasField("activity_task_completed_event_attributes"))
+            executions.append(
+                (sum(e.ByteSize() for e in events), done, max(e.ByteSize() for e in events))
+            )
+            run_id = events[
+                0
+            ].workflow_execution_started_event_attributes.continued_execution_run_id
+            if not run_id:
+                break
+    executions.reverse()
+    points = []  # cumulative (activities, bytes) at the end of each execution
+    total_bytes = total_done = 0
+    for size, done, _ in executions:
+        total_bytes += size
+        total_done += done
+        points.append((total_done, total_bytes))
+    return {
+        **_per_step(times),
+        "seconds": seconds,
+        "largest_payload": max(e[2] for e in executions),
+        "largest_message": _largest_message(result),
+        "executions": len(executions),
+        "history_bytes": total_bytes,
+        "history_points": points,
+        "history_exponent": _exponent(points),
+    }
+
+
+def _exponent(points: list[tuple[int, int]]) -> float | None:
+    """The slope of log(bytes) against log(activities) (least squares), or ``None``."""
+    import math
+
+    usable = [(math.log(x), math.log(y)) for x, y in points if x > 0 and y > 0]
+    if len(usable) < 2:
+        return None
+    mx = statistics.fmean(x for x, _ in usable)
+    my = statistics.fmean(y for _, y in usable)
+    sxx = sum((x - mx) ** 2 for x, _ in usable)
+    return sum((x - mx) * (y - my) for x, y in usable) / sxx if sxx else None
+
+
+def _long_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = _child(
+            ["--long-dbos", f"sqlite:///{tmp}/long.sqlite", "--long-steps", str(args.long_steps)],
+            capture=True,
+        )
+        out, _ = proc.communicate(timeout=3600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the DBOS long-run child failed ({proc.returncode})")
+        rows.append(
+            {"kind": "long", "backend": "sqlite-wal", **json.loads(out.decode().splitlines()[-1])}
+        )
+        print(json.dumps(rows[-1]), flush=True)
+    if args.no_temporal:
+        return rows
+    from temporal_server import start_temporal
+
+    with tempfile.TemporaryDirectory() as tmp, start_temporal(Path(tmp)) as server:
+        argv = ["--long-temporal", server.address, "--long-steps", str(args.temporal_steps)]
+        proc = _child([*argv, "--long-dir", tmp], capture=True)
+        out, _ = proc.communicate(timeout=3600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the Temporal long-run child failed ({proc.returncode})")
+        rows.append(
+            {"kind": "long", "backend": "temporal", **json.loads(out.decode().splitlines()[-1])}
+        )
+        print(json.dumps(rows[-1]), flush=True)
     return rows
 
 
@@ -384,7 +569,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--wal", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--temporal-overhead", metavar="ADDRESS", help=argparse.SUPPRESS)
     parser.add_argument("--temporal-worker", metavar="CONFIG", help=argparse.SUPPRESS)
+    parser.add_argument("--long-only", action="store_true", help="the long runs alone")
+    parser.add_argument("--long-steps", type=int, default=1000, help="steps of the DBOS long run")
+    parser.add_argument(
+        "--temporal-steps", type=int, default=300, help="steps of the Temporal long run"
+    )
+    parser.add_argument("--long-dbos", metavar="DB", help=argparse.SUPPRESS)
+    parser.add_argument("--long-temporal", metavar="ADDRESS", help=argparse.SUPPRESS)
+    parser.add_argument("--long-dir", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.long_dbos:
+        print(json.dumps(asyncio.run(_long_dbos(args.long_dbos, args.long_steps))))
+        sys.stdout.flush()
+        os._exit(0)
+    if args.long_temporal:
+        figures = asyncio.run(_long_temporal(args.long_temporal, args.long_steps, args.long_dir))
+        print(json.dumps(figures))
+        sys.stdout.flush()
+        os._exit(0)
     if args.overhead:
         figures = asyncio.run(_overhead(args.overhead, args.runs, args.rounds, args.wal))
         print(json.dumps(figures))
@@ -406,7 +608,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         os._exit(0)  # as above
     if args.quick:
         args.runs, args.rounds, args.queue_runs = 5, 2, 8
+        args.long_steps, args.temporal_steps = 60, 60
     rows: list[dict[str, Any]] = []
+    if args.long_only:
+        return _finish(args, argv, _long_rows(args))
     if args.temporal_only:
         return _finish(args, argv, _temporal_rows(args))
     for backend, wal in (("sqlite", False), ("sqlite-wal", True)):
@@ -435,6 +640,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(json.dumps(rows[-1]), flush=True)
     if not args.no_postgres and not args.no_temporal:
         rows += _temporal_rows(args)
+    rows += _long_rows(args)
     return _finish(args, argv, rows)
 
 
@@ -498,6 +704,7 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
                 f" | {r['overhead_ms']:.2f} | {r['plain_cpu_ms']:.2f}"
                 f" | {r['durable_cpu_ms']:.2f} |"
             )
+    lines += _long_markdown([r for r in rows if r["kind"] == "long"])
     through = [r for r in rows if r["kind"] == "throughput"]
     if through:
         lines += [
@@ -517,6 +724,29 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
                 ratio = pair[1]["runs_per_s"] / pair[0]["runs_per_s"]
                 lines += ["", f"{backend}: 2 workers / 1: {ratio:.2f}x"]
     return "\n".join(lines)
+
+
+def _long_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    lines = [
+        "",
+        "Long runs (one run, a model request and a tool call per step; issue 34):",
+        "",
+        "| backend | steps | seconds | step ms (6-25) | step ms (last 20) | late / early"
+        " | largest payload B | largest message B | history bytes | executions | exponent |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        exponent = r.get("history_exponent")
+        lines.append(
+            f"| {r['backend']} | {r['steps']} | {r['seconds']:.1f} | {r['early_step_ms']:.2f}"
+            f" | {r['late_step_ms']:.2f} | {r['late_over_early']:.2f}"
+            f" | {r['largest_payload']} | {r['largest_message']}"
+            f" | {r.get('history_bytes', '-')} | {r.get('executions', '-')}"
+            f" | {'-' if exponent is None else f'{exponent:.2f}'} |"
+        )
+    return lines
 
 
 if __name__ == "__main__":
