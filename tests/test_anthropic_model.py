@@ -151,7 +151,8 @@ async def test_crashed_history_body(provider_server: ProviderServer) -> None:
             {
                 "name": "get_weather",
                 "description": "The weather in a city.",
-                "input_schema": WEATHER.parameters,
+                "input_schema": {**WEATHER.parameters, "additionalProperties": False},
+                "strict": True,
             }
         ],
     }

@@ -157,7 +157,8 @@ async def test_crashed_history_body(provider_server: ProviderServer) -> None:
                 "function": {
                     "name": "get_weather",
                     "description": "The weather in a city.",
-                    "parameters": WEATHER.parameters,
+                    "parameters": {**WEATHER.parameters, "additionalProperties": False},
+                    "strict": True,
                 },
             }
         ],

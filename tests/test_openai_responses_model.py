@@ -505,7 +505,7 @@ def test_structured_output_through_the_output_tool(provider_server: ProviderServ
     sent = provider_server.requests[0].json()
     assert sent["tool_choice"] == "required"
     assert [t["name"] for t in sent["tools"]] == ["final_result"]
-    assert sent["tools"][0]["strict"] is False
+    assert sent["tools"][0]["strict"] is True
 
 
 def test_a_responses_conversation_continues_on_chat_completions(
