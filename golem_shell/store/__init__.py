@@ -53,6 +53,7 @@ from golem_shell.store._methods import HistoryStore
 from golem_shell.store._postgres import PostgresHistoryStore
 from golem_shell.store._sqlite import SQLiteHistoryStore
 from golem_shell.store._tombstone import ERASED_RESULT_TEXT, ERASED_TEXT, PartFilter, erase_message
+from golem_shell.store._migrate import StoreMigration, migrate_store
 from golem_shell.store._values import (
     MAIN,
     BranchInfo,
@@ -88,7 +89,9 @@ __all__ = [
     "Receipt",
     "SQLiteHistoryStore",
     "Selection",
+    "StoreMigration",
     "VerifyReport",
     "Window",
     "erase_message",
+    "migrate_store",
 ]
