@@ -168,8 +168,12 @@ class Agent(Registry[DepsT, OutputT]):
                 raise UsageError(f"{ts!r} is not a toolset: it needs an async tools(context)")
         try:
             self._signing_keys = () if signing_key is None else signing_keys(signing_key)
-        except ValueError as e:
-            raise UsageError(str(e)) from None
+        except (TypeError, ValueError) as e:
+            why = f": {e}" if isinstance(e, ValueError) else ""
+            raise UsageError(
+                "signing_key must be bytes (secrets.token_bytes(32)), or a sequence of"
+                f" them newest first; got {_a(type(signing_key).__name__)}{why}"
+            ) from None
 
     @property
     def model(self) -> Model:
@@ -535,6 +539,10 @@ def _set_up(
     ids = run_ids(history, options.get("run_id"), options.get("conversation_id"))
     deps = agent.overridden_deps(options.get("deps"))
     return agent.run_spec(**options), RunContext(deps, *ids)
+
+
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
 
 
 def _ignore(_: DeltaEvent) -> None:

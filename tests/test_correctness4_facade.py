@@ -235,3 +235,13 @@ def test_a_run_asks_for_its_own_output_type() -> None:
     assert agent.run_sync("judge", output_type=Verdict).output == Verdict("tool")
     assert [t.name for t in seen[-1].tools] == ["final_result"]
     assert agent.run_sync("x", model=ScriptedModel(["plain"])).output == "PLAIN"  # its own
+
+
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [(12345, "got an int"), ("secret", "is str, not bytes"), (b"short", "at least 16")],
+)
+def test_a_bad_signing_key_is_a_usage_error_saying_what_a_key_is(key: Any, says: str) -> None:
+    with pytest.raises(UsageError, match="signing_key must be bytes") as caught:
+        Agent(ScriptedModel(["x"]), signing_key=key)
+    assert says in str(caught.value)
