@@ -32,7 +32,7 @@ import types
 from typing import Annotated, Any, Literal, TypeAlias, Union, get_args, get_origin
 
 from golem_core import Message, ToolCallPart, ToolDefinition
-from golem_core._loop import OutputInvalid, OutputValid
+from golem_core.loop import OutputInvalid, OutputValid
 from golem_core.wire.strict import absent_nulls_dropped
 from golem_shell._errors import UsageError
 from golem_shell._schema import SchemaError, ValidationFailed, json_schema, to_jsonable, validate
