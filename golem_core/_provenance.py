@@ -7,7 +7,12 @@ writes it back unchanged); every tool call of a signed assistant message carries
 own ``"provenance"`` field the same way, in the part's ``extra``. A message that stands in
 two histories at once (what a run adds after its processor cut the window: the window and
 the conversation as supplied, ADR 0091) carries one MAC per place, ``"v2.<MAC>.<MAC>"``,
-and verifies where any of them does.
+and verifies where any of them does. A ``v2`` signature ends with the id of the key that
+made it, ``".k=<key id>"`` (``signing_key_id``: a keyed digest that reveals nothing of the
+key): when no key verifies a signature, the id tells a message signed with a key you did
+not pass (``ProvenanceReport.unknown_key``) from one edited under the right key. The id is
+the signer's claim, never a proof: it is not covered by the MAC, a forger can write any
+id, and nothing trusts a message for it (such a message stays ``TAMPERED``).
 
 What a ``v2`` MAC covers (ADR 0054, ADR 0068):
 
@@ -65,6 +70,7 @@ __all__ = [
     "carry_signatures",
     "sign_message",
     "signed_calls",
+    "signing_key_id",
     "signing_keys",
     "verify_call",
     "verify_history",
@@ -85,6 +91,8 @@ _MESSAGE: Final = b"message\x00"
 _CALL: Final = b"call\x00"
 _CHAIN_START: Final = hashlib.sha256(b"golem-provenance/2 chain").digest()
 _UNWRITABLE: Final = hashlib.sha256(b"golem-provenance/2 unwritable").digest()
+_KEY_ID: Final = "k="
+_KEY_ID_TAG: Final = b"golem-provenance/2 key id"
 
 SigningKeys = bytes | Sequence[bytes]
 """One key, or several newest first: the first signs, any verifies."""
@@ -113,6 +121,33 @@ def signing_keys(keys: SigningKeys) -> tuple[bytes, ...]:
     return tuple(out)
 
 
+def signing_key_id(key: bytes) -> str:
+    """The id a ``v2`` signature gives for the key that made it (8 base64url characters).
+
+    A keyed digest (HMAC-SHA256 of a fixed tag under ``key``, cut to 6 bytes): the same key
+    always has the same id, and the id tells nothing about the key. Compare it with
+    ``ProvenanceReport.key_ids`` to find which of your keys signed a message. Total and
+    deterministic.
+
+    Raises:
+        ValueError: the key is not usable (see ``signing_keys``).
+    """
+    return _key_id(signing_keys(key)[0])
+
+
+def _key_id(key: bytes) -> str:
+    digest = hmac.new(key, _KEY_ID_TAG, hashlib.sha256).digest()[:6]
+    return base64.urlsafe_b64encode(digest).decode("ascii")
+
+
+def _named_key(signature: str | None) -> str | None:
+    """The key id a ``v2`` signature names (its last segment, ``k=<id>``), else ``None``."""
+    if not signature or not signature.startswith(_V2):
+        return None
+    last = signature.rsplit(".", 1)[-1]
+    return last[len(_KEY_ID) :] if last.startswith(_KEY_ID) and len(last) > len(_KEY_ID) else None
+
+
 class MessageProvenance(enum.StrEnum):
     """What ``verify_history`` found for one message."""
 
@@ -122,7 +157,9 @@ class MessageProvenance(enum.StrEnum):
     UNSIGNED = "unsigned"
     """No signature at all (a client's message, or history from before signing)."""
     TAMPERED = "tampered"
-    """A signature is present but does not verify: edited, forged, stripped or moved."""
+    """A signature is present but does not verify under the keys given: edited, forged,
+    stripped or moved, or signed with a key that was not given
+    (``ProvenanceReport.unknown_key`` tells which, as far as the signature says)."""
 
 
 @frozen
@@ -137,11 +174,21 @@ class ProvenanceReport:
             ADR 0068, or by ``sign_message`` without ``before``): intact, but not bound
             to their place, so ``signed_calls`` and a keyed ``sanitize_history`` do not
             trust them.
+        key_ids: for each message the key id its signature names (``signing_key_id``),
+            else ``None`` (unsigned, ``v1``, or signed before signatures named their key).
+        unknown_key: indices of tampered messages whose signature names a key that is
+            none of the keys given: most likely signed with another key (a retired one,
+            another server's, a test key), not edited; pass that key to verify them.
+            Tampered all the same (the id is the signature's word, not a proof).
+        given_key_ids: the ids of the keys given, in their order.
     """
 
     verdicts: tuple[MessageProvenance, ...]
     key_indices: tuple[int | None, ...]
     unbound: tuple[int, ...] = field(default=(), kw_only=True)
+    key_ids: tuple[str | None, ...] = field(default=(), kw_only=True)
+    unknown_key: tuple[int, ...] = field(default=(), kw_only=True)
+    given_key_ids: tuple[str, ...] = field(default=(), kw_only=True)
 
     @property
     def signed(self) -> tuple[int, ...]:
@@ -162,6 +209,39 @@ class ProvenanceReport:
     def intact(self) -> bool:
         """Whether every message is signed and intact (``unbound`` ones included)."""
         return all(v is MessageProvenance.SIGNED for v in self.verdicts)
+
+    def reason(self, index: int) -> str:
+        """One sentence saying what was found for message ``index``, and why.
+
+        Raises:
+            IndexError: no message has that index.
+        """
+        verdict = self.verdicts[index]
+        named = self.key_ids[index] if index < len(self.key_ids) else None
+        if verdict is MessageProvenance.UNSIGNED:
+            return "unsigned: the message carries no signature (a client's word)"
+        if verdict is MessageProvenance.SIGNED:
+            key = self.key_indices[index]
+            which = "the newest key" if key == 0 else f"key {key} (an older one: re-sign it)"
+            unbound = " (v1: not bound to its place)" if index in self.unbound else ""
+            return f"signed with {which}, intact{unbound}"
+        given = ", ".join(repr(k) for k in self.given_key_ids) or "none"
+        if index in self.unknown_key:
+            return (
+                f"signed with a key you did not pass (its signature names key id {named!r};"
+                f" the keys given have ids {given}): pass that key to verify it"
+                " (the id is the signature's claim: until a key verifies it, trust nothing in it)"
+            )
+        if named is not None:
+            return (
+                f"tampered: signed with a key you passed (key id {named!r}) but edited, forged,"
+                " stripped or moved since: its signature does not verify here"
+            )
+        return (
+            "tampered: its signature verifies under none of the keys given: edited, forged,"
+            " stripped or moved (or signed with another key by a golem whose signatures"
+            " do not name their key)"
+        )
 
     def _where(self, verdict: MessageProvenance) -> tuple[int, ...]:
         return tuple(i for i, v in enumerate(self.verdicts) if v is verdict)
@@ -326,13 +406,15 @@ def _mac(key: bytes, kind: bytes, context: bytes, place: bytes | None, canonical
 def _signature(
     key: bytes, kind: bytes, context: bytes, places: tuple[bytes, ...] | None, canonical: bytes
 ) -> str:
-    """``v1.<MAC>`` without places; ``v2.<MAC>`` for one place, and ``v2.<MAC>.<MAC>...``
-    for a message that stands in several histories at once (ADR 0091): one MAC per
-    distinct place, in order (base64url has no ``.``)."""
+    """``v1.<MAC>`` without places; ``v2.<MAC>.k=<key id>`` for one place, and
+    ``v2.<MAC>.<MAC>...k=<key id>`` for a message that stands in several histories at once
+    (ADR 0091): one MAC per distinct place, in order (base64url has no ``.`` and no ``=``),
+    then the id of the key (``signing_key_id``)."""
     if places is None:
         return _mac(key, kind, context, None, canonical)
     distinct = tuple(dict.fromkeys(places))
-    return _V2 + ".".join(_mac(key, kind, context, p, canonical)[len(_V2) :] for p in distinct)
+    macs = (_mac(key, kind, context, p, canonical)[len(_V2) :] for p in distinct)
+    return _V2 + ".".join((*macs, _KEY_ID + _key_id(key)))
 
 
 def _with_field(extra: Extra, signature: str) -> Extra:
@@ -428,7 +510,9 @@ def _verified_by(
     if place is None:
         candidates = [signature]
     else:
-        candidates = [_V2 + mac for mac in signature[len(_V2) :].split(".")]
+        candidates = [
+            _V2 + mac for mac in signature[len(_V2) :].split(".") if not mac.startswith(_KEY_ID)
+        ]
     found: int | None = None
     for i, key in enumerate(keys):  # every key and MAC is tried: the time does not say which
         expected = _mac(key, kind, context, place, canonical)
@@ -537,18 +621,31 @@ def verify_history(history: Sequence[Message], keys: SigningKeys) -> ProvenanceR
         keys: the server's keys, newest first; a message signed by any of them verifies.
 
     Returns:
-        A ``ProvenanceReport`` with one verdict per message. Total and deterministic.
+        A ``ProvenanceReport`` with one verdict per message, the key id each signature
+        names, and which tampered messages name a key that was not given
+        (``unknown_key``: a wrong or retired key, not an edit); ``report.reason(i)`` says
+        it in a sentence. Total and deterministic.
 
     Raises:
         ValueError: the keys are not usable (see ``signing_keys``).
     """
-    checked = _checked(history, signing_keys(keys))
+    usable = signing_keys(keys)
+    checked = _checked(history, usable)
+    given = tuple(_key_id(k) for k in usable)
+    named = tuple(_named_key(_field_of(m.extra)) for m in history)
     return ProvenanceReport(
         verdicts=tuple(c[0] for c in checked),
         key_indices=tuple(c[1] for c in checked),
         unbound=tuple(
             i for i, c in enumerate(checked) if c[0] is MessageProvenance.SIGNED and not c[2]
         ),
+        key_ids=named,
+        unknown_key=tuple(
+            i
+            for i, (c, k) in enumerate(zip(checked, named, strict=True))
+            if c[0] is MessageProvenance.TAMPERED and k is not None and k not in given
+        ),
+        given_key_ids=given,
     )
 
 
