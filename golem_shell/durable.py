@@ -55,7 +55,14 @@ from golem_core.loop import (
 )
 from golem_shell._agent import Agent
 from golem_shell._asyncio import AgentEffects
-from golem_shell._blobs import BlobStore, Chain, MissingBlob, SQLBlobs
+from golem_shell._blobs import (
+    BlobStore,
+    Chain,
+    MemoryBlobs,
+    MissingBlob,
+    SQLBlobs,
+    SQLiteBlobs,
+)
 from golem_shell._driver import Progress, ToolBatch, run
 from golem_shell._engine import (
     WaitingCalls,
@@ -103,7 +110,11 @@ except ImportError as _missing:  # pragma: no cover - the extra is installed in 
 
 __all__ = [
     "ANSWERS_TOPIC",
+    "BlobStore",
     "DurableAgent",
+    "MemoryBlobs",
+    "SQLBlobs",
+    "SQLiteBlobs",
     "WAITING_EVENT",
     "WORKFLOW_NAME",
     "WaitingCalls",

@@ -69,6 +69,7 @@ from golem_shell._blobs import (
     BlobStore,
     Chain,
     MemoryBlobs,
+    SQLiteBlobs,
     extend_chain,
     is_stashed,
     load_chain,
@@ -137,7 +138,10 @@ except ImportError as _missing:  # pragma: no cover - the extra is installed in 
 __all__ = [
     "ACTIVITIES",
     "ANSWER_UPDATE",
+    "BlobStore",
     "GolemRun",
+    "MemoryBlobs",
+    "SQLiteBlobs",
     "TASK_QUEUE",
     "TemporalAgent",
     "WAITING_QUERY",
