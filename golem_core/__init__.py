@@ -11,6 +11,20 @@ provenance. Below it: ``golem_core.loop`` (the sans-IO driver protocol), ``golem
 (Hypothesis strategies and processor laws).
 """
 
+from golem_core._compaction import (
+    COMPACTED,
+    COMPACTION_KEY,
+    DECLINED_NOTHING_TO_FOLD,
+    DECLINED_PENDING_CALL,
+    CompactionKind,
+    CompactionRecord,
+    compaction_of,
+    compaction_records,
+    failed_outcome,
+    message_ref,
+    new_compactions,
+    with_compaction,
+)
 from golem_core._context import (
     DEFAULT_CLEARED_PLACEHOLDER,
     SUMMARY_KEY,
@@ -21,6 +35,7 @@ from golem_core._context import (
     clear_tool_results,
     drop_thinking,
     is_summary,
+    plan_compaction,
     plan_summary,
     summary_message,
     turn_starts,
@@ -33,6 +48,9 @@ from golem_core._deferred import (
     ExternalResult,
 )
 from golem_core._events import (
+    CompactionFinished,
+    CompactionStarted,
+    CompactionTrigger,
     HistoryPorted,
     HistoryProcessed,
     LifecycleEvent,
@@ -155,8 +173,17 @@ from golem_core._sanitize import (
 
 __all__ = [
     "Approved",
+    "COMPACTED",
+    "COMPACTION_KEY",
     "ClearReport",
     "ClearedResult",
+    "CompactionFinished",
+    "CompactionKind",
+    "CompactionRecord",
+    "CompactionStarted",
+    "CompactionTrigger",
+    "DECLINED_NOTHING_TO_FOLD",
+    "DECLINED_PENDING_CALL",
     "DEFAULT_CLEARED_PLACEHOLDER",
     "DataPart",
     "DecodeError",
@@ -235,6 +262,8 @@ __all__ = [
     "check_pairing",
     "clear_old_tool_results",
     "clear_tool_results",
+    "compaction_of",
+    "compaction_records",
     "compose",
     "configure_converter",
     "conversation_id_of",
@@ -247,6 +276,7 @@ __all__ = [
     "drop_thinking",
     "encode_history",
     "encode_message",
+    "failed_outcome",
     "history_from_jsonable",
     "history_to_jsonable",
     "interrupted_result",
@@ -254,7 +284,10 @@ __all__ = [
     "is_summary",
     "join_instructions",
     "make_converter",
+    "message_ref",
+    "new_compactions",
     "normalize_history",
+    "plan_compaction",
     "plan_summary",
     "port_history",
     "repair_history",
@@ -271,6 +304,7 @@ __all__ = [
     "verify_call",
     "verify_history",
     "verify_message",
+    "with_compaction",
 ]
 
 

@@ -15,7 +15,13 @@ The vocabulary (ADR 0044):
   results, so a cut at a turn's start is never inside a tool exchange;
 - a **summary** is a user message marked by the additive JSON field ``"summary"``
   (``{"messages": <how many it replaced>}``), carried in ``Message.extra`` like every
-  field this version does not model; providers never see the marker, stores keep it.
+  field this version does not model; providers never see the marker, stores keep it;
+- a **compaction record** (``golem_core._compaction``, ADR 0140) rides on the message
+  that holds a fold: the summary, or the newest result a clear emptied. It names the
+  replaced messages by reference, so what a fold took can be found again.
+
+Over 600 lines because the three folds share one vocabulary (turns, steps, the summary
+marker, the compaction record) and one promise about pairing, which belong together.
 
 Every processor here is total, deterministic and idempotent, returns ``Success``, keeps
 every ``tool`` message with its ``tool_call_id``, ``tool_name``, ``failed`` flag and
@@ -32,8 +38,15 @@ import attrs
 from attrs import field, frozen
 from returns.result import Result, Success
 
-from golem_core._messages import Message, Part, Role, TextPart, ThinkingPart
-from golem_core._processors import HistoryError, TokenCounter, approximate_tokens
+from golem_core._compaction import (
+    DECLINED_NOTHING_TO_FOLD,
+    DECLINED_PENDING_CALL,
+    CompactionRecord,
+    message_ref,
+    with_compaction,
+)
+from golem_core._messages import Message, Part, Role, TextPart, ThinkingPart, Usage
+from golem_core._processors import HistoryError, TokenCounter, _open_tail, approximate_tokens
 
 __all__ = [
     "ClearReport",
@@ -45,6 +58,7 @@ __all__ = [
     "clear_tool_results",
     "drop_thinking",
     "is_summary",
+    "plan_compaction",
     "plan_summary",
     "summary_message",
     "turn_starts",
@@ -136,6 +150,8 @@ class ClearReport:
     """What ``clear_old_tool_results`` cleared, in input order (empty: nothing changed)."""
 
     cleared: tuple[ClearedResult, ...] = field(default=(), kw_only=True)
+    record: CompactionRecord | None = field(default=None, kw_only=True)
+    """The clear's compaction record (ADR 0140), when something was cleared."""
 
     @property
     def changed(self) -> bool:
@@ -158,14 +174,18 @@ def clear_old_tool_results(
     keep_last: int = 3,
     placeholder: str = DEFAULT_CLEARED_PLACEHOLDER,
     step: int = DEFAULT_CLEAR_STEP,
+    record: bool = False,
 ) -> tuple[tuple[Message, ...], ClearReport]:
     """Clear the content of old tool results in steps, keeping the newest; report it.
 
-    The oldest results already cleared need nothing; of the rest, whole steps of
-    ``step`` results are cleared, the most that leave at least ``keep_last`` results
-    with their content. So at most ``keep_last + step - 1`` results hold content, and
-    a clear happens once per ``step`` new results: between two clears every history is
-    the previous one plus new messages, which a prompt cache serves (ADR 0078).
+    The report holds the clear's compaction record (with ``record``, the newest result it
+    empties carries it too; ``compaction_of``: the references of the results it cleared,
+    tokens before and after by ``approximate_tokens``; ADR 0140). The oldest results already
+    cleared need nothing; of the rest, whole steps of ``step`` results are cleared, the most
+    that leave at least ``keep_last`` results with their content. So at most ``keep_last +
+    step - 1`` results hold content, and a clear happens once per ``step`` new results:
+    between two clears every history is the previous one plus new messages, which a prompt
+    cache serves (ADR 0078).
     ``step=1`` clears every result as soon as ``keep_last`` newer ones exist.
 
     A cleared result keeps its place, ``tool_call_id``, ``tool_name``, ``failed`` flag,
@@ -178,6 +198,9 @@ def clear_old_tool_results(
             0 lets a step clear them all.
         placeholder: The text a cleared result holds; not blank.
         step: How many results one clear handles, at least 1.
+        record: Also write the clear's compaction record into the history, on the
+            newest result it empties (what the ``clear_tool_results`` processor does);
+            the report holds it either way.
 
     Returns:
         The history and a ``ClearReport`` whose indices refer to ``history``. Total,
@@ -211,7 +234,21 @@ def clear_old_tool_results(
         )
     if out is None:
         return _as_tuple(history), ClearReport()
-    return tuple(out), ClearReport(cleared=tuple(report))
+    fold = CompactionRecord(
+        repr(_ClearToolResults(keep, text, every)),
+        "cleared",
+        replaced=tuple(message_ref(history[r.message_index]) for r in report),
+        tokens_before=_tokens(history, approximate_tokens),
+        tokens_after=_tokens(out, approximate_tokens),
+    )
+    if record:
+        newest = report[-1].message_index
+        out[newest] = with_compaction(out[newest], fold)
+    return tuple(out), ClearReport(cleared=tuple(report), record=fold)
+
+
+def _tokens(history: Sequence[Message], counter: TokenCounter) -> int:
+    return sum(counter(m) for m in history if m.role is not Role.SYSTEM)
 
 
 @frozen(repr=False)
@@ -222,7 +259,11 @@ class _ClearToolResults:
 
     def __call__(self, history: Sequence[Message]) -> Result[tuple[Message, ...], HistoryError]:
         cleared, _ = clear_old_tool_results(
-            history, keep_last=self.keep_last, placeholder=self.placeholder, step=self.step
+            history,
+            keep_last=self.keep_last,
+            placeholder=self.placeholder,
+            step=self.step,
+            record=True,
         )
         return Success(cleared)
 
@@ -352,20 +393,25 @@ def is_summary(message: Message) -> bool:
     return any(key == SUMMARY_KEY for key, _ in message.extra)
 
 
-def summary_message(text: str, *, summarized: int) -> Message:
+def summary_message(
+    text: str, *, summarized: int, record: CompactionRecord | None = None
+) -> Message:
     """The user message that stands for ``summarized`` earlier messages.
 
     Args:
         text: The summary, as the model should read it.
         summarized: How many messages it replaces (written in the marker).
+        record: The fold's compaction record (``SummaryPlan.record``), written as the
+            additive field ``"compaction"``.
 
     Returns:
         ``Message(Role.USER, (TextPart(text),))`` carrying the additive field
-        ``"summary": {"messages": summarized}``. No stamps: a run stamps only the
-        messages it adds after processing. Total and deterministic.
+        ``"summary": {"messages": summarized}`` (and the record). No stamps: a run stamps
+        only the messages it adds after processing. Total and deterministic.
     """
     marker = json.dumps({"messages": summarized}, separators=(",", ":"))
-    return Message(Role.USER, (TextPart(text),), extra=((SUMMARY_KEY, marker),))
+    message = Message(Role.USER, (TextPart(text),), extra=((SUMMARY_KEY, marker),))
+    return message if record is None else with_compaction(message, record)
 
 
 @frozen
@@ -389,6 +435,27 @@ class SummaryPlan:
     def apply(self, summary: Message) -> tuple[Message, ...]:
         """The history with ``summary`` in place of ``to_summarize``: head, summary, kept."""
         return (*self.head, summary, *self.kept)
+
+    def record(
+        self,
+        summary: Message,
+        *,
+        processor: str,
+        counter: TokenCounter = approximate_tokens,
+        usage: Usage | None = None,
+    ) -> CompactionRecord:
+        """The compaction record of putting ``summary`` in place: the references of
+        ``to_summarize``, and the tokens of the non-system history before and after by
+        ``counter`` (ADR 0140). Total and deterministic for a deterministic counter."""
+        kept = _tokens(self.kept, counter)
+        return CompactionRecord(
+            processor,
+            "summary",
+            replaced=tuple(message_ref(m) for m in self.to_summarize),
+            tokens_before=_tokens(self.to_summarize, counter) + kept,
+            tokens_after=counter(summary) + kept,
+            usage=usage,
+        )
 
 
 def _splits_a_pair(history: Sequence[Message], cut: int) -> bool:
@@ -422,10 +489,12 @@ def plan_summary(
 ) -> SummaryPlan | None:
     """Choose the cut for a summary: before the newest turns, never inside a tool exchange.
 
-    The cut is the start of the ``keep_last_turns``-th newest turn; when a result after
-    it answers a call made before it (only in a broken history), the cut moves back a
-    turn until none does. Everything before the cut that is not a system message is to
-    be summarized.
+    ``plan_compaction``'s plan, ``None`` where it declines. The cut is the start of the
+    ``keep_last_turns``-th newest turn; when a result after it answers a call made
+    before it (only in a broken history), the cut moves back a turn until none does;
+    it never passes the turn of a pending call (a call of the newest assistant turn
+    with no result yet: waiting for approval or a deferred result). Everything before
+    the cut that is not a system message is to be summarized.
 
     Args:
         history: Any history.
@@ -449,6 +518,38 @@ def plan_summary(
         ValueError: ``keep_last_turns`` is not an ``int`` of at least 0, or
             ``max_tokens`` is given and is not an ``int`` of at least 1.
     """
+    plan = plan_compaction(
+        history,
+        keep_last_turns=keep_last_turns,
+        max_tokens=max_tokens,
+        counter=counter,
+        step_turns=step_turns,
+    )
+    return plan if isinstance(plan, SummaryPlan) else None
+
+
+def plan_compaction(
+    history: Sequence[Message],
+    *,
+    keep_last_turns: int = 2,
+    max_tokens: int | None = None,
+    counter: TokenCounter = approximate_tokens,
+    step_turns: int = 0,
+) -> SummaryPlan | str:
+    """``plan_summary``, saying why when it declines (ADR 0140).
+
+    Args:
+        history, keep_last_turns, max_tokens, counter, step_turns: As ``plan_summary``.
+
+    Returns:
+        The plan, or the outcome of declining: ``DECLINED_PENDING_CALL`` when the only
+        cut that would fold something passes a pending call, ``DECLINED_NOTHING_TO_FOLD``
+        otherwise (the history fits, the step has not come, too few turns, or only
+        summaries stand before the cut). Total and deterministic.
+
+    Raises:
+        ValueError: As ``plan_summary``.
+    """
     keep = _check_count("plan_summary", "keep_last_turns", keep_last_turns)
     if max_tokens is not None and (
         isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
@@ -459,29 +560,46 @@ def plan_summary(
         )
     step = _check_count("plan_summary", "step_turns", step_turns)
     if max_tokens is not None:
-        total = sum(counter(m) for m in history if m.role is not Role.SYSTEM)
+        total = _tokens(history, counter)
         if total <= max_tokens:
-            return None
+            return DECLINED_NOTHING_TO_FOLD
     starts = [*turn_starts(history), len(history)]
     if max_tokens is None and step:
         last = max((i for i, m in enumerate(history) if is_summary(m)), default=-1)
         fresh = sum(1 for s in starts[:-1] if s > last)  # turns after the last summary
         if fresh <= keep + step:
-            return None
+            return DECLINED_NOTHING_TO_FOLD
     candidates = (
         [s for s in starts[: max(0, len(starts) - keep)] if s > 0] if keep else [len(history)]
     )
+    pending = _open_tail(history)
+    if pending is not None:  # a pending call stays, with the turn that made it
+        limit = max((s for s in starts[:-1] if s <= pending), default=0)
+        safe = sorted({min(c, limit) for c in candidates} - {0})
+        if safe != candidates:
+            plan = _first_plan(history, safe)
+            if (
+                isinstance(plan, SummaryPlan)
+                or _first_plan(history, candidates) == DECLINED_NOTHING_TO_FOLD
+            ):
+                return plan
+            return DECLINED_PENDING_CALL
+    return _first_plan(history, candidates)
+
+
+def _first_plan(history: Sequence[Message], candidates: Sequence[int]) -> SummaryPlan | str:
+    """The plan at the newest of ``candidates`` that splits no pair, or why there is none."""
     for cut in reversed(candidates):
-        if _splits_a_pair(history, cut):
+        if cut <= 0 or _splits_a_pair(history, cut):
             continue
         older = history[:cut]
         to_summarize = tuple(m for m in older if m.role is not Role.SYSTEM)
         if not to_summarize or all(is_summary(m) for m in to_summarize):
-            return None
+            return DECLINED_NOTHING_TO_FOLD
         return SummaryPlan(
             cut=cut,
             to_summarize=to_summarize,
             kept=tuple(history[cut:]),
             head=tuple(m for m in older if m.role is Role.SYSTEM),
         )
-    return None
+    return DECLINED_NOTHING_TO_FOLD

@@ -1,7 +1,8 @@
 """Lifecycle events of a run: plain values that say what a run is doing.
 
 Owns the event types a run reports besides its streamed deltas: the run started; a
-model request started, finished, failed, or will be retried; a tool call started and
+model request started, finished, failed, or will be retried; a compaction started and
+finished; a tool call started and
 finished; the run finished, paused or failed. They are frozen values with no behaviour:
 the shell's driver creates them (durations and delays are numbers it measured) and
 hands them to the caller's ``on_event`` handler, to ``Agent.iter_stream`` and to the
@@ -17,12 +18,16 @@ from typing import Literal, TypeAlias
 
 from attrs import frozen
 
+from golem_core._compaction import CompactionRecord
 from golem_core._loop import DeferredCall
 from golem_core._messages import Usage
 from golem_core._port import PortReport
 from golem_core._prefix import HistoryChange
 
 __all__ = [
+    "CompactionFinished",
+    "CompactionStarted",
+    "CompactionTrigger",
     "HistoryPorted",
     "HistoryProcessed",
     "LifecycleEvent",
@@ -67,6 +72,40 @@ class HistoryProcessed:
     run_id: str
     conversation_id: str
     change: HistoryChange
+
+
+CompactionTrigger: TypeAlias = Literal["processor", "context_too_long"]
+"""Why a run compacted: its history processor folded the history before the first
+request, or a provider refused a request as too long (compact and retry, ADR 0141)."""
+
+
+@frozen
+class CompactionStarted:
+    """A compaction began (ADR 0140): ``processor`` names the strategy, ``trigger`` why,
+    ``request`` the request it is for (0: before the first), ``messages`` how many
+    messages it was given."""
+
+    run_id: str
+    conversation_id: str
+    processor: str
+    trigger: CompactionTrigger
+    request: int = 0
+    messages: int = 0
+
+
+@frozen
+class CompactionFinished:
+    """A compaction ended: ``outcome`` is ``"compacted"``, ``"declined: nothing to fold"``,
+    ``"declined: a pending call"`` or ``"failed: <reason>"``; ``record`` is the fold's
+    compaction record when it compacted (references and counts, no content)."""
+
+    run_id: str
+    conversation_id: str
+    processor: str
+    trigger: CompactionTrigger
+    outcome: str
+    record: CompactionRecord | None = None
+    request: int = 0
 
 
 @frozen
@@ -215,6 +254,8 @@ class RunFailed:
 LifecycleEvent: TypeAlias = (
     RunStarted
     | HistoryProcessed
+    | CompactionStarted
+    | CompactionFinished
     | HistoryPorted
     | RequestStarted
     | RequestFinished

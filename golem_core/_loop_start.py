@@ -15,6 +15,7 @@ from datetime import datetime
 import attrs
 from returns.result import Failure, Result, Success
 
+from golem_core._compaction import new_compactions
 from golem_core._deferred import (
     DeferredAnswer,
     DeferredError,
@@ -67,6 +68,7 @@ def start_run(
                 state = attrs.evolve(
                     state,
                     processed=describe_processing(supplied, processed, processor=processor_name),
+                    compactions=new_compactions(supplied, processed),
                 )
             case Failure(error):
                 return _failed(state, Stage.HISTORY, f"history processor failed: {error}")

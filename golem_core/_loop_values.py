@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeAlias
 import attrs
 from attrs import field, frozen
 
+from golem_core._compaction import CompactionRecord
 from golem_core._deferred import Answered, DeferredCall, DeferredError
 from golem_core._history import interrupted_result, unfinished_result
 from golem_core._ids import run_tag
@@ -180,6 +181,8 @@ class RunState:
     is the assistant message whose calls are being answered and ``awaiting`` its calls
     that still need a result; ``answered`` holds results decided before the batch ran
     (unknown tools, cut-off arguments, denials), joined to the batch in call order.
+    ``compactions`` are the folds of the run (ADR 0140): those its history processor
+    made, then a compaction after a request was refused as too long (ADR 0141).
     ``supplied`` is the history as the caller supplied it, kept only when the run signs
     and its processor changed that history: what the run adds is signed in its place
     after ``supplied`` too (ADR 0091).
@@ -207,6 +210,7 @@ class RunState:
     pauses: int = 0
     rejected: DeferredError | None = None
     processed: HistoryChange | None = None
+    compactions: tuple[CompactionRecord, ...] = ()
     supplied: tuple[Message, ...] | None = field(default=None, repr=False)
 
     @property

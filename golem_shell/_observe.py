@@ -27,8 +27,11 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from golem_core import Message, ModelRequest, TextPart, ToolCallPart
+from golem_core import CompactionRecord, Message, ModelRequest, TextPart, ToolCallPart
 from golem_core._events import (
+    CompactionFinished,
+    CompactionStarted,
+    CompactionTrigger,
     HistoryPorted,
     HistoryProcessed,
     LifecycleEvent,
@@ -235,6 +238,13 @@ class RunObserver:
                     if trace is not None:
                         trace.history_processed(change)
                     await self.emit(HistoryProcessed(self.run_id, self.conversation_id, change))
+                    for record in progress.state.compactions:  # its folds (ADR 0140)
+                        await self.compaction_started(
+                            record.processor, "processor", 0, change.messages_before
+                        )
+                        await self.compaction_finished(
+                            record.processor, "processor", record.outcome, record, 0
+                        )
             except BaseException as e:
                 run.close()
                 if trace is not None:
@@ -324,6 +334,38 @@ class RunObserver:
         except Exception as e:
             _attach_partial(e, progress, error)
             raise e from error
+
+    # -- compaction -------------------------------------------------------------------
+
+    async def compaction_started(
+        self, processor: str, trigger: CompactionTrigger, request: int, messages: int
+    ) -> None:
+        """A compaction began: the history processor's fold (reported at the run's start)
+        or compact-and-retry's (before the retried request, ADR 0141)."""
+        if self._trace is not None:
+            self._trace.compaction_started(processor, trigger, request, messages)
+        await self.emit(
+            CompactionStarted(
+                self.run_id, self.conversation_id, processor, trigger, request, messages
+            )
+        )
+
+    async def compaction_finished(
+        self,
+        processor: str,
+        trigger: CompactionTrigger,
+        outcome: str,
+        record: CompactionRecord | None,
+        request: int,
+    ) -> None:
+        """A compaction ended with ``outcome`` (its ``record`` when it compacted)."""
+        if self._trace is not None:
+            self._trace.compaction_finished(processor, trigger, outcome, record, request)
+        await self.emit(
+            CompactionFinished(
+                self.run_id, self.conversation_id, processor, trigger, outcome, record, request
+            )
+        )
 
     # -- requests ---------------------------------------------------------------------
 

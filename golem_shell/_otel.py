@@ -20,6 +20,11 @@ on opt-in: ``capture_content=True``, or the environment variable
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``. Errors set the span status
 to ERROR with a description free of content (the run's stage, the error's kind), and
 ``error.type``. Nothing here ever sees an API key: models never hand one out.
+The run span also carries golem's own events: ``golem.history.processed``,
+``golem.compaction.started`` and ``golem.compaction.finished``, ``golem.retry``.
+
+Over 600 lines because it is one concept, the mapping of a run onto one span tree: the
+run, chat and tool spans share the run's attributes, content rules and metric records.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from opentelemetry.metrics import Histogram, MeterProvider
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 
 from golem_core import (
+    CompactionRecord,
     DataPart,
     HistoryChange,
     Message,
@@ -507,6 +513,43 @@ class RunTrace:
                 "golem.history.pending_kept": len(change.pending_kept),
             },
         )
+
+    def compaction_started(self, processor: str, trigger: str, request: int, messages: int) -> None:
+        """A ``golem.compaction.started`` event on the run span (ADR 0140)."""
+        self.span.add_event(
+            "golem.compaction.started",
+            {
+                "golem.processor": processor,
+                "golem.compaction.trigger": trigger,
+                "golem.compaction.request": request,
+                "golem.compaction.messages": messages,
+            },
+        )
+
+    def compaction_finished(
+        self,
+        processor: str,
+        trigger: str,
+        outcome: str,
+        record: CompactionRecord | None,
+        request: int,
+    ) -> None:
+        """A ``golem.compaction.finished`` event on the run span: the outcome, and the
+        record's counts (references and counts only, never content)."""
+        attributes: dict[str, Any] = {
+            "golem.processor": processor,
+            "golem.compaction.trigger": trigger,
+            "golem.compaction.request": request,
+            "golem.compaction.outcome": outcome,
+        }
+        if record is not None:
+            attributes |= {
+                "golem.compaction.kind": record.kind,
+                "golem.compaction.replaced": len(record.replaced),
+                "golem.compaction.tokens_before": record.tokens_before,
+                "golem.compaction.tokens_after": record.tokens_after,
+            }
+        self.span.add_event("golem.compaction.finished", attributes)
 
     def request_finished(self, message: Message, duration: float) -> None:
         span = self._chat

@@ -16,13 +16,16 @@ from typing import Final, TypeAlias
 from returns.result import Failure, Result, Success
 
 from golem_core import (
+    CompactionRecord,
     HistoryError,
     HistoryProcessor,
     Message,
     ModelRequest,
     ModelSettings,
+    SummaryPlan,
     TokenCounter,
     approximate_tokens,
+    plan_compaction,
     plan_summary,
     repair_history,
     summary_message,
@@ -51,8 +54,12 @@ DEFAULT_SUMMARY_INSTRUCTIONS: Final = (
 )
 """The instructions of the summarizing request."""
 
-DEFAULT_SUMMARY_PREFIX: Final = "Summary of the earlier conversation:\n\n"
-"""What the summary message says before the model's text."""
+DEFAULT_SUMMARY_PREFIX: Final = (
+    "[Older turns of this conversation were summarized to save context. Summary:]\n\n"
+)
+"""What the summary message says before the model's text: the note that tells the model
+older turns were folded (ADR 0140). ``summarize_history(recall_hint=...)`` adds how to get
+them back."""
 
 _ASK: Final = "Summarize the conversation above, as instructed."
 
@@ -102,6 +109,7 @@ class _SummarizeHistory:
         prefix: str,
         settings: ModelSettings,
         step_turns: int = 0,
+        recall_hint: str | None = None,
     ) -> None:
         self.model = model
         self.keep_last_turns = keep_last_turns
@@ -111,6 +119,7 @@ class _SummarizeHistory:
         self.instructions = instructions
         self.prefix = prefix
         self.settings = settings
+        self.recall_hint = recall_hint
         plan_summary(  # checks the arguments
             (), keep_last_turns=keep_last_turns, max_tokens=max_tokens, step_turns=step_turns
         )
@@ -128,15 +137,36 @@ class _SummarizeHistory:
     async def __call__(
         self, history: Sequence[Message]
     ) -> Result[tuple[Message, ...], HistoryError]:
-        plan = plan_summary(
+        plan = plan_compaction(
             history,
             keep_last_turns=self.keep_last_turns,
             max_tokens=self.max_tokens,
             counter=self.counter,
             step_turns=self.step_turns,
         )
-        if plan is None:
+        if not isinstance(plan, SummaryPlan):
             return Success(history if type(history) is tuple else tuple(history))
+        return await self.fold(plan)
+
+    def forced(self) -> _SummarizeHistory:
+        """This summarizer without its threshold or step: it folds whatever stands before
+        the kept turns (what compact-and-retry runs when a provider refuses a request as
+        too long, ADR 0141)."""
+        return _SummarizeHistory(
+            self.model,
+            keep_last_turns=self.keep_last_turns,
+            max_tokens=None,
+            counter=self.counter,
+            instructions=self.instructions,
+            prefix=self.prefix,
+            settings=self.settings,
+            step_turns=0,
+            recall_hint=self.recall_hint,
+        )
+
+    async def fold(self, plan: SummaryPlan) -> Result[tuple[Message, ...], HistoryError]:
+        """Ask the model for the summary of ``plan`` and put it in place, with its
+        compaction record."""
         request = ModelRequest(
             messages=(*repair_history(plan.to_summarize), Message.user(_ASK)),
             instructions=self.instructions,
@@ -154,7 +184,12 @@ class _SummarizeHistory:
                     f"(finish reason {answer.finish_reason!r}); nothing to summarize with"
                 )
             )
-        summary = summary_message(self.prefix + text, summarized=len(plan.to_summarize))
+        note = self.prefix if self.recall_hint is None else f"{self.prefix}{self.recall_hint}\n\n"
+        summary = summary_message(note + text, summarized=len(plan.to_summarize))
+        record: CompactionRecord = plan.record(
+            summary, processor=repr(self), counter=self.counter, usage=answer.usage
+        )
+        summary = summary_message(note + text, summarized=len(plan.to_summarize), record=record)
         return Success(plan.apply(summary))
 
 
@@ -168,6 +203,7 @@ def summarize_history(
     instructions: str = DEFAULT_SUMMARY_INSTRUCTIONS,
     prefix: str = DEFAULT_SUMMARY_PREFIX,
     settings: ModelSettings | None = None,
+    recall_hint: str | None = None,
 ) -> AsyncHistoryProcessor:
     """An async processor that replaces the older turns of a history with a summary.
 
@@ -176,7 +212,12 @@ def summarize_history(
     something to summarize, ``model`` is asked once, with no tools (calls and results
     travel as text, ADR 0031), to summarize those messages, and the answer becomes one
     user message marked as a summary (``golem_core.is_summary``; the JSON field
-    ``"summary": {"messages": n}``). System messages before the cut stay in front.
+    ``"summary": {"messages": n}``), carrying its compaction record (the JSON field
+    ``"compaction"``, ``golem_core.compaction_of``: the replaced messages by reference,
+    tokens before and after by ``counter``, the summarizing request's usage; ADR 0140).
+    The message opens with a note saying older turns were summarized. A pending call
+    (waiting for approval or a deferred result) is never folded. System messages
+    before the cut stay in front.
     The history a processor receives is never changed in place: the output is a new
     history; the caller's stays what it was.
 
@@ -193,6 +234,8 @@ def summarize_history(
         instructions: The instructions of the summarizing request.
         prefix: Text the summary message starts with, before the model's text.
         settings: Sampling settings of the summarizing request.
+        recall_hint: One line the note adds, telling the model how to get the
+            summarized turns back (a recall tool's name and use), when there is a way.
 
     Returns:
         The processor. It returns the history unchanged when there is nothing to
@@ -212,4 +255,5 @@ def summarize_history(
         prefix=prefix,
         settings=settings or ModelSettings(),
         step_turns=step_turns,
+        recall_hint=recall_hint,
     )

@@ -74,12 +74,15 @@ def test_clear_keeps_the_newest_results_and_every_pair() -> None:
     cleared = out[4]
     assert (cleared.tool_call_id, cleared.tool_name, cleared.failed) == ("c1", "search", True)
     assert (cleared.run_id, cleared.conversation_id) == ("r1", "k")
-    assert report == ClearReport(
-        cleared=(ClearedResult(3, "c0", "search", 1), ClearedResult(4, "c1", "search", 1))
+    assert report.cleared == (
+        ClearedResult(3, "c0", "search", 1),
+        ClearedResult(4, "c1", "search", 1),
     )
+    assert report.record is not None and report.record.kind == "cleared"
     assert report.changed
     assert check_pairing(out) == ()
-    assert clear_tool_results(keep_last=1, step=1)(history) == Success(out)
+    recorded, _ = clear_old_tool_results(history, keep_last=1, step=1, record=True)
+    assert clear_tool_results(keep_last=1, step=1)(history) == Success(recorded)
 
 
 def test_clear_reports_nothing_the_second_time_and_returns_the_same_tuple() -> None:
