@@ -53,6 +53,7 @@ from golem_core import (
     sanitize_history,
     trim_history,
 )
+from golem_shell._foreign_history import describe_foreign_history
 
 __all__ = ["history_schema", "main"]
 
@@ -106,7 +107,14 @@ def _read(source: str) -> tuple[Message, ...]:
         raise _InputError(f"cannot read {name}: {e.strerror or e}") from None
     decoded = decode_history(data)
     if isinstance(decoded, Failure):
-        raise _InputError(f"{name}: {decoded.failure().message}")
+        shape = describe_foreign_history(data, decoded=False)
+        message = decoded.failure().message
+        if shape is not None:
+            raise _InputError(f"{name}: {shape} [{message}]")
+        raise _InputError(f"{name}: {message}")
+    shape = describe_foreign_history(data, decoded=True)
+    if shape is not None:
+        raise _InputError(f"{name}: {shape}")
     return decoded.value_or(())
 
 
@@ -285,7 +293,12 @@ def _check(args: argparse.Namespace) -> int:
     lines.extend(
         line for line in _repair_lines(repair) if line.split(": ", 1)[1].startswith("note:")
     )
-    verdict = "provider-valid" if not problems else f"{len(problems)} pairing problem(s)"
+    if problems:
+        verdict = f"{len(problems)} pairing problem(s)"
+    elif not history:
+        verdict = "empty (valid, but nothing to send a provider)"
+    else:
+        verdict = "provider-valid"
     lines.append(f"check: {len(history)} messages, {verdict}{'' if ok else ': FAILED'}")
     _emit(sys.stdout, _report(args, data, lines))
     return EXIT_OK if ok else EXIT_FAILED

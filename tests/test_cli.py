@@ -358,3 +358,88 @@ def test_the_console_script_is_declared() -> None:
 
     (script,) = [e for e in entry_points(group="console_scripts") if e.name == "golem"]
     assert script.value == "golem_shell.cli:main"
+
+
+# -- provider-shaped input and the empty history (issue 37 item 3) ---------------------------
+
+OPENAI_CHAT = [
+    {"role": "system", "content": "be brief"},
+    {"role": "user", "content": "weather in Oslo?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "rain"},
+]
+ANTHROPIC_BODY = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 256,
+    "system": "be brief",
+    "messages": [{"role": "user", "content": [{"type": "text", "text": "weather in Oslo?"}]}],
+}
+SHAPES = [
+    (OPENAI_CHAT, "an OpenAI Chat Completions messages list"),
+    ({"model": "gpt-4.1", "messages": OPENAI_CHAT}, "an OpenAI Chat Completions request body"),
+    (ANTHROPIC_BODY, "an Anthropic Messages request body"),
+    (
+        ANTHROPIC_BODY["messages"],
+        "a provider's messages list (OpenAI Chat Completions or Anthropic Messages)",
+    ),
+    (
+        [
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}],
+            }
+        ],
+        "an Anthropic Messages messages list",
+    ),
+    ({"model": "gpt-4.1", "input": "hi"}, "an OpenAI Responses request body"),
+    ({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}, "a Gemini request body"),
+    ([{"role": "model", "parts": [{"text": "hi"}]}], "a Gemini contents list"),
+    (
+        [
+            {"id": "m1", "role": "user", "content": "hi"},
+            {"id": "m2", "role": "tool", "content": "x", "toolCallId": "c1"},
+        ],
+        "AG-UI messages",
+    ),
+    (
+        [
+            {
+                "id": "m1",
+                "role": "assistant",
+                "parts": [{"type": "step-start"}, {"type": "text", "text": "hi"}],
+            }
+        ],
+        "Vercel AI SDK UI messages",
+    ),
+]
+
+
+@pytest.mark.parametrize(("value", "named"), SHAPES, ids=[s[1] for s in SHAPES])
+def test_a_provider_shaped_history_is_named_for_what_it_is(
+    value: object, named: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = json.dumps(value).encode()
+    code, out, err = run(capsys, monkeypatch, "history", "check", "-", stdin=data)
+    assert (code, out) == (2, "")
+    assert f"this looks like {named}, not golem history" in err, err
+    if "Vercel" not in named:  # (UI messages decode: their parts read as unknown ones)
+        assert "invalid history JSON" in err  # the decoder's own finding is still given
+    if named in ("AG-UI messages", "Vercel AI SDK UI messages"):
+        assert "golem_shell.ui." in err  # golem converts these: say with what
+    else:
+        assert "golem has no converter" in err and "golem schema" in err
+
+
+def test_the_empty_history_is_valid_but_called_empty(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, _ = run(capsys, monkeypatch, "history", "check", "-", stdin=b"[]")
+    assert code == 0
+    assert "provider-valid" not in out
+    assert out.strip() == "check: 0 messages, empty (valid, but nothing to send a provider)"
