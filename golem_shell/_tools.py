@@ -24,7 +24,17 @@ import re
 import typing
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from typing import Any, Generic, Literal, Protocol, TypeVar, get_origin, overload, runtime_checkable
+from typing import (
+    Any,
+    Concatenate,
+    Generic,
+    Literal,
+    Protocol,
+    TypeVar,
+    get_origin,
+    overload,
+    runtime_checkable,
+)
 
 from attrs import field, frozen
 
@@ -62,6 +72,7 @@ __all__ = [
     "ModelRetry",
     "RunContext",
     "Tool",
+    "ToolDecorator",
     "ToolFailure",
     "Toolset",
     "register_tool",
@@ -472,6 +483,23 @@ def to_parts(value: object) -> tuple[Part, ...]:
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
 
 
+class ToolDecorator(Protocol):
+    """What ``tool(...)`` with keywords returns: a decorator typed as ``tool`` itself is
+    (a function taking a ``RunContext[D]`` first makes a ``Tool[D]``)."""
+
+    @overload
+    def __call__(
+        self, function: Callable[Concatenate[RunContext[DepsT], ...], Any], /
+    ) -> Tool[DepsT]: ...
+
+    @overload
+    def __call__(self, function: Callable[..., Any], /) -> Tool[Any]: ...
+
+
+@overload
+def tool(function: Callable[Concatenate[RunContext[DepsT], ...], Any], /) -> Tool[DepsT]: ...
+
+
 @overload
 def tool(function: Callable[..., Any], /) -> Tool[Any]: ...
 
@@ -484,7 +512,7 @@ def tool(
     requires_approval: bool = False,
     external: bool = False,
     max_retries: int = 2,
-) -> Callable[[Callable[..., Any]], Tool[Any]]: ...
+) -> ToolDecorator: ...
 
 
 def tool(
@@ -497,7 +525,13 @@ def tool(
     external: bool = False,
     max_retries: int = 2,
 ) -> Tool[Any] | Callable[[Callable[..., Any]], Tool[Any]]:
-    """Make a tool of a function: ``@tool`` or ``@tool(requires_approval=True)``."""
+    """Make a tool of a function: ``@tool`` or ``@tool(requires_approval=True)``.
+
+    Typed by the context the function takes: ``@tool`` on
+    ``def f(ctx: RunContext[Deps], x: int)`` is a ``Tool[Deps]`` (an agent of another
+    ``deps_type`` is a type error where it is given the tool); a function without a
+    ``RunContext`` first makes a ``Tool[Any]``, which any agent takes.
+    """
     if requires_approval and external:
         raise UsageError("a tool is either requires_approval or external, not both")
     kind: Literal["function", "approval", "external"] = (

@@ -3,7 +3,7 @@ decorators, validators, overrides and limits (issue 26, items 3 and 4)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, assert_type
+from typing import TYPE_CHECKING, Any, Literal, assert_type
 
 import attrs
 
@@ -16,8 +16,10 @@ from golem_shell import (
     RunError,
     Stage,
     TestModel,
+    Tool,
     ToolFailure,
     UsageLimits,
+    tool,
 )
 
 
@@ -84,6 +86,32 @@ try:
 except RunError as e:
     if e.stage is Stage.LIMIT and e.partial is not None:
         print(f"stopped after {e.partial.requests} requests")
+
+
+
+# a standalone tool is typed by the context it takes (issue 37 item 4): Tool[Deps], not Tool[Any]
+@tool
+def greet(context: RunContext[Deps], greeting: str) -> str:
+    """Greet the user."""
+    return f"{greeting}, {context.deps.user}"
+
+
+@tool(requires_approval=True)
+def refund(context: RunContext[Deps], order_id: str) -> str:
+    """Refund an order."""
+    return order_id
+
+
+@tool
+def shout(text: str) -> str:
+    """Shout."""
+    return text.upper()
+
+
+assert_type(greet, Tool[Deps])
+assert_type(refund, Tool[Deps])
+assert_type(shout, Tool[Any])  # no context: any agent may take it
+Agent(TestModel(), deps_type=Deps, tools=[greet, refund, shout])
 
 if TYPE_CHECKING:  # what mypy refuses (strict: an ignore that is not needed is an error)
 
