@@ -50,10 +50,11 @@ from golem_shell.store._errors import (
     HistoryStoreError,
 )
 from golem_shell.store._methods import HistoryStore
+from golem_shell.store._migrate import StoreMigration, migrate_store
 from golem_shell.store._postgres import PostgresHistoryStore
 from golem_shell.store._sqlite import SQLiteHistoryStore
+from golem_shell.store._streams import StreamBusy, StreamLog, StreamRecord, StreamState
 from golem_shell.store._tombstone import ERASED_RESULT_TEXT, ERASED_TEXT, PartFilter, erase_message
-from golem_shell.store._migrate import StoreMigration, migrate_store
 from golem_shell.store._values import (
     MAIN,
     BranchInfo,
@@ -90,6 +91,10 @@ __all__ = [
     "SQLiteHistoryStore",
     "Selection",
     "StoreMigration",
+    "StreamBusy",
+    "StreamLog",
+    "StreamRecord",
+    "StreamState",
     "VerifyReport",
     "Window",
     "erase_message",

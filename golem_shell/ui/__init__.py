@@ -4,7 +4,9 @@
 stream and a client's messages into golem history; the client's history is untrusted
 and passes ``sanitize_history`` (``accept_history``) before a run sees it. ``LiveRuns``
 keeps a run going when the browser drops, and replays it to a reconnecting client
-from its ``Last-Event-ID``. See ``docs/web-chat.md`` and ``examples/web_chat/``.
+from its ``Last-Event-ID``; ``StoredRuns`` keeps the frames in the conversation store,
+so any process serves them, after a restart too (``StreamTap`` for a durable run).
+See ``docs/web-chat.md`` and ``examples/web_chat/``.
 """
 
 from golem_shell.ui._agui import (
@@ -37,6 +39,8 @@ from golem_shell.ui._run import (
     failure_text,
     run_items,
 )
+from golem_shell.ui._stored import StoredRun, StoredRuns
+from golem_shell.ui._tap import StreamTap, end_stream, pause_stream
 from golem_shell.ui._vercel import (
     DONE,
     UI_MESSAGE_STREAM_HEADERS,
@@ -60,6 +64,9 @@ __all__ = [
     "RunEnded",
     "RunItem",
     "StartRun",
+    "StoredRun",
+    "StoredRuns",
+    "StreamTap",
     "ToolResults",
     "UIFold",
     "UIStep",
@@ -70,10 +77,12 @@ __all__ = [
     "agui_frames",
     "agui_messages_to_history",
     "encode_event",
+    "end_stream",
     "failure_text",
     "history_to_agui_messages",
     "history_to_ui_messages",
     "parse_json_body",
+    "pause_stream",
     "read_body",
     "report_json",
     "run_items",

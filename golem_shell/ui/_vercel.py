@@ -150,6 +150,27 @@ class VercelStream:
         """The chunks one run item adds (``RunEnded`` gives the closing chunks)."""
         return [c for step in self._fold.steps(item) for c in self._chunks(step)]
 
+    def results(self, messages: Iterable[Message], *, denied: Iterable[str] = ()) -> list[Chunk]:
+        """The result chunks of the tool messages among ``messages``, whether or not
+        this stream showed their calls (a stream written step by step, ``StreamTap``);
+        a call in ``denied`` as ``tool-output-denied``."""
+        refused = set(denied)
+        return [
+            c
+            for m in messages
+            if m.role is Role.TOOL and m.tool_call_id is not None
+            for c in self._chunks(CallResult(m, denied=m.tool_call_id in refused))
+        ]
+
+    def paused(self, calls: Iterable[ToolCallPart]) -> list[Chunk]:
+        """The closing chunks of a run that waits for approval of ``calls`` and goes on
+        later (a durable run): each ``tool-approval-request``, then ``finish``."""
+        out = [c for call in calls for c in self._chunks(ApprovalRequested(call))]
+        finish: Chunk = {"type": "finish"}
+        if self.sdk_version >= 6:
+            finish["finishReason"] = "tool-calls"
+        return [*out, finish]
+
     def _chunks(self, step: UIStep) -> list[Chunk]:
         match step:
             case StepStarted():
