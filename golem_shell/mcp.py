@@ -5,7 +5,9 @@ server's tools become ``Tool`` values whose JSON Schemas reach the model unchang
 ``tools/call`` result becomes evidence parts (text, images and audio as data parts,
 structured content as its JSON text), an ``isError`` result a failed result the model
 can read, a timeout a failed result, and a server that dies mid-call a crashed tool
-(the run fails at stage ``tool`` with a partial). Every wait is bounded.
+(the run fails at stage ``tool`` with a partial). A call's arguments are checked against
+the tool's input schema first: a misfit is a retry naming each problem (as a golem tool's
+validation failure is), and the server is not called. Every wait is bounded.
 
     async with MCPServerStdio("python", ["server.py"]) as server:
         agent = Agent(model, toolsets=[server])
@@ -22,9 +24,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import importlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
@@ -32,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from golem_core import DataPart, Part, PartKind, TextPart
 from golem_shell._errors import UsageError
-from golem_shell._tools import RunContext, Tool, ToolFailure
+from golem_shell._tools import ModelRetry, RunContext, Tool, ToolFailure
 
 if TYPE_CHECKING:  # the mcp package is an optional extra: imported when a server connects
     from mcp import ClientSession
@@ -217,11 +220,19 @@ class MCPToolset:
                 " be 1-64 letters, digits, '_' or '-' (what every provider accepts)"
             )
         description = listed.description or listed.title or ""
+        schema = dict(listed.input_schema)
+        check = _arguments_checker(schema)
 
         async def call(context: RunContext[Any], arguments: dict[str, object]) -> Any:
+            problems = check(arguments)
+            if problems:  # as a golem tool's validation failure: the model tries again
+                raise ModelRetry(
+                    f"the arguments of {name} are not valid: {'; '.join(problems)}."
+                    " Fix them and call again."
+                )
             return await self._call(remote, arguments)
 
-        return Tool.from_schema(name, description, dict(listed.input_schema), call)
+        return Tool.from_schema(name, description, schema, call)
 
     async def _call(
         self, remote: str, arguments: dict[str, object]
@@ -350,6 +361,37 @@ class _owning:
             await self._transport.__aexit__(*exc)
         finally:
             await self._client.__aexit__(None, None, None)
+
+
+def _arguments_checker(schema: dict[str, Any]) -> Callable[[dict[str, object]], list[str]]:
+    """What is wrong with a call's arguments under the tool's input schema, each problem
+    with its path (``a: 'two' is not of type 'integer'``); nothing when they fit.
+
+    The schema's ``$schema`` names its dialect (JSON Schema 2020-12 when it names none,
+    as MCP says). A schema that is not a valid JSON Schema checks nothing: the server
+    owns its schema and still validates the call itself. ``jsonschema`` comes with the
+    ``mcp`` package.
+    """
+    jsonschema: Any = importlib.import_module("jsonschema")  # untyped: read as Any
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError:
+        return lambda arguments: []
+    validator = cls(schema)
+
+    def problems(arguments: dict[str, object]) -> list[str]:
+        found = sorted(validator.iter_errors(arguments), key=lambda e: list(map(str, e.path)))
+        return [_problem(e) for e in found]
+
+    return problems
+
+
+def _problem(error: Any) -> str:
+    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return (
+        f"{path[1:] if path.startswith('.') else path}: {error.message}" if path else error.message
+    )
 
 
 def _leaf(error: BaseException) -> BaseException:

@@ -329,6 +329,40 @@ async def test_toolsets_are_asked_per_run_so_tools_can_be_scoped_to_the_caller()
     assert results(as_admin.messages)["c_add"].text == '{"result":2}'
 
 
+async def test_arguments_that_do_not_fit_the_input_schema_are_a_retry_and_never_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 37 item 4: the arguments are checked against the tool's input schema before
+    the call; a misfit is a retry naming what is wrong, as a golem tool's is, and the
+    server is not called."""
+    script = Script(
+        call("add", {"a": "two", "c": 1}, "c_bad"),  # wrong type, missing b, unknown c
+        call("add", {"a": 2, "b": 3}, "c_good"),
+    )
+    server = stdio_server()
+    sent: list[tuple[str, object]] = []
+    with anyio.fail_after(LIMIT):
+        async with server:
+            session = server._live()
+            real = session.call_tool
+
+            async def counting(name: str, arguments: object = None, **kw: Any) -> Any:
+                sent.append((name, arguments))
+                return await real(name, arguments, **kw)
+
+            monkeypatch.setattr(session, "call_tool", counting)
+            result = await Agent(FunctionModel(script), toolsets=[server]).run("add")
+    assert sent == [("add", {"a": 2, "b": 3})]  # the misfit never reached the server
+    retry = script.requests[1].messages[-1]  # what the model read after its bad call
+    text = retry.text
+    assert text.startswith("the arguments of add are not valid: "), text
+    assert "a: 'two' is not of type 'integer'" in text
+    assert "'b' is a required property" in text
+    assert text.endswith("Fix them and call again."), text
+    assert results(result.messages)["c_good"].text == '{"result":5}'
+    assert result.output == "done"
+
+
 def test_a_tool_from_a_schema_is_checked() -> None:
     async def run(context: RunContext[Any], arguments: dict[str, object]) -> str:
         return "ok"  # pragma: no cover
