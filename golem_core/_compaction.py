@@ -61,9 +61,10 @@ DECLINED_PENDING_CALL: Final = "declined: a pending call"
 """The outcome when the only messages a fold could take hold a call waiting for its
 result (an approval, a deferred result): a fold never touches one."""
 
-CompactionKind: TypeAlias = Literal["summary", "cleared"]
-"""What a fold left in place of the messages it replaced: one summary message, or the
-same messages with their content cleared."""
+CompactionKind: TypeAlias = Literal["summary", "cleared", "cut"]
+"""What a fold left in place of the messages it replaced: one summary message, the same
+messages with their content cleared, or nothing (a cut, reported by compact-and-retry for
+a strategy that writes no record of its own)."""
 
 
 def failed_outcome(reason: str) -> str:
@@ -143,7 +144,7 @@ class CompactionRecord:
         outcome = value.get("outcome", COMPACTED)
         if (
             not isinstance(processor, str)
-            or kind not in ("summary", "cleared")
+            or kind not in ("summary", "cleared", "cut")
             or not isinstance(replaced, list)
             or not all(isinstance(r, str) for r in replaced)
             or type(before) is not int
@@ -166,7 +167,7 @@ class CompactionRecord:
 
     def describe(self) -> str:
         """One line for a log: the processor, what it replaced and what it saved."""
-        what = "summarized" if self.kind == "summary" else "cleared"
+        what = {"summary": "summarized", "cleared": "cleared", "cut": "cut"}[self.kind]
         return (
             f"{self.processor}: {self.outcome}, {what} {len(self.replaced)} messages "
             f"(tokens {self.tokens_before} -> {self.tokens_after})"

@@ -52,9 +52,12 @@ from golem_core._loop_start import paused_from, resume_run, start_run
 from golem_core._loop_table import TRANSITIONS, Transition, next_command, receive
 from golem_core._loop_values import (
     Answered,
+    CompactHistory,
+    CompactionDeclined,
     ExecuteTools,
     Fail,
     Finish,
+    HistoryCompacted,
     LoopCommand,
     LoopOutcome,
     ModelFailed,
@@ -80,12 +83,14 @@ from golem_core._loop_values import (
 )
 
 __all__ = [
-    "TRANSITIONS",
     "Answered",
+    "CompactHistory",
+    "CompactionDeclined",
     "DeferredCall",
     "ExecuteTools",
     "Fail",
     "Finish",
+    "HistoryCompacted",
     "LoopCommand",
     "LoopOutcome",
     "ModelFailed",
@@ -98,6 +103,7 @@ __all__ = [
     "RunConfig",
     "RunState",
     "Stage",
+    "TRANSITIONS",
     "ToolCanceled",
     "ToolCrashed",
     "ToolDone",

@@ -21,11 +21,14 @@ from golem_core._deferred import (
     ExternalResult,
     check_resume,
 )
-from golem_core._history import _calls_of, interrupted_result
+from golem_core._history import _calls_of, check_pairing, interrupted_result
 from golem_core._loop_values import (
     FINAL_RESULT_TEXT,
     NOT_EXECUTED_TEXT,
     Answered,
+    CompactionDeclined,
+    HistoryCompacted,
+    ModelFailed,
     Phase,
     RunConfig,
     RunState,
@@ -40,6 +43,8 @@ from golem_core._loop_values import (
     _stamp,
 )
 from golem_core._messages import Message, Role, TextPart, ToolCallPart, Usage
+from golem_core._model import ModelErrorKind
+from golem_core._processors import _open_tail
 from golem_core._sanitize import safe_parts
 
 __all__: list[str] = []  # private handlers, named by golem_core._loop_table
@@ -57,6 +62,79 @@ def _add(state: RunState, messages: Sequence[Message], *, stamp: bool = True) ->
     for m in messages:
         state = attrs.evolve(state, added=(*state.added, _stamp(state, m)))
     return state
+
+
+# -- a request refused as too long: compact once and retry (ADR 0141) ------------------
+
+
+def _on_model_failed(state: RunState, failed: ModelFailed) -> RunState:
+    """A request failed for good. Refused as too long, the run compacts its history once
+    (``COMPACT``) when ``compact_on_overflow`` is set and it has not compacted for this
+    request yet; the same refusal after that compaction fails the run, naming it."""
+    too_long = failed.kind is ModelErrorKind.CONTEXT_TOO_LONG
+    if too_long and state.compacted_at == state.requests:
+        return _failed(
+            state,
+            Stage.REQUEST,
+            "the request was still too long after the run compacted its history once: "
+            + failed.reason,
+        )
+    if too_long and state.config.compact_on_overflow:
+        return attrs.evolve(state, phase=Phase.COMPACT, overflow=failed.reason)
+    return _failed(state, Stage.REQUEST, failed.reason)
+
+
+def _foldable(history: Sequence[Message]) -> int:
+    """How many leading messages of ``history`` a compaction may fold: all of them, but
+    the turn of a call still waiting for its result (from the user message that opened
+    it). Total."""
+    pending = _open_tail(history)
+    if pending is None:
+        return len(history)
+    opening = [i for i in range(pending + 1) if history[i].role is Role.USER]
+    return opening[-1] if opening else 0
+
+
+def _overflow_failure(state: RunState, outcome: str) -> RunState:
+    return _failed(
+        state,
+        Stage.REQUEST,
+        f"the provider refused the request as too long ({state.overflow}); compacting the"
+        f" history once did not help: {outcome}",
+    )
+
+
+def _on_compacted(state: RunState, done: HistoryCompacted) -> RunState:
+    """The strategy folded the history: checked (the pending turn unchanged at the end,
+    no call split from its result), then the request is sent again."""
+    before = state.history
+    tail = before[_foldable(before) :]
+    after = tuple(m for m in done.history if m.role is not Role.SYSTEM)
+    if tail and after[len(after) - len(tail) :] != tail:
+        return _overflow_failure(state, "failed: the strategy changed the turn of a pending call")
+    if len(check_pairing(after + state.added)) > len(check_pairing(before + state.added)):
+        return _overflow_failure(state, "failed: the strategy split a call from its result")
+    record = done.record
+    usage = state.usage if record.usage is None else state.usage + record.usage
+    supplied = state.supplied
+    if state.config.signing_key is not None and supplied is None:
+        supplied = before  # what the run adds is signed after the history as supplied too
+    return attrs.evolve(
+        state,
+        history=after,
+        compactions=(*state.compactions, record),
+        compacted_at=state.requests,
+        overflow=None,
+        usage=usage,
+        supplied=supplied,
+        phase=Phase.REQUEST,
+    )
+
+
+def _on_compaction_declined(state: RunState, declined: CompactionDeclined) -> RunState:
+    """The strategy did not fold (nothing to fold, a pending call, or it failed): the run
+    fails at stage ``request`` with the provider's refusal and the outcome."""
+    return _overflow_failure(state, declined.outcome)
 
 
 # -- deciding --------------------------------------------------------------------------

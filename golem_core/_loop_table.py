@@ -10,7 +10,9 @@ the handlers ``golem_core._loop_handlers``; starting and resuming a run
 Transitions (``Phase`` -> command -> outcome -> phase)::
 
     REQUEST   -> RequestModel    -> ModelResponded  -> TOOLS | VALIDATE | REQUEST | PAUSED | FAILED
-                                 -> ModelFailed     -> FAILED (stage request)
+                                 -> ModelFailed     -> FAILED (stage request) | COMPACT (too long)
+    COMPACT   -> CompactHistory  -> HistoryCompacted   -> REQUEST (the same request again) | FAILED
+                                 -> CompactionDeclined -> FAILED (stage request)
     TOOLS     -> ExecuteTools    -> ToolDone        -> TOOLS (more) | REQUEST | PAUSED | FAILED
                                  -> ToolsReturned   -> REQUEST | PAUSED | FAILED (tool, canceled)
     VALIDATE  -> ValidateOutput  -> OutputValid     -> DONE
@@ -35,8 +37,11 @@ from attrs import field, frozen
 
 from golem_core._loop_handlers import (
     _end_batch,
-    _failed,
+    _foldable,
     _on_answers,
+    _on_compacted,
+    _on_compaction_declined,
+    _on_model_failed,
     _on_output_invalid,
     _on_output_valid,
     _on_response,
@@ -44,9 +49,12 @@ from golem_core._loop_handlers import (
 )
 from golem_core._loop_values import (
     Answered,
+    CompactHistory,
+    CompactionDeclined,
     ExecuteTools,
     Fail,
     Finish,
+    HistoryCompacted,
     LoopCommand,
     LoopOutcome,
     ModelFailed,
@@ -92,8 +100,22 @@ def _table() -> tuple[Transition, ...]:
             Phase.REQUEST,
             RequestModel,
             ModelFailed,
+            (Phase.FAILED, Phase.COMPACT),
+            _on_model_failed,
+        ),
+        Transition(
+            Phase.COMPACT,
+            CompactHistory,
+            HistoryCompacted,
+            (Phase.REQUEST, Phase.FAILED),
+            _on_compacted,
+        ),
+        Transition(
+            Phase.COMPACT,
+            CompactHistory,
+            CompactionDeclined,
             (Phase.FAILED,),
-            lambda state, o: _failed(state, Stage.REQUEST, o.reason),
+            _on_compaction_declined,
         ),
         Transition(
             Phase.TOOLS,
@@ -173,8 +195,14 @@ def _fail(state: RunState) -> Fail:
     return Fail(state.failure[0], state.failure[1], state)
 
 
+def _compact(state: RunState) -> CompactHistory:
+    assert state.overflow is not None
+    return CompactHistory(state.history, _foldable(state.history), state.overflow)
+
+
 _BUILD: dict[type, Callable[[RunState], LoopCommand]] = {
     RequestModel: _request,
+    CompactHistory: _compact,
     ExecuteTools: lambda state: ExecuteTools(state.to_execute),
     ValidateOutput: _validate,
     Pause: lambda state: Pause(state.deferred, state),

@@ -28,8 +28,11 @@ from golem_core._provenance import sign_message
 
 __all__ = [
     "Answered",
+    "CompactHistory",
+    "CompactionDeclined",
     "ExecuteTools",
     "Fail",
+    "HistoryCompacted",
     "Finish",
     "LoopCommand",
     "LoopOutcome",
@@ -110,6 +113,9 @@ class RunConfig:
             (``None``: none). Checked when each answer arrives: an answer that brings the
             run's usage to a budget fails the run at stage ``limit``, its evidence kept,
             so no further request is sent.
+        compact_on_overflow: when a provider refuses a request as too long
+            (``ModelErrorKind.CONTEXT_TOO_LONG``), compact the history once
+            (``CompactHistory``) and send the request again (ADR 0141).
     """
 
     run_id: str
@@ -125,6 +131,7 @@ class RunConfig:
     max_input_tokens: int | None = field(default=None, kw_only=True)
     max_output_tokens: int | None = field(default=None, kw_only=True)
     max_total_tokens: int | None = field(default=None, kw_only=True)
+    compact_on_overflow: bool = field(default=False, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         """Refuse a configuration the types allow but the loop cannot run soundly.
@@ -165,6 +172,7 @@ class RunConfig:
 class Phase(enum.Enum):
     REQUEST = "request"
     TOOLS = "tools"
+    COMPACT = "compact"
     VALIDATE = "validate"
     PAUSED = "paused"
     DONE = "done"
@@ -182,7 +190,9 @@ class RunState:
     that still need a result; ``answered`` holds results decided before the batch ran
     (unknown tools, cut-off arguments, denials), joined to the batch in call order.
     ``compactions`` are the folds of the run (ADR 0140): those its history processor
-    made, then a compaction after a request was refused as too long (ADR 0141).
+    made, then a compaction after a request was refused as too long (ADR 0141);
+    ``compacted_at`` is the number of requests answered when that compaction happened
+    (one per request), ``overflow`` the provider's refusal while it is under way.
     ``supplied`` is the history as the caller supplied it, kept only when the run signs
     and its processor changed that history: what the run adds is signed in its place
     after ``supplied`` too (ADR 0091).
@@ -211,6 +221,8 @@ class RunState:
     rejected: DeferredError | None = None
     processed: HistoryChange | None = None
     compactions: tuple[CompactionRecord, ...] = ()
+    compacted_at: int | None = None
+    overflow: str | None = None
     supplied: tuple[Message, ...] | None = field(default=None, repr=False)
 
     @property
@@ -283,6 +295,18 @@ class RequestModel:
 
 
 @frozen
+class CompactHistory:
+    """Compact ``history`` once: the provider refused the request as too long
+    (``reason``, its words). Fold only ``history[:keep]``: the rest (the turn of a
+    call still waiting for its result) must come back unchanged at the end. Answer with
+    ``HistoryCompacted`` or ``CompactionDeclined`` (ADR 0141)."""
+
+    history: tuple[Message, ...]
+    keep: int
+    reason: str
+
+
+@frozen
 class ExecuteTools:
     """Run these calls concurrently; answer with ``ToolsReturned`` in any order."""
 
@@ -321,7 +345,9 @@ class Fail:
     state: RunState
 
 
-LoopCommand: TypeAlias = RequestModel | ExecuteTools | ValidateOutput | Finish | Pause | Fail
+LoopCommand: TypeAlias = (
+    RequestModel | CompactHistory | ExecuteTools | ValidateOutput | Finish | Pause | Fail
+)
 
 
 # -- outcomes --------------------------------------------------------------------------
@@ -341,6 +367,22 @@ class ModelFailed:
 
     reason: str
     kind: ModelErrorKind | None = None
+
+
+@frozen
+class HistoryCompacted:
+    """The strategy folded the history: ``history`` replaces it; ``record`` says what it
+    replaced (its usage, a summarizing request's, joins the run's)."""
+
+    history: tuple[Message, ...]
+    record: CompactionRecord
+
+
+@frozen
+class CompactionDeclined:
+    """The strategy did not fold: ``outcome`` is ``declined: ...`` or ``failed: ...``."""
+
+    outcome: str
 
 
 @frozen
@@ -410,7 +452,15 @@ class OutputInvalid:
 
 
 LoopOutcome: TypeAlias = (
-    ModelResponded | ModelFailed | ToolsReturned | ToolDone | OutputValid | OutputInvalid | Answered
+    ModelResponded
+    | ModelFailed
+    | HistoryCompacted
+    | CompactionDeclined
+    | ToolsReturned
+    | ToolDone
+    | OutputValid
+    | OutputInvalid
+    | Answered
 )
 
 # -- stamping: the one way a message joins the run ---------------------------------------

@@ -27,9 +27,12 @@ from golem_core._deferred import (
 from golem_core._loop import (
     TRANSITIONS,
     Answered,
+    CompactHistory,
+    CompactionDeclined,
     ExecuteTools,
     Fail,
     Finish,
+    HistoryCompacted,
     LoopCommand,
     LoopOutcome,
     ModelFailed,
@@ -63,12 +66,15 @@ from golem_core._loop_table import TERMINAL
 
 __all__ = [
     "Answered",
+    "CompactHistory",
+    "CompactionDeclined",
     "DeferredAnswer",
     "DeferredCall",
     "DeferredError",
     "ExecuteTools",
     "Fail",
     "Finish",
+    "HistoryCompacted",
     "IssuedCalls",
     "LoopCommand",
     "LoopOutcome",

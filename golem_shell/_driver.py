@@ -13,6 +13,9 @@ supplies an ``Effects`` value; everything else a run does is here, once:
   siblings is the effects' one documented choice (``tool_batch``);
 - wait for answers when the run pauses (``effects.wait``): ``None`` ends the run paused
   (``Agent``), answers continue it in the same run (durable engines);
+- compact the history when a provider refused a request as too long
+  (``CompactHistory``, ADR 0141) through the effects' ``compact``, reported as
+  ``CompactionStarted`` / ``CompactionFinished``;
 - report the run to its observer: lifecycle events and OpenTelemetry spans come from
   here, so every runtime has them.
 
@@ -25,12 +28,15 @@ import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Literal, Protocol, TypeAlias
 
-from golem_core import Message, ToolCallPart
+from golem_core import Message, ToolCallPart, failed_outcome
 from golem_core.loop import (
     Answered,
+    CompactHistory,
+    CompactionDeclined,
     ExecuteTools,
     Fail,
     Finish,
+    HistoryCompacted,
     ModelFailed,
     ModelResponded,
     OutputInvalid,
@@ -100,6 +106,12 @@ class Effects(Protocol):
         """The answers a paused run receives, or ``None`` to end the run paused."""
         ...
 
+    # Optional (looked up with ``getattr``): ``async def compact(self, command:
+    # CompactHistory, state: RunState) -> HistoryCompacted | CompactionDeclined``, the
+    # runtime's compaction strategy run once on ``command.history``
+    # (``golem_shell._summarize.compact_history``). A runtime without it answers every
+    # ``CompactHistory`` with "failed: this runtime has no compaction strategy".
+
 
 class Progress:
     """The latest state of a run being driven, for a partial at any moment; the exception
@@ -133,6 +145,8 @@ async def drive(progress: Progress, effects: Effects) -> End:
                 progress.cause = effects.cause
             if observer is not None:
                 await observer.request_ended(outcome, progress.cause)
+        elif isinstance(command, CompactHistory):
+            outcome = await _compact(progress, effects, command, state)
         elif isinstance(command, ExecuteTools):
             state = await _batch(progress, effects, command.calls)
             continue
@@ -165,6 +179,41 @@ async def run(
     if observer is None:
         return await body()
     return await observer.watch(body(), progress)
+
+
+Compacted: TypeAlias = HistoryCompacted | CompactionDeclined
+
+
+async def _compact(
+    progress: Progress, effects: Effects, command: CompactHistory, state: RunState
+) -> Compacted:
+    """Perform ``CompactHistory`` through the effects' ``compact``, reported to the
+    observer as a compaction triggered by a refused request (ADR 0141)."""
+    observer = progress.observer
+    compact: Callable[[CompactHistory, RunState], Awaitable[Compacted]] | None = getattr(
+        effects, "compact", None
+    )
+    name = str(getattr(compact, "strategy_name", None) or "compaction")
+    request = state.requests + 1
+    if observer is not None:
+        await observer.compaction_started(name, "context_too_long", request, len(command.history))
+    if compact is None:
+        outcome: Compacted = CompactionDeclined(
+            failed_outcome("this runtime has no compaction strategy")
+        )
+    else:
+        outcome = await compact(command, state)
+    if observer is not None:
+        if isinstance(outcome, HistoryCompacted):
+            record = outcome.record
+            await observer.compaction_finished(
+                record.processor, "context_too_long", record.outcome, record, request
+            )
+        else:
+            await observer.compaction_finished(
+                name, "context_too_long", outcome.outcome, None, request
+            )
+    return outcome
 
 
 async def _batch(progress: Progress, effects: Effects, calls: Sequence[ToolCallPart]) -> RunState:

@@ -16,6 +16,8 @@ from typing import Final, TypeAlias
 from returns.result import Failure, Result, Success
 
 from golem_core import (
+    DECLINED_NOTHING_TO_FOLD,
+    DECLINED_PENDING_CALL,
     CompactionRecord,
     HistoryError,
     HistoryProcessor,
@@ -25,16 +27,21 @@ from golem_core import (
     SummaryPlan,
     TokenCounter,
     approximate_tokens,
+    failed_outcome,
+    message_ref,
+    new_compactions,
     plan_compaction,
     plan_summary,
     repair_history,
     summary_message,
 )
+from golem_core.loop import CompactHistory, CompactionDeclined, HistoryCompacted
 from golem_shell._errors import GolemError
 from golem_shell.models import Model, infer_model
 
 __all__ = [
     "AsyncHistoryProcessor",
+    "compact_history",
     "DEFAULT_SUMMARY_INSTRUCTIONS",
     "DEFAULT_SUMMARY_PREFIX",
     "run_history_processor",
@@ -91,6 +98,51 @@ async def run_history_processor(
             "returns Success(history) or Failure(HistoryError)"
         )
     )
+
+
+async def compact_history(
+    strategy: HistoryProcessor | AsyncHistoryProcessor, command: CompactHistory
+) -> HistoryCompacted | CompactionDeclined:
+    """Compact once for compact-and-retry (ADR 0141): what a runtime's ``compact`` does.
+
+    Runs ``strategy`` once on the part of ``command.history`` it may fold (the turn of a
+    pending call is set aside and put back unchanged); a strategy with a ``forced()``
+    method (``summarize_history``) runs without its threshold or step, so it folds what
+    stands before the turns it keeps.
+
+    Returns:
+        ``HistoryCompacted`` with the strategy's compaction record (or, for a strategy
+        that writes none, a ``"cut"`` record naming the messages it removed), or
+        ``CompactionDeclined``: ``declined: a pending call`` when only the pending turn
+        stands, ``declined: nothing to fold`` when the strategy changed nothing,
+        ``failed: <reason>`` when it failed. Never raises.
+    """
+    history = command.history
+    fold, tail = history[: command.keep], history[command.keep :]
+    forced = getattr(strategy, "forced", None)
+    runner = forced() if callable(forced) else strategy
+    if not fold:
+        return CompactionDeclined(DECLINED_PENDING_CALL if tail else DECLINED_NOTHING_TO_FOLD)
+    match await run_history_processor(runner, fold):
+        case Success(folded):
+            pass
+        case Failure(error):
+            return CompactionDeclined(failed_outcome(str(error)))
+    if tuple(folded) == tuple(fold):
+        return CompactionDeclined(DECLINED_PENDING_CALL if tail else DECLINED_NOTHING_TO_FOLD)
+    records = new_compactions(fold, folded)
+    if records:
+        record = records[-1]
+    else:
+        kept = set(map(message_ref, folded))
+        record = CompactionRecord(
+            _name(runner),
+            "cut",
+            replaced=tuple(r for r in map(message_ref, fold) if r not in kept),
+            tokens_before=sum(approximate_tokens(m) for m in fold),
+            tokens_after=sum(approximate_tokens(m) for m in folded),
+        )
+    return HistoryCompacted((*folded, *tail), record)
 
 
 def _name(processor: object) -> str:

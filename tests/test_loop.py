@@ -124,7 +124,7 @@ def test_an_outcome_that_does_not_answer_the_phase_is_refused() -> None:
 def test_the_transition_table_names_every_phase_with_a_command() -> None:
     phases = {row.phase for row in TRANSITIONS}
     # a paused run goes on when it receives answers: resuming is a row of the table
-    assert phases == {Phase.REQUEST, Phase.TOOLS, Phase.VALIDATE, Phase.PAUSED}
+    assert phases == {Phase.REQUEST, Phase.COMPACT, Phase.TOOLS, Phase.VALIDATE, Phase.PAUSED}
 
 
 def test_next_command_reads_the_tables_command_column() -> None:

@@ -5,7 +5,8 @@ Owns the mapping from a provider's error (HTTP status, error ``type``/``code``, 
 to ``ModelErrorKind``, one table for every provider:
 
 - context overflow (``code: context_length_exceeded``, or a message saying "prompt is
-  too long" / "maximum context length") is ``CONTEXT_TOO_LONG``;
+  too long" / "maximum context length" (vLLM, Mistral, OpenRouter word it so too) /
+  "exceeds the available context size" (llama.cpp)) is ``CONTEXT_TOO_LONG``;
 - ``insufficient_quota``, ``credit_balance_exhausted``, ``billing_error``, and
   Anthropic's 429 ``enforced_spend_limit_reached`` without ``retry-after`` are ``QUOTA``
   (never fixed by retrying);
@@ -63,7 +64,12 @@ __all__ = [
 _MAX_MESSAGE_CHARS = 2000
 
 _QUOTA_MARKERS = frozenset({"insufficient_quota", "credit_balance_exhausted", "billing_error"})
-_CONTEXT_PHRASES = ("prompt is too long", "maximum context length", "context length exceeded")
+_CONTEXT_PHRASES = (
+    "prompt is too long",
+    "maximum context length",
+    "context length exceeded",
+    "exceeds the available context size",  # llama.cpp's server (exceed_context_size_error)
+)
 _BY_TYPE: Mapping[str, ModelErrorKind] = {
     "authentication_error": ModelErrorKind.AUTHENTICATION,
     "invalid_api_key": ModelErrorKind.AUTHENTICATION,
