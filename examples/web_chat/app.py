@@ -4,10 +4,18 @@
     # then open http://127.0.0.1:8000 (offline model, no key)
     OPENAI_API_KEY=sk-... python examples/web_chat/app.py    # a real model (OPENAI_MODEL)
 
+    # a real deployment: durable runs (DBOS), two server processes, one store
+    python examples/web_chat/app.py --durable --worker a --port 8000 &
+    python examples/web_chat/app.py --durable --worker b --port 8001 &
+
 One page of plain HTML and JavaScript (``index.html``, no build step) speaks the UI
-message stream to ``POST /api/chat``. Conversations live in a SQLite store, owned by
-the browser's ``uid`` cookie; a run keeps going when the browser drops and a reload
-resumes it (``GET /api/chat/{id}/stream`` with ``Last-Event-ID``). Editing a message
+message stream to ``POST /api/chat``. Conversations live in a SQLite store (or
+PostgreSQL: ``--db postgresql://...``), owned by the browser's ``uid`` cookie; each
+turn's stream is written to the same database as it is made (``StoredRuns``), so a
+reload, another server process or a restarted one resumes it (``GET
+/api/chat/{id}/stream`` with ``Last-Event-ID``). With ``--durable`` each turn is a
+DBOS workflow (``DurableAgent``): a server killed mid-turn resumes the run when it
+restarts, and the browser's stream goes on from where it was. Editing a message
 regenerates from there on a branch (a fork of the conversation). The server trusts its
 store, never the client's copy of the history: of what a client posts it reads only
 the newest message (a prompt, or approvals), sanitized. ``POST /agui`` serves the same
@@ -41,6 +49,7 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from golem_core import (
+    Approved,
     DeferredAnswer,
     Message,
     ModelDelta,
@@ -60,22 +69,31 @@ from golem_shell import (
     new_id,
     tool,
 )
-from golem_shell.store import MAIN, HistoryConflict, HistoryNotFound
+from golem_shell.store import (
+    MAIN,
+    HistoryConflict,
+    HistoryNotFound,
+    PostgresHistoryStore,
+    StreamLog,
+)
 from golem_shell.ui import (
     UI_MESSAGE_STREAM_HEADERS,
     AGUIStream,
-    LiveRun,
-    LiveRuns,
     Refused,
     RunEnded,
     StartRun,
+    StoredRun,
+    StoredRuns,
+    StreamTap,
     VercelStream,
     accept_history,
     agui_answers,
     agui_frames,
     agui_messages_to_history,
+    end_stream,
     history_to_ui_messages,
     parse_json_body,
+    pause_stream,
     read_body,
     report_json,
     run_items,
@@ -161,9 +179,13 @@ def offline_stream(delay: float) -> Callable[[ModelRequest], AsyncIterator[str |
     return stream
 
 
-def make_agent(delay: float, signing_key: bytes) -> Agent[None, str]:
+def make_agent(
+    delay: float, signing_key: bytes, wrap: Callable[[Any], Any] = lambda model: model
+) -> Agent[None, str]:
     """The offline agent, or a real model when ``OPENAI_API_KEY`` is set; every message
-    and call it writes is signed with ``signing_key``."""
+    and call it writes is signed with ``signing_key``; ``wrap`` wraps the model (a
+    durable server's ``StreamTap``)."""
+    model: Any
     if os.environ.get("OPENAI_API_KEY"):
         from golem_shell.models import infer_model
 
@@ -171,7 +193,7 @@ def make_agent(delay: float, signing_key: bytes) -> Agent[None, str]:
     else:
         model = FunctionModel(stream_function=offline_stream(delay), name="offline")
     return Agent(
-        model,
+        wrap(model),
         instructions="You are a helpful, terse assistant.",
         tools=[get_weather, send_money],
         signing_key=signing_key,
@@ -346,20 +368,24 @@ class AnsweredCalls:
 
 class ChatServer:
     """The routes' logic: a store of conversations per owner (the ``uid`` cookie), the
-    agent, and the runs in flight (``LiveRuns``, keyed by owner, conversation and branch)."""
+    agent, and the streams of the turns (``StoredRuns``, in the store's database, keyed
+    by owner, conversation and branch); with ``durable``, each turn is a DBOS workflow."""
 
     def __init__(
         self,
         agent: Agent[None, str],
-        store: SQLiteHistoryStore,
+        store: SQLiteHistoryStore | PostgresHistoryStore,
         key: bytes,
         answered: AnsweredCalls,
+        runs: StoredRuns,
+        durable: Any = None,
     ) -> None:
         self.agent = agent
         self.store = store
         self.key = key
         self.answered = answered
-        self.runs = LiveRuns()
+        self.runs = runs
+        self.durable = durable  # a DurableAgent, or None: runs in this process
 
     def owner(self, request: Request) -> str:
         uid = request.cookies.get(COOKIE)
@@ -403,13 +429,17 @@ class ChatServer:
         cid = request.path_params["cid"]
         branch = _branch(request.query_params.get("branch"))
         history = await self.load(uid, cid, branch)
-        live = self.runs.running(f"{uid}/{cid}/{branch}")
+        latest = await self.runs.latest(f"{uid}/{cid}/{branch}")
+        live = await self.runs.running(f"{uid}/{cid}/{branch}")
+        paused: list[Any] = []
         if live is not None:  # the stream holds the rest: the page replays it
             shown = history[: live.info["base"]]
             awaiting: tuple[str, ...] = ()
         else:
             shown = history
             awaiting = tuple(str(d.call.id) for d in self.agent.waiting_calls(history))
+            if latest is not None and latest.state == "paused":  # a durable run waits
+                paused = await self._chunks(latest.stream)
         return SafeJSONResponse(
             {
                 "id": cid,
@@ -417,12 +447,17 @@ class ChatServer:
                 "title": _title(history),
                 "messages": history_to_ui_messages(shown, awaiting=awaiting),
                 "live": live is not None,
+                "paused": paused,  # the waiting turn's chunks: the page applies them
             }
         )
 
+    async def _chunks(self, stream: str) -> list[Any]:
+        frames, _ = await self.runs.log.read(stream, 0)
+        return [json.loads(data) for _, data in frames if data != "[DONE]"]
+
     # -- the UI message stream ----------------------------------------------------------------
 
-    def _follow(self, run: LiveRun, after: int) -> StreamingResponse:
+    def _follow(self, run: StoredRun, after: int) -> StreamingResponse:
         async def body() -> AsyncIterator[str]:
             async for n, data in run.follow(after):
                 yield sse_frame(data, n)
@@ -440,7 +475,7 @@ class ChatServer:
             after = int(last)
         except ValueError:
             raise Refused(f"Last-Event-ID must be a frame number, got {last!r}") from None
-        run = self.runs.resume(f"{uid}/{cid}/{branch}", after)
+        run = await self.runs.resume(f"{uid}/{cid}/{branch}", after)
         if run is None:  # nothing in flight, or finished: the store has it all
             return Response(status_code=204)
         return self._follow(run, after)
@@ -463,9 +498,15 @@ class ChatServer:
         # the newest message only, read from its parts: the store holds the rest
         newest = {"role": last.get("role"), "parts": last.get("parts", [])}
         read, answers = ui_messages_to_history([newest])
+        if self.durable is not None and newest["role"] == "assistant":
+            waiting = await self._paused(uid, cid, requested or MAIN, last)
+            if waiting is not None:
+                return await self._answer_durable(
+                    uid, cid, requested or MAIN, messages, *waiting, answers
+                )
         branch, history, position = await self.place(uid, cid, requested, messages)
         assert isinstance(cid, str)
-        if self.runs.running(f"{uid}/{cid}/{branch}") is not None:
+        if await self.runs.running(f"{uid}/{cid}/{branch}") is not None:
             raise Refused("a run of this conversation is in flight: resume its stream", 409)
         if newest["role"] == "assistant":
             return await self._answer(uid, cid, branch, history, answers)
@@ -540,6 +581,8 @@ class ChatServer:
         first = [{"type": "data-conversation", "data": {"id": cid, "branch": branch}}]
         if report.changed:
             first.append({"type": "data-sanitize", "data": report_json(report)})
+        if self.durable is not None:
+            return await self._start_durable(uid, cid, branch, history, first)
         stream = VercelStream(f"m{len(history)}")
 
         def start(on_delta: Any, on_event: Any) -> Awaitable[RunResult[str]]:
@@ -547,7 +590,7 @@ class ChatServer:
                 history, None, on_delta=on_delta, on_event=on_event, conversation_id=cid
             )
 
-        return self._start(uid, cid, branch, history, stream, start, first)
+        return await self._start(uid, cid, branch, history, stream, start, first)
 
     async def _answer(
         self,
@@ -575,9 +618,9 @@ class ChatServer:
             )
 
         first = [{"type": "data-conversation", "data": {"id": cid, "branch": branch}}]
-        return self._start(uid, cid, branch, history, stream, start, first)
+        return await self._start(uid, cid, branch, history, stream, start, first)
 
-    def _start(
+    async def _start(
         self,
         uid: str,
         cid: str,
@@ -592,10 +635,130 @@ class ChatServer:
                 added = ended.result.new_messages
                 await self.store.append(uid, cid, added, len(history), branch=branch)
 
-        def frames(run: LiveRun) -> AsyncIterator[str]:
+        def frames(run: StoredRun) -> AsyncIterator[str]:
             return vercel_frames(stream, run_items(start), first=first, on_end=store)
 
-        run = self.runs.start(f"{uid}/{cid}/{branch}", frames, info={"base": len(history)})
+        key = f"{uid}/{cid}/{branch}"
+        run = await self.runs.start(key, frames, info={"base": len(history)})
+        return self._follow(run, 0)
+
+    # -- durable turns (DBOS): the run is a workflow, its frames come from StreamTap ----------
+
+    async def _start_durable(
+        self,
+        uid: str,
+        cid: str,
+        branch: str,
+        history: tuple[Message, ...],
+        first: list[dict[str, Any]],
+    ) -> Response:
+        """Open the turn's stream, then start the workflow (its model requests write
+        their frames into the stream, wherever it runs), and finish it from here."""
+        run_id = new_id()
+        message = f"m{len(history)}"
+        info = {"uid": uid, "cid": cid, "branch": branch, "base": len(history)}
+        run = await self.runs.open(
+            f"{uid}/{cid}/{branch}", run_id=run_id, info={**info, "message": message}
+        )
+        opening = [{"type": "start", "messageId": message}, *first]
+        await self.runs.write(
+            run.stream, [(f"open:{k}", json.dumps(c)) for k, c in enumerate(opening)]
+        )
+        await self.durable.start(None, history=history, run_id=run_id, conversation_id=cid)
+        self.runs.spawn(self.finish(run))
+        return self._follow(run, 0)
+
+    async def finish(self, run: StoredRun) -> None:
+        """Wait for the durable run of ``run``'s stream to end or pause, store what it
+        added (compare-and-set: once, whichever process gets there first), and write the
+        stream's closing frames (keyed: written once)."""
+        info = run.info
+        done = asyncio.ensure_future(self.durable.result(run.run_id))
+        while not done.done():
+            await asyncio.wait({done}, timeout=0.25)
+            if done.done():
+                break
+            waiting = await self.durable.waiting(run.run_id)
+            if waiting and waiting.pause > info.get("after_pause", 0):
+                done.cancel()
+                calls = [d.call for d in waiting if d.kind == "approval"]
+                await pause_stream(self.runs, run, calls)
+                return
+        try:
+            result = done.result()
+        except Exception as e:  # the run failed: the stream says so (the store keeps the prompt)
+            await end_stream(self.runs, run, RunEnded(None, e))
+            return
+        ended = RunEnded(result)
+        added = result.new_messages
+        uid, cid, branch, base = info["uid"], info["cid"], info["branch"], info["base"]
+        try:
+            await self.store.append(uid, cid, added, base, branch=branch)
+        except HistoryConflict:  # another process stored it first, or something else did
+            stored = await self.store.load(uid, cid, branch=branch)
+            if history_to_jsonable(stored[base : base + len(added)]) != history_to_jsonable(added):
+                ended = RunEnded(None, RuntimeError("the conversation changed during the run"))
+        await end_stream(self.runs, run, ended)
+
+    async def recover(self) -> None:
+        """Finish the durable streams left open (their runs resume in the worker that
+        started them, when it restarts): a finisher per stream, idempotent."""
+        for record in await self.runs.log.unfinished(durable=True):
+            self.runs.spawn(self.finish(StoredRun(self.runs, record)))
+
+    async def _paused(
+        self, uid: str, cid: object, branch: str, last: dict[str, Any]
+    ) -> tuple[StoredRun, Any] | None:
+        """The paused durable run the client's approvals are for, and what it waits for."""
+        if not isinstance(cid, str) or not cid:
+            return None
+        record = await self.runs.latest(f"{uid}/{cid}/{branch}")
+        if record is None or record.state != "paused":
+            return None
+        if last.get("id") != record.info.get("message"):
+            return None
+        return StoredRun(self.runs, record), await self.durable.waiting(record.run_id)
+
+    async def _answer_durable(
+        self,
+        uid: str,
+        cid: str,
+        branch: str,
+        messages: list[Any],
+        paused: StoredRun,
+        waiting: Any,
+        answers: dict[str, DeferredAnswer],
+    ) -> Response:
+        """Send approvals to the paused workflow; its continuation streams anew."""
+        history = await self.load(uid, cid, branch)
+        shown = history_to_ui_messages(history)
+        prior = messages[:-1]
+        if len(prior) != len(shown) or not all(map(_same, prior, shown)):
+            raise Refused("the messages do not match this conversation: reload it", 409)
+        if not answers:
+            raise Refused("the assistant message answers no call (no approval-responded part)")
+        forged = sorted(set(answers) - {str(d.call.id) for d in waiting})
+        if forged:
+            raise Refused(
+                "refusing answers for calls this conversation is not waiting for: "
+                + ", ".join(forged)
+            )
+        denied = sorted(k for k, v in answers.items() if not isinstance(v, Approved))
+        info = {**paused.info, "denied": denied, "after_pause": waiting.pause}
+        run = await self.runs.open(paused.key, run_id=paused.run_id, info=info)
+        try:
+            await self.durable.answer(paused.run_id, answers, pause=waiting)
+        except BaseException:
+            await self.runs.end(run.stream, "abandoned")
+            raise
+        opening = [
+            {"type": "start", "messageId": info["message"]},
+            {"type": "data-conversation", "data": {"id": cid, "branch": branch}},
+        ]
+        await self.runs.write(
+            run.stream, [(f"open:{k}", json.dumps(c)) for k, c in enumerate(opening)]
+        )
+        self.runs.spawn(self.finish(run))
         return self._follow(run, 0)
 
     # -- AG-UI, stateless --------------------------------------------------------------------
@@ -648,13 +811,59 @@ class ChatServer:
 
 
 def make_app(
-    db: str = "web_chat.db", *, delay: float = 0.05, key: bytes | None = None
+    db: str = "web_chat.db",
+    *,
+    delay: float = 0.05,
+    key: bytes | None = None,
+    durable: bool = False,
+    worker: str = "web-1",
+    answered: str | None = None,
 ) -> Starlette:
-    """The web chat application (``uvicorn`` serves it); ``delay`` paces the offline
-    model's words, ``key`` signs what the agent writes (a fresh one by default)."""
+    """The web chat application (``uvicorn`` serves it).
+
+    Args:
+        db: the SQLite file of conversations and streams, or a PostgreSQL URL.
+        delay: paces the offline model's words.
+        key: signs what the agent writes (a fresh one by default; every process of one
+            deployment needs the same: ``--key-file``).
+        durable: run each turn as a DBOS workflow (its log next to the store: the same
+            PostgreSQL database, or ``<db>.dbos.sqlite``); DBOS launches with the app.
+        worker: this process's DBOS executor id: a restarted process with the same id
+            resumes the runs it had in flight; each process of a deployment its own.
+        answered: the SQLite file of answered AG-UI calls (default: ``db``, or
+            ``web_chat_answered.db`` beside a PostgreSQL store).
+    """
     key = key or secrets.token_bytes(32)
-    store = SQLiteHistoryStore(db, signing_keys=key)
-    server = ChatServer(make_agent(delay, key), store, key, AnsweredCalls(db))
+    postgres = db.startswith(("postgresql://", "postgres://"))
+    store: SQLiteHistoryStore | PostgresHistoryStore = (
+        PostgresHistoryStore(db, signing_keys=key)
+        if postgres
+        else SQLiteHistoryStore(db, signing_keys=key)
+    )
+    runs = StoredRuns(StreamLog(store))
+    durable_agent: Any = None
+    if durable:
+        from dbos import DBOS
+
+        from golem_shell.durable import DurableAgent
+
+        agent = make_agent(
+            delay, key, lambda model: StreamTap(model, runs, position=lambda _: DBOS.step_id)
+        )
+        durable_agent = DurableAgent(agent, name="web-chat")
+        DBOS(
+            config={
+                "name": "golem-web-chat",
+                "system_database_url": db if postgres else f"sqlite:///{db}.dbos.sqlite",
+                "executor_id": worker,
+                "application_version": "web-chat-1",
+                "run_admin_server": False,
+            }
+        )
+    else:
+        agent = make_agent(delay, key)
+    answered_db = answered or ("web_chat_answered.db" if postgres else db)
+    server = ChatServer(agent, store, key, AnsweredCalls(answered_db), runs, durable_agent)
 
     def guarded(handler: Any) -> Any:
         async def endpoint(request: Request) -> Response:
@@ -669,10 +878,19 @@ def make_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if durable:
+            from dbos import DBOS
+
+            DBOS.launch()  # resumes this worker's runs left unfinished
+            await server.recover()  # and finishes their streams
         yield
         await server.runs.aclose()
+        if durable:
+            from dbos import DBOS
+
+            DBOS.destroy()
         server.answered.close()
-        store.close()
+        await store.aclose()
 
     app = Starlette(
         routes=[
@@ -694,13 +912,37 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="golem web chat")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--db", default="web_chat.db", help="the SQLite file of conversations")
+    parser.add_argument(
+        "--db",
+        default="web_chat.db",
+        help="the SQLite file of conversations and streams, or a postgresql:// URL",
+    )
+    parser.add_argument(
+        "--durable", action="store_true", help="run each turn as a DBOS workflow (dbos extra)"
+    )
+    parser.add_argument("--worker", default="web-1", help="this process's DBOS executor id")
+    parser.add_argument(
+        "--key-file",
+        default=None,
+        help="the signing key's file (created if absent): every process of one deployment"
+        " shares it (default: a fresh key per process)",
+    )
+    parser.add_argument("--delay", type=float, default=0.05, help="the offline model's pace")
     args = parser.parse_args()
     import uvicorn
 
+    key = None
+    if args.key_file:
+        path = Path(args.key_file)
+        if not path.exists():
+            with contextlib.suppress(FileExistsError), path.open("xb") as f:
+                f.write(secrets.token_bytes(32))
+        key = path.read_bytes()
     model = "OpenAI" if os.environ.get("OPENAI_API_KEY") else "the offline model (no key)"
-    print(f"golem web chat on http://{args.host}:{args.port} with {model}")
-    uvicorn.run(make_app(args.db), host=args.host, port=args.port, log_level="warning")
+    mode = f", durable (DBOS worker {args.worker})" if args.durable else ""
+    print(f"golem web chat on http://{args.host}:{args.port} with {model}{mode}", flush=True)
+    app = make_app(args.db, delay=args.delay, key=key, durable=args.durable, worker=args.worker)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":

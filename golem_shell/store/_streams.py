@@ -164,13 +164,15 @@ class _Tables:
         )
         return StreamRecord(stream, key, run_id, json.loads(info), 0, "open", durable, now_ms)
 
-    def append(self, stream: str, frames: Sequence[tuple[str, str]], now_ms: int) -> Steps[int]:
+    def append(
+        self, stream: str, frames: Sequence[tuple[str, str]], now_ms: int, end: str | None
+    ) -> Steps[int]:
         lock = " FOR UPDATE" if self.d.postgres else ""
         rows = yield self.q("SELECT frames, state FROM {S} WHERE stream = ?" + lock, stream)
         if not rows:
             raise HistoryStoreError(f"no stream {stream!r} to append to")
         count, state = int(rows[0][0]), rows[0][1]
-        if state != "open" or not frames:
+        if state != "open" or (not frames and end is None):
             return count
         keys = [k for k, _ in frames]
         marks = ", ".join("?" * len(keys))
@@ -189,7 +191,11 @@ class _Tables:
             insert = self.q("INSERT INTO {F} (stream, n, fkey, data) VALUES (?, ?, ?, ?)")
             yield Query(insert.sql, tuple(new), batch=True)
         yield self.q(
-            "UPDATE {S} SET frames = ?, beat_ms = ? WHERE stream = ?", count, now_ms, stream
+            "UPDATE {S} SET frames = ?, beat_ms = ?, state = ? WHERE stream = ?",
+            count,
+            now_ms,
+            end or "open",
+            stream,
         )
         return count
 
@@ -260,11 +266,21 @@ class StreamLog:
         )
         return record
 
-    async def append(self, stream: str, frames: Sequence[tuple[str, str]]) -> int:
+    async def append(
+        self,
+        stream: str,
+        frames: Sequence[tuple[str, str]],
+        *,
+        end: StreamState | None = None,
+    ) -> int:
         """Add ``frames`` (``(frame key, data)``) the stream does not have yet, numbered
-        after its last; a stream that is no longer open takes none. Returns its count."""
+        after its last, and with ``end`` end it in the same transaction (a reader that
+        saw the last frame never finds the stream still open); a stream that is no
+        longer open takes none. Returns its count of frames."""
+        if end == "open":
+            raise UsageError("a stream ends as done, paused or abandoned, not 'open'")
         now = self._now()
-        count: int = await self._run(lambda _: self._t.append(stream, frames, now), write=True)
+        count: int = await self._run(lambda _: self._t.append(stream, frames, now, end), write=True)
         return count
 
     async def end(self, stream: str, state: StreamState = "done") -> None:

@@ -29,6 +29,7 @@ from typing import Any
 from golem_shell import new_id
 from golem_shell.store import StreamBusy, StreamLog, StreamRecord, StreamState
 from golem_shell.ui._boundary import Refused
+from golem_shell.ui._vercel import DONE
 
 __all__ = ["StoredRun", "StoredRuns"]
 
@@ -103,8 +104,18 @@ class StoredRuns:
 
     def _wake(self, stream: str) -> None:
         wake = self._wakes.pop(stream, None)
-        if wake is not None and not wake.done():
-            wake.set_result(None)
+        if wake is None:
+            return
+        loop = wake.get_loop()
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if loop is here:
+            _settle(wake)
+        else:  # a writer on another event loop (a durable engine's own)
+            with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
+                loop.call_soon_threadsafe(_settle, wake)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -178,9 +189,12 @@ class StoredRuns:
             ) from None
         return StoredRun(self, record)
 
-    async def write(self, stream: str, frames: Sequence[tuple[str, str]]) -> int:
-        """Add frames (``(frame key, data)``; a key the stream has is skipped)."""
-        count = await self.log.append(stream, frames)
+    async def write(
+        self, stream: str, frames: Sequence[tuple[str, str]], *, end: StreamState | None = None
+    ) -> int:
+        """Add frames (``(frame key, data)``; a key the stream has is skipped), and with
+        ``end`` end the stream at once (``done``, ``paused``)."""
+        count = await self.log.append(stream, frames, end=end)
         self._wake(stream)
         return count
 
@@ -197,7 +211,8 @@ class StoredRuns:
         info: dict[str, Any] | None = None,
     ) -> StoredRun:
         """Stream ``frames(run)`` from a task of this process into a new stream of ``key``
-        (frame keys are their numbers); the writer beats every ``stale_after / 3`` s.
+        (frame keys are their numbers; the stream ends with its ``[DONE]`` frame, in
+        the same write); the writer beats every ``stale_after / 3`` s.
 
         Raises:
             Refused: a stream of ``key`` is open (409).
@@ -216,7 +231,8 @@ class StoredRuns:
             try:
                 async for data in frames(run):
                     n += 1
-                    await self.write(run.stream, [(str(n), data)])
+                    end: StreamState | None = "done" if data == DONE else None
+                    await self.write(run.stream, [(str(n), data)], end=end)
             except asyncio.CancelledError:  # the server stops: this turn is lost
                 state = "abandoned"
                 raise
@@ -254,6 +270,11 @@ class StoredRuns:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks)
+
+
+def _settle(wake: asyncio.Future[None]) -> None:
+    if not wake.done():
+        wake.set_result(None)
 
 
 _EMPTY = StreamRecord("", "", "", {}, 0, "done", False, 0)

@@ -176,8 +176,7 @@ async def end_stream(
     chunks = [*first, *stream.item(ended)]
     frames += [(f"end:{k}", _dumps(c)) for k, c in enumerate(chunks)]
     frames.append(("end:done", DONE))
-    await runs.write(run.stream, frames)
-    await runs.end(run.stream)
+    await runs.write(run.stream, frames, end="done")
 
 
 async def pause_stream(runs: StoredRuns, run: StoredRun, calls: Sequence[ToolCallPart]) -> None:
@@ -187,5 +186,4 @@ async def pause_stream(runs: StoredRuns, run: StoredRun, calls: Sequence[ToolCal
     stream = VercelStream(str(run.info.get("message", "m0")))
     frames = [(f"pause:{k}", _dumps(c)) for k, c in enumerate(stream.paused(calls))]
     frames.append(("pause:done", DONE))
-    await runs.write(run.stream, frames)
-    await runs.end(run.stream, "paused")
+    await runs.write(run.stream, frames, end="paused")
