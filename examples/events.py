@@ -53,7 +53,7 @@ def get_weather(city: str) -> str:
 
 
 def describe(event: RunEvent) -> str | None:
-    """One line per event (deltas of text are shown joined, by the caller)."""
+    """One line per event (text deltas are counted by the caller)."""
     match event:
         case RunStarted(model=model):
             return f"run started        model={model}"
@@ -91,17 +91,17 @@ async def main(trace: bool) -> None:
         instrument(tracer_provider=provider)
 
     agent = Agent(FunctionModel(weather_model), tools=[get_weather])
-    text: list[str] = []
+    deltas: list[str] = []  # the text deltas of the answer streaming in
     async with agent.iter_stream("What's the weather in Paris?") as stream:
         async for event in stream:
             if isinstance(event, DeltaEvent):
-                piece = getattr(event.delta, "text", None)
-                if piece:
-                    text.append(piece)
+                if event.text:
+                    deltas.append(event.text)
                 continue
-            if text:
-                print(f"  text: {''.join(text)!r}")
-                text.clear()
+            if deltas:  # counted where they came: the text itself is the output below
+                chars = sum(map(len, deltas))
+                print(f"  text deltas        {len(deltas)} ({chars} characters)")
+                deltas.clear()
             line = describe(event)
             if line:
                 print(line)
