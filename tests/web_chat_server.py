@@ -170,3 +170,80 @@ def run_node(script: str, *args: str, stdin: Any = None, timeout: float = 60) ->
             f"{completed.stdout[-2000:]}\n{completed.stderr[-4000:]}"
         )
     return json.loads(completed.stdout)
+
+
+# -- the example as a deployment: server processes sharing one store -------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ExampleProcess:
+    """``examples/web_chat/app.py --durable`` in a process of its own (a DBOS worker), on
+    ``port``, with its store at ``db``: start it, SIGKILL it, start it again (same worker
+    id: DBOS resumes the runs it had in flight)."""
+
+    def __init__(self, db: Path, port: int, worker: str, *, delay: float = 0.02) -> None:
+        self.db, self.port, self.worker, self.delay = db, port, worker, delay
+        self.url = f"http://127.0.0.1:{port}"
+        self.process: Any = None
+        self.log = db.parent / f"server-{worker}.log"
+
+    def start(self) -> ExampleProcess:
+        import os
+        import subprocess
+
+        import httpx
+
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env.pop("OPENAI_API_KEY", None)
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    str(APP_PATH),
+                    "--durable",
+                    "--worker",
+                    self.worker,
+                    "--port",
+                    str(self.port),
+                    "--db",
+                    str(self.db),
+                    "--key-file",
+                    str(self.db.parent / "signing.key"),
+                    "--delay",
+                    str(self.delay),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+        deadline = time.monotonic() + 60
+        while True:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the web chat did not start: {self.log.read_text()[-3000:]}")
+            try:
+                if httpx.get(self.url + "/", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown, no cleanup, as a crashed machine."""
+        import signal
+
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except Exception:
+                self.kill()

@@ -1,0 +1,123 @@
+"""The web chat as a deployment: two server processes, one store, durable turns (DBOS).
+
+A turn starts on process A; A is SIGKILLed in the middle of the streamed answer; the
+client reconnects to process B with its ``Last-Event-ID`` and B serves the same stream
+from the store while A, restarted with its worker id, resumes the run (DBOS recovers the
+workflow; ``StreamTap`` writes the rest). The client sees every frame once, in order,
+numbered without a gap; the answer's words each once; the stored conversation equals
+an uninterrupted one's (issue 36 items 2 and 3).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from web_chat_server import ExampleProcess, free_port, load_example
+
+from golem_core import Message
+from golem_shell import SQLiteHistoryStore
+
+pytest.importorskip("dbos")
+
+
+def _prompt(cid: str, text: str) -> dict[str, object]:
+    user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}
+    return {"id": cid, "branch": "main", "messages": [user]}
+
+
+def _events(response: httpx.Response) -> Iterator[tuple[int, str]]:
+    """The SSE events of a response as ``(id, data)``."""
+    n, data = 0, ""
+    for line in response.iter_lines():
+        if line.startswith("id: "):
+            n = int(line[4:])
+        elif line.startswith("data: "):
+            data = line[6:]
+        elif line == "" and data:
+            yield n, data
+            data = ""
+
+
+def _shape(messages: tuple[Message, ...]) -> list[tuple[str, str, list[str]]]:
+    return [
+        (m.role.value, m.text, [f"{c.name}({c.arguments})" for c in m.tool_calls]) for m in messages
+    ]
+
+
+@pytest.fixture
+def deployment(tmp_path: Path) -> Iterator[tuple[ExampleProcess, ExampleProcess]]:
+    db = tmp_path / "chat.db"
+    a = ExampleProcess(db, free_port(), "a", delay=0.01).start()
+    b = ExampleProcess(db, free_port(), "b", delay=0.01).start()
+    yield a, b
+    for p in (a, b):
+        p.stop()
+
+
+def test_a_turn_survives_sigkill_of_its_server_and_finishes_through_another(
+    deployment: tuple[ExampleProcess, ExampleProcess], tmp_path: Path
+) -> None:
+    a, b = deployment
+    client = httpx.Client(timeout=60)
+    client.get(a.url + "/")  # the uid cookie: the same owner on both processes
+    cookies = dict(client.cookies)
+    uid = cookies["uid"]
+
+    # an uninterrupted turn, on B, for comparison
+    with client.stream("POST", b.url + "/api/chat", json=_prompt("calm", "long")) as r:
+        assert r.status_code == 200
+        calm = [data for _, data in _events(r)]
+    assert calm[-1] == "[DONE]"
+
+    seen: list[tuple[int, str]] = []
+    with client.stream("POST", a.url + "/api/chat", json=_prompt("crash", "long")) as r:
+        assert r.status_code == 200
+        for n, data in _events(r):
+            seen.append((n, data))
+            if sum('"text-delta"' in d for _, d in seen) == 8:
+                a.kill()  # mid-answer, mid-request: the model step is not recorded
+                break
+    last = seen[-1][0]
+
+    # B has the stream (it is in the store), still open: the run is A's, not over
+    with client.stream("GET", b.url + "/api/chat/crash/stream") as r:
+        assert r.status_code == 200  # (the client leaves at once)
+    a.start()  # A comes back: DBOS resumes the workflow, the tap writes the rest
+
+    headers = {"Last-Event-ID": str(last)}
+    with client.stream("GET", b.url + "/api/chat/crash/stream", headers=headers) as r:
+        assert r.status_code == 200
+        seen += list(_events(r))
+
+    numbers = [n for n, _ in seen]
+    assert numbers == list(range(1, len(seen) + 1))  # every frame once, no gap
+    chunks = [json.loads(d) for _, d in seen[:-1]]
+    assert seen[-1][1] == "[DONE]" and chunks[-1]["type"] == "finish"
+    words = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+    assert words == load_example().LONG_ANSWER  # each word once, none lost
+    assert [c["type"] for c in chunks].count("start") == 1
+
+    # nothing is left in flight: a resume is 204, on either process
+    assert client.get(b.url + "/api/chat/crash/stream").status_code == 204
+    assert client.get(a.url + "/api/chat/crash/stream").status_code == 204
+
+    store = SQLiteHistoryStore(tmp_path / "chat.db")
+    try:
+        crashed = store.load_sync(uid, "crash")
+        uninterrupted = store.load_sync(uid, "calm")
+    finally:
+        store.close()
+    assert _shape(crashed) == _shape(uninterrupted)
+    assert len(crashed) == 2  # one turn: the prompt and one answer
+    assert crashed[-1].text == load_example().LONG_ANSWER
+
+    # the conversation view on A (restarted) shows the turn once, not live
+    view = client.get(a.url + "/api/conversations/crash").json()
+    assert view["live"] is False and [m["role"] for m in view["messages"]] == [
+        "user",
+        "assistant",
+    ]
