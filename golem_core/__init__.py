@@ -17,12 +17,15 @@ from golem_core._compaction import (
     DECLINED_NOTHING_TO_FOLD,
     DECLINED_PENDING_CALL,
     CompactionKind,
+    CompactionProbe,
     CompactionRecord,
+    FactCheck,
     compaction_of,
     compaction_records,
     failed_outcome,
     message_ref,
     new_compactions,
+    probe_history,
     with_compaction,
 )
 from golem_core._context import (
@@ -179,6 +182,7 @@ __all__ = [
     "ClearedResult",
     "CompactionFinished",
     "CompactionKind",
+    "CompactionProbe",
     "CompactionRecord",
     "CompactionStarted",
     "CompactionTrigger",
@@ -192,6 +196,7 @@ __all__ = [
     "Denied",
     "ExternalResult",
     "Extra",
+    "FactCheck",
     "HistoryChange",
     "HistoryDecodeError",
     "HistoryError",
@@ -290,6 +295,7 @@ __all__ = [
     "plan_compaction",
     "plan_summary",
     "port_history",
+    "probe_history",
     "repair_history",
     "safe_parts",
     "sanitize_history",
@@ -372,3 +378,7 @@ def __getattr__(name: str) -> object:
         stacklevel=2,
     )
     return getattr(importlib.import_module(module), name)
+
+from golem_core._public import claim_public_names as _claim_public_names  # noqa: E402
+
+_claim_public_names(globals())  # reprs and tracebacks name this module

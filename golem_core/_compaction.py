@@ -17,7 +17,11 @@ the history it returns, and the words for how an attempt to compact ended (ADR 0
   writes it back, wire encoders never send it;
 - **outcomes**: ``compacted``, ``declined: nothing to fold``, ``declined: a pending
   call``, ``failed: <reason>``. Only a compacted fold is written into a history; the
-  others are reported in events (``CompactionFinished``).
+  others are reported in events (``CompactionFinished``);
+- **the probe**: ``probe_history(before, after, facts)`` says which facts a compacted
+  history still holds (in a kept message or in the fold's own text), and whether pairing
+  and a pending call survived (``golem_core.testing.compaction_probe`` runs a strategy
+  and probes it).
 
 Every function here is total and deterministic.
 """
@@ -32,7 +36,9 @@ from typing import Any, Final, Literal, TypeAlias
 import attrs
 from attrs import field, frozen
 
-from golem_core._messages import Message, Usage
+from golem_core._history import check_pairing
+from golem_core._messages import Message, Role, TextPart, ThinkingPart, ToolCallPart, Usage
+from golem_core._processors import _open_tail
 from golem_core._provenance import canonical_bytes
 
 __all__ = [
@@ -41,12 +47,15 @@ __all__ = [
     "DECLINED_NOTHING_TO_FOLD",
     "DECLINED_PENDING_CALL",
     "CompactionKind",
+    "CompactionProbe",
     "CompactionRecord",
+    "FactCheck",
     "compaction_of",
     "compaction_records",
     "failed_outcome",
     "message_ref",
     "new_compactions",
+    "probe_history",
     "with_compaction",
 ]
 
@@ -222,3 +231,101 @@ def new_compactions(
     Total and deterministic."""
     known = set(compaction_records(before))
     return tuple(r for r in compaction_records(after) if r not in known)
+
+
+# -- the probe: what a fold kept (issue 35 item 6) ----------------------------------------
+
+
+@frozen
+class FactCheck:
+    """Whether one fact is still in a compacted history: ``found_in`` is ``"kept"`` (a
+    message the fold kept as it was), ``"summary"`` (the fold's own text), or ``None``
+    (lost)."""
+
+    fact: str
+    found_in: Literal["kept", "summary"] | None
+
+    @property
+    def survived(self) -> bool:
+        """Whether the compacted history still holds the fact."""
+        return self.found_in is not None
+
+
+@frozen
+class CompactionProbe:
+    """What a compaction strategy did to one history, and which facts came through.
+
+    Attributes:
+        outcome: ``COMPACTED``, a ``declined: ...`` outcome (the history came back
+            unchanged) or ``failed: <reason>``.
+        compacted: The history the strategy returned (the input when it declined or
+            failed).
+        facts: One ``FactCheck`` per fact, in the order given.
+        pairing_kept: The output has no pairing problem its input did not have.
+        pending_kept: The turn of a call waiting for its result came back unchanged at
+            the end (``True`` when there was none).
+    """
+
+    outcome: str
+    compacted: tuple[Message, ...]
+    facts: tuple[FactCheck, ...]
+    pairing_kept: bool
+    pending_kept: bool
+
+    @property
+    def lost(self) -> tuple[str, ...]:
+        """The facts the compacted history no longer holds."""
+        return tuple(f.fact for f in self.facts if not f.survived)
+
+    @property
+    def survival(self) -> float:
+        """The share of facts that survived (1.0 for no facts)."""
+        return 1.0 if not self.facts else sum(f.survived for f in self.facts) / len(self.facts)
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _message_text(message: Message) -> str:
+    pieces: list[str] = []
+    for part in message.parts:
+        if type(part) is TextPart or type(part) is ThinkingPart:
+            pieces.append(part.text)
+        elif type(part) is ToolCallPart:
+            pieces.append(f"{part.name} {part.arguments}")
+    return _folded(" ".join(pieces))
+
+
+def probe_history(
+    before: Sequence[Message], after: Sequence[Message], facts: Sequence[str], *, outcome: str
+) -> CompactionProbe:
+    """The probe of a fold already made: which ``facts`` (case and spacing ignored) the
+    ``after`` history holds, and whether pairing and the pending turn survived.
+
+    Total and deterministic; ``compaction_probe`` (``golem_core.testing``) and
+    ``golem_shell``'s model probe build on it.
+    """
+    originals = set(before)
+    kept_text = " ".join(_message_text(m) for m in after if m in originals)
+    new_text = " ".join(_message_text(m) for m in after if m not in originals)
+    checks: list[FactCheck] = []
+    for fact in facts:
+        needle = _folded(fact)
+        where: Literal["kept", "summary"] | None = (
+            "kept" if needle in kept_text else "summary" if needle in new_text else None
+        )
+        checks.append(FactCheck(fact, where))
+    pending = _open_tail(before)
+    pending_kept = True
+    if pending is not None:
+        opening = [i for i in range(pending + 1) if before[i].role is Role.USER]
+        tail = tuple(before[opening[-1] if opening else 0 :])
+        pending_kept = tuple(after[len(after) - len(tail) :]) == tail
+    return CompactionProbe(
+        outcome,
+        tuple(after),
+        tuple(checks),
+        len(check_pairing(after)) <= len(check_pairing(before)),
+        pending_kept,
+    )

@@ -18,6 +18,11 @@ Strategies users compose in their own property tests:
 
 Law checkers:
 
+- ``compaction_probe(history, strategy, facts)`` runs a compaction strategy once and
+  reports which facts survive in the compacted history (``CompactionProbe``);
+  ``check_compaction(strategy)`` searches valid histories, with and without a call
+  waiting for approval at the end, for a fold that splits a call from its result or
+  touches the pending call (ADR 0142);
 - ``check_processor(processor)`` searches generated histories for violations of the
   laws every ``HistoryProcessor`` should keep (``LAWS``), and returns a
   ``ProcessorReport`` with, for each violated law, the counterexample Hypothesis shrank
@@ -53,6 +58,14 @@ except ImportError as e:  # pragma: no cover - exercised in a subprocess by the 
     ) from e
 from returns.result import Failure, Result, Success
 
+from golem_core._compaction import (
+    COMPACTED,
+    DECLINED_NOTHING_TO_FOLD,
+    CompactionProbe,
+    FactCheck,
+    failed_outcome,
+    probe_history,
+)
 from golem_core._context import is_summary
 from golem_core._history import check_pairing
 from golem_core._json import encode_history
@@ -74,6 +87,8 @@ from golem_core.contract import MESSAGE, PART_RECORDS, USAGE, Kind, Record
 
 __all__ = [
     "C0_OR_SPACE",
+    "CompactionProbe",
+    "FactCheck",
     "KINDS",
     "LAWS",
     "Law",
@@ -85,7 +100,9 @@ __all__ = [
     "bad_arguments",
     "browser_equivalent_urls",
     "call_ids",
+    "check_compaction",
     "check_processor",
+    "compaction_probe",
     "damaged_histories",
     "good_arguments",
     "histories",
@@ -981,3 +998,88 @@ def assert_processor(
     if not report.ok:
         raise AssertionError(str(report))
     return report
+
+
+# -- compaction: the probe and its law (issue 35 item 6, ADR 0142) ---------------------------
+
+
+def compaction_probe(
+    history: Sequence[Message], strategy: HistoryProcessor, facts: Sequence[str]
+) -> CompactionProbe:
+    """Run ``strategy`` once on ``history`` and report which ``facts`` survive.
+
+    A fact survives when the compacted history still holds it (case and spacing
+    ignored) in a message the strategy kept or in its own text (a summary). For an
+    async strategy (``summarize_history``) or questions a model must answer, use
+    ``golem_shell``'s ``probe_compaction``.
+
+    Returns:
+        The probe: the outcome (``compacted``, ``declined: nothing to fold`` when the
+        history came back unchanged, ``failed: <reason>``), the compacted history, one
+        ``FactCheck`` per fact, and whether pairing and a pending call survived.
+        Deterministic for a deterministic strategy; an exception the strategy raises is
+        a ``failed`` outcome.
+    """
+    before = tuple(history)
+    try:
+        result = strategy(before)
+    except Exception as e:  # a strategy under test may be broken: report it
+        return probe_history(before, before, facts, outcome=failed_outcome(repr(e)))
+    match result:
+        case Success(after):
+            after = tuple(after)
+            outcome = DECLINED_NOTHING_TO_FOLD if after == before else COMPACTED
+            return probe_history(before, after, facts, outcome=outcome)
+        case Failure(error):
+            return probe_history(before, before, facts, outcome=failed_outcome(str(error)))
+    return probe_history(before, before, facts, outcome=failed_outcome(f"returned {result!r}"))
+
+
+_PENDING_PROBE: Final = (
+    Message(Role.USER, (TextPart("please delete the old branch"),)),
+    Message(Role.ASSISTANT, (ToolCallPart("probe_pending_1", "delete_branch", "{}"),)),
+)
+"""A turn whose call waits for approval, appended by ``check_compaction``."""
+
+
+def check_compaction(strategy: HistoryProcessor, *, max_examples: int = 100) -> None:
+    """Check that ``strategy`` never splits a call from its result nor touches a pending
+    call, on generated provider-valid histories (``valid_histories()``), each also with
+    a turn waiting for approval appended.
+
+    Derandomized, no example database. Failures (``Failure`` results) are allowed: a
+    strategy may refuse; what it returns must keep the rules.
+
+    Raises:
+        AssertionError: naming the rule broken and the smallest history that breaks it.
+    """
+
+    def broken(history: History) -> str | None:
+        probe = compaction_probe(history, strategy, ())
+        if probe.outcome.startswith("failed"):
+            return None
+        if not probe.pairing_kept:
+            return "split a call from its result"
+        if not probe.pending_kept:
+            return "touched a pending call"
+        return None
+
+    cases = st.builds(
+        lambda h, pending: (*h, *_PENDING_PROBE) if pending else h,
+        valid_histories(),
+        st.booleans(),
+    )
+    config = settings(
+        max_examples=max_examples,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        deadline=None,
+    )
+    try:
+        found = find(cases, lambda h: broken(h) is not None, settings=config)
+    except (NoSuchExample, Unsatisfiable):
+        return
+    raise AssertionError(
+        f"{strategy!r} {broken(found)} on this history:\n" + "\n".join(f"  {m!r}" for m in found)
+    )

@@ -13,11 +13,14 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, TypeAlias
 
+import attrs
 from returns.result import Failure, Result, Success
 
 from golem_core import (
+    COMPACTED,
     DECLINED_NOTHING_TO_FOLD,
     DECLINED_PENDING_CALL,
+    CompactionProbe,
     CompactionRecord,
     HistoryError,
     HistoryProcessor,
@@ -32,16 +35,19 @@ from golem_core import (
     new_compactions,
     plan_compaction,
     plan_summary,
+    probe_history,
     repair_history,
     summary_message,
 )
 from golem_core.loop import CompactHistory, CompactionDeclined, HistoryCompacted
-from golem_shell._errors import GolemError
+from golem_shell._errors import GolemError, UsageError
 from golem_shell.models import Model, infer_model
 
 __all__ = [
     "AsyncHistoryProcessor",
+    "ModelProbe",
     "compact_history",
+    "probe_compaction",
     "DEFAULT_SUMMARY_INSTRUCTIONS",
     "DEFAULT_SUMMARY_PREFIX",
     "run_history_processor",
@@ -143,6 +149,60 @@ async def compact_history(
             tokens_after=sum(approximate_tokens(m) for m in folded),
         )
     return HistoryCompacted((*folded, *tail), record)
+
+
+@attrs.frozen
+class ModelProbe:
+    """``probe_compaction``'s report: the fact probe of the compacted history and, per
+    question, whether the model's answer from the compacted history holds the expected
+    text (``answers``: question, expected, the model's answer, answered)."""
+
+    probe: CompactionProbe
+    answers: tuple[tuple[str, str, str, bool], ...] = ()
+
+    @property
+    def unanswered(self) -> tuple[str, ...]:
+        """The questions whose expected answer the model no longer gave."""
+        return tuple(q for q, _, _, ok in self.answers if not ok)
+
+
+async def probe_compaction(
+    history: Sequence[Message],
+    strategy: HistoryProcessor | AsyncHistoryProcessor,
+    facts: Sequence[str] = (),
+    *,
+    questions: Sequence[tuple[str, str]] = (),
+    model: Model | None = None,
+) -> ModelProbe:
+    """Run ``strategy`` (sync or async: ``summarize_history``) once on ``history``; report
+    which ``facts`` survive (``golem_core.testing.compaction_probe``'s rule) and, with
+    ``model``, which ``questions`` it can still answer from the compacted history: each
+    ``(question, expected)`` is asked once after the compacted history, and counts as
+    answered when the answer holds ``expected`` (case and spacing ignored). In CI, pass
+    a test model (``FunctionModel``) that answers from what the request holds (ADR 0142).
+
+    Raises:
+        UsageError: ``questions`` without a ``model``.
+    """
+    if questions and model is None:
+        raise UsageError("probe_compaction(questions=...) needs a model to ask them")
+    before = tuple(history)
+    match await run_history_processor(strategy, before):
+        case Success(after):
+            outcome = COMPACTED if tuple(after) != before else DECLINED_NOTHING_TO_FOLD
+            probe = probe_history(before, after, facts, outcome=outcome)
+        case Failure(error):
+            probe = probe_history(before, before, facts, outcome=failed_outcome(str(error)))
+    answers: list[tuple[str, str, str, bool]] = []
+    for question, expected in questions:
+        assert model is not None
+        reply = await model.request(
+            ModelRequest(messages=(*probe.compacted, Message.user(question)))
+        )
+        text = reply.text
+        ok = " ".join(expected.casefold().split()) in " ".join(text.casefold().split())
+        answers.append((question, expected, text, ok))
+    return ModelProbe(probe, tuple(answers))
 
 
 def _name(processor: object) -> str:
