@@ -1,6 +1,9 @@
 """Stored conversations (SQLite in memory): what is appended loads back; a fork is a prefix;
 after any sequence of appends, branches, forks, erasures and deletions every stored branch
-loads, passes ``check_pairing`` and ``verify``.
+loads exactly what a model of plain lists says (``StoreModel``: shared cells, tombstones,
+copies for a deleted conversation's forks), passes ``check_pairing`` and ``verify``, and
+every erasure's receipt names exactly the views and positions whose messages changed
+(ADR 0101).
 
 The strategies draw messages with unknown fields and unknown part types, so these also
 say that a store never loses what a newer golem wrote.
@@ -19,6 +22,7 @@ from strategies import histories, valid_histories
 
 from golem_core import Message, Role, TextPart, check_pairing, encode_history, trim_history
 from golem_shell.store import HistoryConflict, PostgresHistoryStore, SQLiteHistoryStore
+from golem_shell.store._tombstone import PartFilter, erase_message
 
 History = tuple[Message, ...]
 
@@ -82,9 +86,96 @@ OWNER = "u"
 KEY = b"property-key-0123456789abcdef!!"
 
 
+View = tuple[str, str]  # (conversation, branch)
+
+
+class StoreModel:
+    """What a store should hold, as plain values: each view (a branch of a conversation)
+    is a list of cells, and a cell is one stored message. A branch or a fork shares its
+    source's cells up to the point it was made from (an erasure of one is seen by every
+    view holding it); a deleted conversation's forks get their own copies first. The
+    model is the store's documented behaviour and nothing more; the machine compares
+    every view's messages with it, and every erasure's receipt with the views it says
+    changed."""
+
+    def __init__(self) -> None:
+        self.cells: list[Message] = []
+        self.views: dict[View, list[int]] = {}
+        self.parents: dict[View, tuple[View, int] | None] = {}
+
+    def messages(self, view: View) -> History:
+        return tuple(self.cells[c] for c in self.views[view])
+
+    def length(self, view: View) -> int:
+        return len(self.views.get(view, ()))
+
+    def append(self, view: View, block: History) -> None:
+        if view not in self.views:
+            self.views[view], self.parents[view] = [], None
+        for message in block:
+            self.views[view].append(len(self.cells))
+            self.cells.append(message)
+
+    def share(self, source: View, at: int, new: View) -> None:
+        """A branch or a fork: ``new`` holds ``source``'s first ``at`` cells."""
+        self.views[new] = self.views[source][:at]
+        self.parents[new] = (source, at)
+
+    def erase(self, cells: set[int], parts: PartFilter | None) -> dict[View, set[int]]:
+        """Tombstones in ``cells``; returns each view's positions whose message changed."""
+        changed = set()
+        for c in cells:
+            tombstone = erase_message(self.cells[c], parts)
+            if tombstone is not None:
+                self.cells[c] = tombstone
+                changed.add(c)
+        seen: dict[View, set[int]] = {}
+        for view, held in self.views.items():
+            positions = {i for i, c in enumerate(held) if c in changed}
+            if positions:
+                seen[view] = positions
+        return seen
+
+    def edges(self, view: View) -> list[int]:
+        """Positions of ``view`` next to where sharing starts or stops (its own fork
+        point, those of the views made from it): where an erasure finds the wrong row
+        if it resolves a position to the wrong branch."""
+        points = {parent[1] for v, parent in self.parents.items() if parent and parent[0] == view}
+        own = self.parents[view]
+        if own is not None:
+            points.add(own[1])
+        near = {q for at in points for q in (at - 1, at)}
+        return sorted(q for q in near if 0 <= q < self.length(view))
+
+    def _descendants(self, view: View) -> list[View]:
+        out = [view]
+        for other, parent in self.parents.items():
+            if parent is not None and parent[0] == view:
+                out += self._descendants(other)
+        return out
+
+    def delete(self, cid: str) -> None:
+        """Each branch of another conversation made from ``cid`` gets its own copy of every
+        cell it shared (so do the views made from it, which shared them through it); then
+        ``cid``'s views go."""
+        for view, parent in list(self.parents.items()):
+            if view[0] == cid or parent is None or parent[0][0] != cid:
+                continue
+            copies: dict[int, int] = {}
+            for c in self.views[view][: parent[1]]:
+                copies[c] = len(self.cells)
+                self.cells.append(self.cells[c])
+            for holder in self._descendants(view):
+                self.views[holder] = [copies.get(c, c) for c in self.views[holder]]
+            self.parents[view] = None
+        for view in [v for v in self.views if v[0] == cid]:
+            del self.views[view], self.parents[view]
+
+
 class StoredConversations(RuleBasedStateMachine):
-    """A store and a model of its branch lengths; after every step every stored branch
-    loads, passes ``check_pairing``, has the model's length and ``verify`` finds nothing."""
+    """A store and a model of its contents (``StoreModel``); after every step every stored
+    branch loads exactly the model's messages, passes ``check_pairing``, and ``verify``
+    finds nothing; the conversations and branches listed are the model's."""
 
     @staticmethod
     def open_store() -> SQLiteHistoryStore | PostgresHistoryStore:
@@ -95,72 +186,93 @@ class StoredConversations(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.store = self.open_store()
-        self.lengths: dict[tuple[str, str], int] = {}
+        self.model = StoreModel()
         self.forks = 0
 
     def teardown(self) -> None:
         self.store.close()
 
-    def _views(self) -> list[tuple[str, str]]:
-        return sorted(self.lengths)
+    def _views(self) -> list[View]:
+        return sorted(self.model.views)
 
     @rule(block=valid_histories(max_turns=2), cid=st.sampled_from(["a", "b"]), data=st.data())
     def append(self, block: History, cid: str, data: st.DataObject) -> None:
         branches = [b for c, b in self._views() if c == cid] or ["main"]
         branch = data.draw(st.sampled_from(branches))
-        length = self.lengths.get((cid, branch), 0)
+        length = self.model.length((cid, branch))
         if not block:
             return
-        assert self.store.append_sync(OWNER, cid, block, length, branch=branch) == length + len(
-            block
-        )
-        self.lengths[(cid, branch)] = length + len(block)
+        stored = self.store.append_sync(OWNER, cid, block, length, branch=branch)
+        assert stored == length + len(block)
+        self.model.append((cid, branch), block)
 
-    @precondition(lambda self: bool(self.lengths))
-    @rule(data=st.data(), fork=st.booleans())
-    def branch(self, data: st.DataObject, fork: bool) -> None:
+    @precondition(lambda self: bool(self.model.views))
+    @rule(data=st.data(), fork=st.booleans(), then=valid_histories(max_turns=1))
+    def branch(self, data: st.DataObject, fork: bool, then: History) -> None:
+        """A branch or a fork, then maybe a block appended to it (an edited message and
+        the answers after it), so that it holds rows of its own past its fork point."""
         cid, source = data.draw(st.sampled_from(self._views()))
-        view = self.store.load_sync(OWNER, cid, branch=source)
+        view = self.model.messages((cid, source))
         cuts = [n for n in range(len(view) + 1) if check_pairing(view[:n]) == ()]
         at = data.draw(st.sampled_from(cuts))
         if fork:
             if not at:
                 return
             self.forks += 1
-            new = f"fork{self.forks}"
-            self.store.fork_sync(OWNER, cid, at, new, branch=source)
-            self.lengths[(new, "main")] = at
+            new = (f"fork{self.forks}", "main")
+            self.store.fork_sync(OWNER, cid, at, new[0], branch=source)
         else:
-            name = self.store.branch_sync(OWNER, cid, at, source=source)
-            self.lengths[(cid, name)] = at
+            new = (cid, self.store.branch_sync(OWNER, cid, at, source=source))
+        self.model.share((cid, source), at, new)
+        if then:
+            self.store.append_sync(OWNER, new[0], then, at, branch=new[1])
+            self.model.append(new, then)
 
-    @precondition(lambda self: bool(self.lengths))
+    @precondition(lambda self: bool(self.model.views))
     @rule(data=st.data(), by=st.sampled_from(["position", "role", "parts"]))
     def erase(self, data: st.DataObject, by: str) -> None:
-        cid, branch = data.draw(st.sampled_from(self._views()))
-        length = self.lengths[(cid, branch)]
-        if by == "position" and length:
-            picks = data.draw(st.lists(st.integers(0, length - 1), min_size=1, max_size=3))
+        made = [v for v in self._views() if self.model.parents[v] is not None]
+        views = st.sampled_from(self._views())
+        cid, branch = data.draw(st.one_of(views, st.sampled_from(made)) if made else views)
+        held = self.model.views[(cid, branch)]
+        if by == "position" and held:
+            anywhere = st.integers(0, len(held) - 1)
+            edges = self.model.edges((cid, branch))
+            positions = st.one_of(anywhere, st.sampled_from(edges)) if edges else anywhere
+            picks = data.draw(st.lists(positions, min_size=1, max_size=3))
             receipt = self.store.erase_sync(OWNER, cid, picks, branch=branch)
-            assert all(set(e.positions) <= set(picks) for e in receipt.erased)
+            changed = self.model.erase({held[p] for p in picks}, None)
         elif by == "role":
             role = data.draw(st.sampled_from(list(Role)))
-            self.store.erase_sync(OWNER, cid, lambda m: m.role is role)
-        elif length:
-            self.store.erase_sync(
-                OWNER, cid, list(range(length)), branch=branch,
+            receipt = self.store.erase_sync(OWNER, cid, lambda m: m.role is role)
+            cells = {
+                c
+                for (c_cid, _), cs in self.model.views.items()
+                if c_cid == cid
+                for c in cs
+                if self.model.cells[c].role is role
+            }
+            changed = self.model.erase(cells, None)
+        elif held:
+            receipt = self.store.erase_sync(
+                OWNER, cid, list(range(len(held))), branch=branch,
                 parts=lambda p: not isinstance(p, TextPart),
             )  # fmt: skip
+            changed = self.model.erase(set(held), lambda p: not isinstance(p, TextPart))
+        else:
+            return
+        reported = {(e.conversation_id, e.branch): set(e.positions) for e in receipt.erased}
+        assert reported == changed
 
-    @precondition(lambda self: bool(self.lengths))
+    @precondition(lambda self: bool(self.model.views))
     @rule(data=st.data())
     def delete(self, data: st.DataObject) -> None:
-        cid = data.draw(st.sampled_from(sorted({c for c, _ in self.lengths})))
+        cid = data.draw(st.sampled_from(sorted({c for c, _ in self.model.views})))
         receipt = self.store.delete_sync(OWNER, cid)
         assert receipt.conversations in ((cid,), ())
-        self.lengths = {k: v for k, v in self.lengths.items() if k[0] != cid}
+        self.model.delete(cid)
 
-    @precondition(lambda self: bool(self.lengths))
+    @precondition(lambda self: bool(self.model.views))
     @rule(data=st.data(), last=st.integers(1, 8), low=st.integers(1, 8))
     def load_window(self, data: st.DataObject, last: int, low: int) -> None:
         """A windowed load is the whole branch's suffix from the step grid, bounded, and
@@ -180,11 +292,18 @@ class StoredConversations(RuleBasedStateMachine):
             assert processor(window.messages) == processor(whole)
 
     @invariant()
-    def every_branch_loads_pairs_and_verifies(self) -> None:
-        for cid in self.store.list_conversations_sync(OWNER):
-            for info in self.store.branches_sync(OWNER, cid):
+    def every_branch_holds_the_models_messages_pairs_and_verifies(self) -> None:
+        conversations = self.store.list_conversations_sync(OWNER)
+        assert sorted(conversations) == sorted({c for c, _ in self.model.views})
+        for cid in conversations:
+            infos = self.store.branches_sync(OWNER, cid)
+            assert sorted(i.name for i in infos) == sorted(
+                b for c, b in self.model.views if c == cid
+            )
+            for info in infos:
                 history = self.store.load_sync(OWNER, cid, branch=info.name)
-                assert len(history) == info.length == self.lengths[(cid, info.name)]
+                assert info.length == len(history)
+                assert history == self.model.messages((cid, info.name)), (cid, info.name)
                 assert check_pairing(history) == ()
             report = self.store.verify_sync(OWNER, cid)
             assert report.intact, report.findings
