@@ -38,9 +38,10 @@ that draw from them are used and read together.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, Final, Literal, TypeAlias, TypeVar, assert_never
 
@@ -48,7 +49,7 @@ import attrs
 from attrs import field, frozen
 
 try:
-    from hypothesis import HealthCheck, Phase, find, settings
+    from hypothesis import HealthCheck, Phase, configuration, find, settings
     from hypothesis import strategies as st
     from hypothesis.errors import Flaky, NoSuchExample, Unsatisfiable
 except ImportError as e:  # pragma: no cover - exercised in a subprocess by the tests
@@ -754,7 +755,9 @@ def _laws(
             return None
         if not any(m.role is not Role.SYSTEM for m in out):
             return "the input opens a request; the output holds no non-system message"
-        return f"the input opens a request; the output opens with a {out[0].role.value} message"
+        role = out[0].role.value
+        article = "an" if role[0] in "aeiou" else "a"
+        return f"the input opens a request; the output opens with {article} {role} message"
 
     def pairing(case: Case) -> str | None:
         h = case[0]
@@ -930,7 +933,8 @@ def check_processor(
     Returns:
         The report: ``report.ok``, ``report.violations``; ``str(report)`` shows each
         counterexample as messages and as history JSON. The searches are
-        derandomized (repeatable within a program) and write no example database.
+        derandomized (repeatable within a program) and write nothing: no example
+        database, and none of Hypothesis's caches in ``.hypothesis/``.
     """
     inputs = histories if histories is not None else _default_histories()
     inputs = st.one_of(inputs, valid_histories())
@@ -955,17 +959,36 @@ def check_processor(
     # a fresh seed of ``random`` per case (Hypothesis gives every case the same one), so
     # a processor that draws from ``random`` shows its nondeterminism
     cases = st.tuples(cases, st.random_module()).map(lambda c: c[0])
-    violated, seen = _sweep(cases, checks, config)
     violations: list[LawViolation] = []
-    for law, check in checks.items():
-        if law not in violated:
-            continue
-        case = _shrunk(cases, check, config) or seen.get(law)
-        if case is None and law == "deterministic":
-            case = ((), 0, 0)  # the search was flaky before any case broke the law
-        if case is not None:
-            violations.append(_violation(law, check, case, processor, budgeted))
+    with _nothing_stored():
+        violated, seen = _sweep(cases, checks, config)
+        for law, check in checks.items():
+            if law not in violated:
+                continue
+            case = _shrunk(cases, check, config) or seen.get(law)
+            if case is None and law == "deterministic":
+                case = ((), 0, 0)  # the search was flaky before any case broke the law
+            if case is not None:
+                violations.append(_violation(law, check, case, processor, budgeted))
     return ProcessorReport(repr(processor), tuple(checks), tuple(violations))
+
+
+_NOWHERE: Final = "\0golem: check_processor stores nothing"
+"""A path no file system accepts (a NUL byte): every access raises ``ValueError``."""
+
+
+@contextlib.contextmanager
+def _nothing_stored() -> Iterator[None]:
+    """Hypothesis keeps caches in ``.hypothesis/`` of the current directory even with
+    ``database=None`` (the constants of local modules, its Unicode table); while this is
+    open its home is a path no file system accepts, so those best-effort caches are
+    neither read nor written, and the home it had is given back after."""
+    previous = vars(configuration).get("__hypothesis_home_directory")
+    configuration.set_hypothesis_home_dir(_NOWHERE)
+    try:
+        yield
+    finally:
+        configuration.set_hypothesis_home_dir(previous)
 
 
 def _default_histories() -> st.SearchStrategy[History]:
