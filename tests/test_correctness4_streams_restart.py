@@ -51,8 +51,9 @@ def _shape(messages: tuple[Message, ...]) -> list[tuple[str, str, list[str]]]:
 @pytest.fixture
 def deployment(tmp_path: Path) -> Iterator[tuple[ExampleProcess, ExampleProcess]]:
     db = tmp_path / "chat.db"
-    a = ExampleProcess(db, free_port(), "a", delay=0.01).start()
-    b = ExampleProcess(db, free_port(), "b", delay=0.01).start()
+    a = ExampleProcess(db, free_port(), "a", delay=0.01).start(wait=False)
+    b = ExampleProcess(db, free_port(), "b", delay=0.01).start(wait=False)
+    a.wait(), b.wait()
     yield a, b
     for p in (a, b):
         p.stop()

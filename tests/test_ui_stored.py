@@ -91,11 +91,12 @@ async def test_a_plain_stream_whose_writer_died_goes_stale(tmp_path: Path) -> No
     now = [1000.0]
     log = StreamLog(SQLiteHistoryStore(tmp_path / "c.db"), clock=lambda: now[0])
     runs = StoredRuns(log, stale_after=30)
-    await runs.open("slot", durable=False)
+    dead = await runs.open("slot", durable=False)
     with pytest.raises(Refused):
         await runs.open("slot")
     now[0] += 31  # no beat for longer than stale_after
     assert await runs.running("slot") is None
+    assert [f async for f in dead.follow(0)] == []  # a reader is let go, not kept waiting
     await runs.open("slot", durable=True)  # the dead writer's turn is abandoned
     now[0] += 3600
     assert await runs.running("slot") is not None  # a durable stream never goes stale

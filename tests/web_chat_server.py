@@ -192,11 +192,10 @@ class ExampleProcess:
         self.process: Any = None
         self.log = db.parent / f"server-{worker}.log"
 
-    def start(self) -> ExampleProcess:
+    def start(self, *, wait: bool = True) -> ExampleProcess:
+        """Start the process and (``wait``) wait until it answers."""
         import os
         import subprocess
-
-        import httpx
 
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env.pop("OPENAI_API_KEY", None)
@@ -221,6 +220,12 @@ class ExampleProcess:
                 stderr=subprocess.STDOUT,
                 env=env,
             )
+        return self.wait() if wait else self
+
+    def wait(self) -> ExampleProcess:
+        """Wait until the process answers ``GET /``."""
+        import httpx
+
         deadline = time.monotonic() + 60
         while True:
             if self.process.poll() is not None or time.monotonic() > deadline:

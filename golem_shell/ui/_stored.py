@@ -59,7 +59,8 @@ class StoredRun:
 
     async def follow(self, after: int = 0) -> AsyncIterator[tuple[int, str]]:
         """The frames after number ``after``, as ``(number, data)``, until the stream ends
-        (done, paused or abandoned). Leaving early leaves the run alone."""
+        (done, paused or abandoned, or its plain writer went stale). Leaving early leaves
+        the run alone."""
         n = max(after, 0)
         while True:
             wake = self.runs._waiter(self.stream)
@@ -69,8 +70,8 @@ class StoredRun:
                 yield number, data
             if frames:
                 continue
-            if record is None or not record.open:
-                return
+            if record is None or not record.open or self.runs._stale(record):
+                return  # ended, or its writer died (a plain run): nothing more comes
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(wake), self.runs.poll)
 
