@@ -111,3 +111,7 @@ __all__ = [
     "start_run",
     "waiting_calls",
 ]
+
+from golem_core._public import claim_public_names as _claim_public_names  # noqa: E402
+
+_claim_public_names(globals())  # reprs and tracebacks name this module

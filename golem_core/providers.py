@@ -58,3 +58,7 @@ __all__ = [
     "recorded_provider",
     "same_model",
 ]
+
+from golem_core._public import claim_public_names as _claim_public_names  # noqa: E402
+
+_claim_public_names(globals())  # reprs and tracebacks name this module

@@ -4,3 +4,7 @@ decoder, its events and errors, and the default bound on one line."""
 from golem_core._sse import DEFAULT_MAX_LINE_BYTES, ServerSentEvent, SSEDecoder, SSEError
 
 __all__ = ["DEFAULT_MAX_LINE_BYTES", "SSEDecoder", "SSEError", "ServerSentEvent"]
+
+from golem_core._public import claim_public_names as _claim_public_names  # noqa: E402
+
+_claim_public_names(globals())  # reprs and tracebacks name this module

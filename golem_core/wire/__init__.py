@@ -31,3 +31,7 @@ __all__ = [
     "text_deltas",
     "wire_arguments",
 ]
+
+from golem_core._public import claim_public_names as _claim_public_names  # noqa: E402
+
+_claim_public_names(globals())  # reprs and tracebacks name this module

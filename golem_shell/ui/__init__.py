@@ -90,3 +90,7 @@ __all__ = [
     "ui_messages_to_history",
     "vercel_frames",
 ]
+
+from golem_shell._public import claim_public_names as _claim_public_names  # noqa: E402
+
+_claim_public_names(globals())  # reprs and tracebacks name this module
