@@ -207,10 +207,11 @@ async def test_a_connection_failure_is_a_model_error() -> None:
 async def test_keys_and_base_urls_come_from_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # made without a key (at import time, say): the key is read at the first count
     with pytest.raises(UsageError, match="no Anthropic API key"):
-        anthropic_token_counter("claude-x")
+        await anthropic_token_counter("claude-x")(LONG)
     with pytest.raises(UsageError, match="no Gemini API key"):
-        gemini_token_counter("gemini-x")
+        await gemini_token_counter("gemini-x")(LONG)
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     assert repr(anthropic_token_counter("claude-x")) == "anthropic_token_counter('claude-x')"
     monkeypatch.setenv("GEMINI_BASE_URL", "http://127.0.0.1:1/v1beta")
