@@ -41,7 +41,7 @@ The guarantees, precisely: ``docs/stores.md``. The modules: ``_sql`` (tables, dr
 """
 
 from golem_shell.store._crypto import EncryptionKeys
-from golem_shell.store._erase import Selection
+from golem_shell.store._erase import STALE_SUMMARY_TEXT, Selection
 from golem_shell.store._errors import (
     CorruptHistoryError,
     EncryptionKeyError,
@@ -89,6 +89,7 @@ __all__ = [
     "PostgresHistoryStore",
     "Receipt",
     "SQLiteHistoryStore",
+    "STALE_SUMMARY_TEXT",
     "Selection",
     "StoreMigration",
     "StreamBusy",
@@ -101,6 +102,6 @@ __all__ = [
     "migrate_store",
 ]
 
-from golem_shell._public import claim_public_names as _claim_public_names  # noqa: E402
+from golem_shell._public import claim_public_names as _claim_public_names
 
 _claim_public_names(globals())  # reprs and tracebacks name this module

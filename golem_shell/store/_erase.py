@@ -8,6 +8,16 @@ conversation its own copy of what it shares with the deleted one, then deletes t
 rows; after commit SQLite checkpoints its WAL (``secure_delete`` zeroes the freed
 pages) and PostgreSQL vacuums the tables. Each returns a ``Receipt``.
 
+**Erasure reaches summaries** (ADR 0143): the references (``message_ref``) of the
+messages an operation erases or deletes are taken before they change; every summary of
+the same owner whose compaction record names one of them (or names a summary made
+stale the same way: a summary of a summary) keeps its place, its summary marker and its
+record, but its text becomes ``STALE_SUMMARY_TEXT`` and its record gains ``"stale":
+true`` (the next fold of that history summarizes from what remains). The receipt lists
+them in ``summaries``. ``delete`` and ``prune`` spare a summary whose replaced messages
+the owner still stores unchanged elsewhere (a fork's own copy); ``erase`` spares none,
+since a content reference cannot tell which copy a summary was built from.
+
 On PostgreSQL each takes its owner's exclusive lock (``prune`` and ``reencrypt``
 without an owner: the store's) before it reads anything, so it decides from a state no
 append, erasure or deletion of that owner changes before it commits: ``prune`` never
@@ -17,14 +27,23 @@ content an erasure removed, nor misses the rows a ``delete`` copies into a fork.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from typing import cast
+from collections.abc import Callable, Sequence, Set
+from typing import Final, cast
 
 import attrs
 from returns.result import Failure, Success
 
-from golem_core import Message, decode_message, encode_message
+from golem_core import (
+    COMPACTION_KEY,
+    Message,
+    TextPart,
+    compaction_of,
+    decode_message,
+    encode_message,
+    message_ref,
+)
 from golem_shell._errors import UsageError
 from golem_shell.store._errors import (
     CorruptHistoryError,
@@ -48,7 +67,19 @@ from golem_shell.store._sql import Dialect, Operation, Steps, take_locks
 from golem_shell.store._tombstone import PartFilter, erase_message
 from golem_shell.store._values import Erased, Receipt
 
-__all__ = ["Selection", "delete_op", "erase_op", "prune_op", "reencrypt_op", "rechain"]
+__all__ = [
+    "STALE_SUMMARY_TEXT",
+    "Selection",
+    "delete_op",
+    "erase_op",
+    "prune_op",
+    "rechain",
+    "reencrypt_op",
+    "stale_summary",
+]
+
+STALE_SUMMARY_TEXT: Final = "[summary removed: it was built from erased messages]"
+"""The whole text of a summary built from a message that was erased or deleted."""
 
 Selection = int | Sequence[int] | Callable[[Message], bool]
 """Positions of one branch, or a predicate over every message of every branch."""
@@ -166,6 +197,112 @@ def _selected(
     return chosen
 
 
+def stale_summary(message: Message) -> Message | None:
+    """``message`` as a stale summary, or ``None`` when it is not a summary (its
+    compaction record of kind ``summary``) or is stale already.
+
+    The text becomes ``STALE_SUMMARY_TEXT``; the summary marker and the record stay, the
+    record with ``"stale": true``; a ``provenance`` signature goes (it signed the text).
+    Total, deterministic; a stale summary is never made stale again.
+    """
+    record = compaction_of(message)
+    if record is None or record.kind != "summary":
+        return None
+    raw = json.loads(dict(message.extra)[COMPACTION_KEY])
+    if raw.get("stale") is True:
+        return None
+    raw["stale"] = True
+    text = json.dumps(raw, ensure_ascii=False, separators=(",", ":"))
+    extra = tuple(
+        (k, text if k == COMPACTION_KEY else v) for k, v in message.extra if k != "provenance"
+    )
+    return attrs.evolve(message, parts=(TextPart(STALE_SUMMARY_TEXT),), extra=extra)
+
+
+_Stale = dict[Physical, tuple[Message, int]]  # where a summary is stored: it made stale, bytes
+
+
+def _stale_summaries(
+    d: Dialect, config: Config, owner: str, gone: Set[str], *, spare_kept: bool
+) -> Steps[_Stale]:
+    """Make stale, where they are stored, the owner's summaries built from a message in
+    ``gone`` (by reference), and those built from such a summary, and so on.
+
+    ``spare_kept``: a reference the owner still stores unchanged is not gone (``delete``).
+    """
+    if not gone:
+        return {}
+    rows = yield d.q(
+        "SELECT conversation_id, branch, position, message FROM {M} WHERE owner = ?", owner
+    )
+    found: dict[Physical, tuple[Message, Message, int]] = {}
+    kept: set[str] = set()
+    for cid, branch, position, text in rows:
+        plain = config.cipher.open_text(owner, text)
+        where = (str(cid), str(branch), int(position))
+        if spare_kept:
+            kept.add(message_ref(_decode(plain, where[0], where[2])))
+        if COMPACTION_KEY.encode() not in plain:
+            continue
+        message = _decode(plain, where[0], where[2])
+        stale = stale_summary(message)
+        if stale is not None:
+            found[where] = (message, stale, len(plain))
+    refs = set(gone) - kept
+    chosen: _Stale = {}
+    grew = True
+    while grew:  # a summary of a stale summary holds what the first one held
+        grew = False
+        for where, (message, stale, size) in sorted(found.items()):
+            record = compaction_of(message)
+            if where in chosen or record is None or refs.isdisjoint(record.replaced):
+                continue
+            chosen[where] = (stale, size)
+            refs.add(message_ref(message))
+            grew = True
+    for (cid, branch, position), (stale, _) in sorted(chosen.items()):
+        yield from branch_row(d, owner, cid, branch, lock=True)
+        yield d.q(
+            "UPDATE {M} SET message = ? WHERE " + _OWN_ROWS + " AND position = ?",
+            config.cipher.seal_text(owner, encode_message(stale)), owner, cid, branch, position,
+        )  # fmt: skip
+    return chosen
+
+
+def _by_view(
+    d: Dialect, owner: str, changed: dict[tuple[str, str], dict[int, int]]
+) -> Steps[tuple[Erased, ...]]:
+    """One ``Erased`` per view holding a changed row: its positions, and the bytes of the
+    rows changed in the branch storing them."""
+    views: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for (seg_cid, seg_branch), sizes in sorted(changed.items()):
+        for position in sizes:
+            for view in (yield from _views(d, owner, seg_cid, seg_branch, position)):
+                views[view].add(position)
+    return tuple(
+        Erased(owner, cid, branch, tuple(sorted(ps)), sum(changed.get((cid, branch), {}).values()))
+        for (cid, branch), ps in sorted(views.items())
+    )
+
+
+def _grouped(stale: _Stale) -> dict[tuple[str, str], dict[int, int]]:
+    out: dict[tuple[str, str], dict[int, int]] = defaultdict(dict)
+    for (cid, branch, position), (_, size) in stale.items():
+        out[(cid, branch)][position] = size
+    return out
+
+
+def _rechain_all(
+    d: Dialect, config: Config, owner: str, *changed: dict[tuple[str, str], dict[int, int]]
+) -> Steps[None]:
+    starts: dict[tuple[str, str], int] = {}
+    for group in changed:
+        for key, sizes in group.items():
+            starts[key] = min(starts.get(key, min(sizes)), min(sizes))
+    for (seg_cid, seg_branch), start in sorted(starts.items()):
+        yield from rechain(d, config, owner, seg_cid, seg_branch, start)
+
+
 def erase_op(
     config: Config,
     owner: str,
@@ -185,8 +322,8 @@ def erase_op(
     def steps(d: Dialect) -> Steps[Receipt]:
         yield from _owner_lock(d, owner)
         chosen = yield from _selected(d, config, owner, cid, branch, select)
-        by_branch: dict[tuple[str, str], list[int]] = defaultdict(list)
-        erased_bytes: dict[tuple[str, str], int] = defaultdict(int)
+        changed: dict[tuple[str, str], dict[int, int]] = defaultdict(dict)
+        gone: set[str] = set()
         for seg_cid, seg_branch, position in sorted(chosen):
             yield from branch_row(d, owner, seg_cid, seg_branch, lock=True)
             rows = yield d.q(
@@ -194,33 +331,22 @@ def erase_op(
                 owner, seg_cid, seg_branch, position,
             )  # fmt: skip
             plain = config.cipher.open_text(owner, rows[0][0])
-            tombstone = erase_message(_decode(plain, seg_cid, position), parts)
+            original = _decode(plain, seg_cid, position)
+            tombstone = erase_message(original, parts)
             if tombstone is None:
                 continue
+            gone.add(message_ref(original))  # as a compaction record names it
             stored = config.cipher.seal_text(owner, encode_message(tombstone))
             yield d.q(
                 "UPDATE {M} SET message = ? WHERE " + _OWN_ROWS + " AND position = ?",
                 stored, owner, seg_cid, seg_branch, position,
             )  # fmt: skip
-            by_branch[(seg_cid, seg_branch)].append(position)
-            erased_bytes[(seg_cid, seg_branch)] += len(plain)
-        views: dict[tuple[str, str], set[int]] = defaultdict(set)
-        for (seg_cid, seg_branch), positions in sorted(by_branch.items()):
-            yield from rechain(d, config, owner, seg_cid, seg_branch, min(positions))
-            for position in positions:
-                for view in (yield from _views(d, owner, seg_cid, seg_branch, position)):
-                    views[view].add(position)
-        erased = tuple(
-            Erased(
-                owner,
-                view_cid,
-                view_branch,
-                tuple(sorted(ps)),
-                erased_bytes[(view_cid, view_branch)],
-            )
-            for (view_cid, view_branch), ps in sorted(views.items())
-        )
-        return Receipt("erase", config.now(), erased)
+            changed[(seg_cid, seg_branch)][position] = len(plain)
+        stale = _grouped((yield from _stale_summaries(d, config, owner, gone, spare_kept=False)))
+        yield from _rechain_all(d, config, owner, changed, stale)
+        erased = yield from _by_view(d, owner, changed)
+        summaries = yield from _by_view(d, owner, stale)
+        return Receipt("erase", config.now(), erased, summaries=summaries)
 
     return Operation(steps, write=True, erases=True)
 
@@ -239,7 +365,10 @@ def _materialize(d: Dialect, owner: str, row: BranchRow, config: Config) -> Step
     yield write_branch(d, owner, sign(config, owner, attrs.evolve(row, parent=None, at=0)))
 
 
-def _delete(d: Dialect, config: Config, owner: str, cid: str) -> Steps[list[Erased]]:
+def _delete(
+    d: Dialect, config: Config, owner: str, cid: str, gone: set[str]
+) -> Steps[list[Erased]]:
+    """Delete the conversation; add the references of the rows it stored to ``gone``."""
     rows = yield from branch_rows(d, owner, "conversation_id = ?", cid, lock=True)
     if not rows:
         return []
@@ -254,6 +383,11 @@ def _delete(d: Dialect, config: Config, owner: str, cid: str) -> Steps[list[Eras
         owner, cid,
     )  # fmt: skip
     size = {str(b): int(n or 0) for b, n in sizes}
+    stored = yield d.q(
+        "SELECT position, message FROM {M} WHERE owner = ? AND conversation_id = ?", owner, cid
+    )
+    for position, text in stored:
+        gone.add(message_ref(_decode(config.cipher.open_text(owner, text), cid, int(position))))
     where = " WHERE owner = ? AND conversation_id = ?"
     yield d.q("DELETE FROM {M}" + where, owner, cid)
     yield d.q("UPDATE {B} SET parent_conversation = NULL, parent_branch = NULL" + where, owner, cid)
@@ -264,14 +398,26 @@ def _delete(d: Dialect, config: Config, owner: str, cid: str) -> Steps[list[Eras
     ]
 
 
+def _after_delete(
+    d: Dialect, config: Config, owner: str, gone: set[str]
+) -> Steps[tuple[Erased, ...]]:
+    """Make stale the owner's remaining summaries built from deleted messages."""
+    stale = _grouped((yield from _stale_summaries(d, config, owner, gone, spare_kept=True)))
+    yield from _rechain_all(d, config, owner, stale)
+    summaries = yield from _by_view(d, owner, stale)
+    return summaries
+
+
 def delete_op(config: Config, owner: str, cid: str) -> Operation[Receipt]:
     check_id("owner", owner)
     check_id("conversation_id", cid)
 
     def steps(d: Dialect) -> Steps[Receipt]:
         yield from _owner_lock(d, owner)
-        erased = yield from _delete(d, config, owner, cid)
-        return Receipt("delete", config.now(), tuple(erased))
+        gone: set[str] = set()
+        erased = yield from _delete(d, config, owner, cid, gone)
+        summaries = yield from _after_delete(d, config, owner, gone)
+        return Receipt("delete", config.now(), tuple(erased), summaries=summaries)
 
     return Operation(steps, write=True, erases=True)
 
@@ -305,9 +451,13 @@ def prune_op(
             if too_old or too_many:
                 doomed.append((str(row_owner), str(row_cid)))
         erased: list[Erased] = []
+        gone: dict[str, set[str]] = defaultdict(set)
         for doomed_owner, doomed_cid in doomed:
-            erased += yield from _delete(d, config, doomed_owner, doomed_cid)
-        return Receipt("prune", config.now(), tuple(erased))
+            erased += yield from _delete(d, config, doomed_owner, doomed_cid, gone[doomed_owner])
+        summaries: list[Erased] = []
+        for gone_owner, refs in sorted(gone.items()):
+            summaries += yield from _after_delete(d, config, gone_owner, refs)
+        return Receipt("prune", config.now(), tuple(erased), summaries=tuple(summaries))
 
     return Operation(steps, write=True, erases=True)
 

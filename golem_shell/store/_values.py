@@ -10,7 +10,7 @@ import enum
 from datetime import datetime
 from typing import Final
 
-from attrs import frozen
+from attrs import field, frozen
 
 from golem_core import Message
 
@@ -66,21 +66,27 @@ class Erased:
 
 @frozen
 class Receipt:
-    """What an ``erase``, ``delete`` or ``prune`` erased, and when (the store's clock, UTC)."""
+    """What an ``erase``, ``delete`` or ``prune`` erased, and when (the store's clock, UTC).
+
+    ``summaries`` lists, per view, the stored summaries the operation made stale because
+    they were built from what it erased (ADR 0143): their text is gone, their compaction
+    record says ``"stale": true``; ``bytes`` of an entry there are the summary rows' size.
+    """
 
     action: str
     at: datetime
     erased: tuple[Erased, ...]
+    summaries: tuple[Erased, ...] = field(default=(), kw_only=True)
 
     @property
     def bytes(self) -> int:
-        """The stored bytes removed, over every entry."""
+        """The stored bytes removed, over every entry of ``erased`` (not ``summaries``)."""
         return sum(e.bytes for e in self.erased)
 
     @property
     def conversations(self) -> tuple[str, ...]:
-        """The conversations touched, sorted, each once."""
-        return tuple(sorted({e.conversation_id for e in self.erased}))
+        """The conversations touched (erased or holding a stale summary), sorted, each once."""
+        return tuple(sorted({e.conversation_id for e in (*self.erased, *self.summaries)}))
 
 
 @frozen
