@@ -51,9 +51,9 @@ def test_an_unknown_profile_is_an_error_naming_the_known_ones() -> None:
 @pytest.mark.parametrize(
     ("environ", "counts"),
     [
-        ({"CI": "1"}, "150 40 1000"),  # what .ci/run sets
-        ({}, "60 16 400"),
-        ({"HYPOTHESIS_PROFILE": "thorough"}, "2000 533 13333"),
+        ({"CI": "1"}, "100 40 1000"),  # what .ci/run sets
+        ({}, "60 24 600"),
+        ({"HYPOTHESIS_PROFILE": "thorough"}, "2000 800 20000"),
     ],
 )
 def test_the_properties_conftest_loads_the_profile_and_counts_scale_with_it(
