@@ -28,6 +28,13 @@ with: ``claude-sonnet-4-0`` is answered as ``claude-sonnet-4-20250514``;
 - a message without an origin (history written before ADR 0085) keeps every artifact:
   each encoder sends only its own format, as before.
 
+Native compaction (ADR 0148) leaves artifacts of the same kind: a Responses ``compaction``
+item (encrypted: nothing readable) goes back only to Responses at its endpoint, else it is
+left off, reported as ``"compaction item"``; an Anthropic ``compaction`` block goes back
+only to Anthropic at its endpoint for its model, else its summary travels as plain text,
+reported in ``as_text`` as ``"compaction summary"`` (left off when the compaction failed
+and holds no summary).
+
 Call ids are rewritten to fit the target's rules (Anthropic's characters, OpenAI's
 lengths, Mistral's nine letters and digits), the same new id on the call and on its
 results, so they still pair; the stored history keeps the original ids, and the report
@@ -67,6 +74,9 @@ from golem_core._providers import (
     recorded_provider,
 )
 from golem_core.wire._common import Origin
+from golem_core.wire.anthropic import COMPACTION_KEY as _ANTHROPIC_COMPACTION
+from golem_core.wire.openai_responses import COMPACTION_CONTENT_KEY as _RESPONSES_COMPACTION
+from golem_core.wire.openai_responses import COMPACTION_ID_KEY as _RESPONSES_COMPACTION_ID
 
 __all__ = [
     "BINDS_MODEL",
@@ -338,6 +348,10 @@ class _Assistant:
             return part
         if type(part) is ThinkingPart:
             return self.thought(j, part, origin)
+        if type(part) is TextPart and part.extra:
+            keys = {k for k, _ in part.extra}
+            if _RESPONSES_COMPACTION in keys or _ANTHROPIC_COMPACTION in keys:
+                return self.compaction(j, part, origin, keys)
         if type(part) in (TextPart, ToolCallPart):
             reader = _reader_of(part)
             if reader is not None:
@@ -346,6 +360,22 @@ class _Assistant:
                     self.note(self.left_off, j, "thought signature", why)
                     return _without(part, reader.artifact_keys)  # type: ignore[no-any-return]
         return part
+
+    def compaction(self, j: int, part: TextPart, origin: Origin, keys: set[str]) -> Part | None:
+        """A provider's compaction (ADR 0148): to its issuer as it came; elsewhere an
+        encrypted item is left off and a readable summary travels as text."""
+        encrypted = _RESPONSES_COMPACTION in keys
+        issuer = Provider.OPENAI_RESPONSES if encrypted else Provider.ANTHROPIC
+        why = _valid_for(issuer, origin, self.target, self.same)
+        if why is None:
+            return part
+        if encrypted or not part.text.strip():
+            what = "compaction item" if encrypted else "compaction summary"
+            self.note(self.left_off, j, what, why + "; nothing readable to send instead")
+            return None
+        self.note(self.as_text, j, "compaction summary", why + "; its summary sent as text")
+        drop = frozenset({_ANTHROPIC_COMPACTION, _RESPONSES_COMPACTION, _RESPONSES_COMPACTION_ID})
+        return _without(part, drop)  # type: ignore[no-any-return]
 
     def thought(self, j: int, part: ThinkingPart, origin: Origin) -> Part | None:
         """One entry per part: the artifact it carries (if any) and what became of it."""

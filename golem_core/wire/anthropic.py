@@ -48,6 +48,16 @@ that ended with no fragment is ``{}``; a block cut by ``max_tokens`` keeps what 
 and write as reported; in a stream the last cumulative figure of each field wins. A
 stream is complete only at ``message_stop``; an ``error`` event fails it.
 
+Context management (ADR 0148): ``encode_request(context_edits=...)`` sends
+``context_management: {"edits": [...]}`` (``clear_tool_uses``, ``clear_thinking``,
+``compact``; ``beta_headers`` names the ``anthropic-beta`` values they need). A
+``compaction`` block (``compact_20260112``) becomes a ``TextPart`` of its summary whose
+``extra`` holds ``COMPACTION_KEY`` (the block's ``content``, JSON, ``null`` for a failed
+compaction); the encoder sends it back as a ``compaction`` block, so Anthropic drops what
+stands before it. A stream carries it as one ``compaction_delta``. The edits a response
+reports (``context_management.applied_edits``) are kept in the message's ``extra``
+(``APPLIED_EDITS_KEY``), never sent.
+
 Over 600 lines because a codec is one concept: the request encoder and the response,
 stream and error decoders of one API share its vocabulary and are read together.
 """
@@ -55,10 +65,12 @@ stream and error decoders of one API share its vocabulary and are read together.
 from __future__ import annotations
 
 import base64
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, assert_never
 
+import attrs
 from returns.result import Failure, Result, Success
 
 from golem_core._arguments import wire_arguments
@@ -110,10 +122,21 @@ from golem_core.wire._common import (
 
 __all__ = [
     "ANTHROPIC_VERSION",
+    "APPLIED_EDITS_KEY",
+    "COMPACTION_BETA",
+    "COMPACTION_KEY",
+    "CONTEXT_MANAGEMENT_BETA",
     "DEFAULT_MAX_TOKENS",
     "ID_CHARS",
     "PROVIDER",
     "StreamDecoder",
+    "beta_headers",
+    "clear_thinking",
+    "clear_tool_uses",
+    "compact",
+    "compaction_content",
+    "compaction_part",
+    "context_edits_problem",
     "decode_error",
     "decode_response",
     "encode_request",
@@ -129,6 +152,18 @@ ANTHROPIC_VERSION = "2023-06-01"
 """The ``anthropic-version`` header golem speaks."""
 DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` when neither the request nor the adapter sets one (Anthropic requires it)."""
+COMPACTION_KEY = "anthropicCompaction"
+"""The ``extra`` key of a text part standing for a ``compaction`` block: its ``content``
+as JSON (a string, or ``null`` for a compaction that failed)."""
+APPLIED_EDITS_KEY = "anthropicAppliedEdits"
+"""The ``extra`` key of a message holding the ``context_management.applied_edits`` its
+response reported (JSON list): a report, never sent."""
+CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
+"""The ``anthropic-beta`` value of the clearing edits."""
+COMPACTION_BETA = "compact-2026-01-12"
+"""The ``anthropic-beta`` value of ``compact_20260112``."""
+MIN_COMPACT_TRIGGER = 50_000
+"""The smallest ``trigger`` (input tokens) ``compact_20260112`` takes."""
 
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 _USAGE_FIELDS = (
@@ -225,9 +260,37 @@ def _trim_final_assistant(turns: list[_Turn]) -> None:
         turns.pop()
 
 
+def compaction_part(content: str | None) -> TextPart:
+    """The part a ``compaction`` block becomes: its summary as text (empty when the
+    compaction failed), the block's ``content`` kept in ``extra`` (``COMPACTION_KEY``).
+    Total, deterministic."""
+    return TextPart(content or "", extra=((COMPACTION_KEY, dumps_compact(content)),))
+
+
+_NOT_COMPACTION: Any = object()
+
+
+def compaction_content(part: TextPart) -> Any:
+    """The ``content`` of the ``compaction`` block ``part`` stands for (a string or
+    ``None``), or ``_NOT_COMPACTION`` when it stands for none. Total."""
+    for key, text in part.extra:
+        if key == COMPACTION_KEY:
+            try:
+                value = json.loads(text)
+            except (ValueError, RecursionError):
+                return _NOT_COMPACTION
+            return value if value is None or (isinstance(value, str) and value) else None
+    return _NOT_COMPACTION
+
+
 def _assistant_blocks(message: Message, with_tools: bool, ids: WireIds) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for part in message.parts:
+        if type(part) is TextPart and part.extra:
+            content = compaction_content(part)
+            if content is not _NOT_COMPACTION:
+                blocks.append({"type": "compaction", "content": content})
+                continue
         match part:
             case ThinkingPart():
                 if part.redacted:
@@ -327,12 +390,97 @@ def _messages(request: ModelRequest) -> list[dict[str, Any]]:
     return [t.render() for t in turns]
 
 
+def clear_tool_uses(
+    *,
+    trigger_tokens: int | None = None,
+    keep_tool_uses: int | None = None,
+    clear_at_least_tokens: int | None = None,
+    exclude_tools: Sequence[str] = (),
+    clear_tool_inputs: bool = False,
+) -> dict[str, Any]:
+    """The ``clear_tool_uses_20250919`` edit: Anthropic clears the oldest tool results
+    (and, with ``clear_tool_inputs``, their calls) once the prompt passes
+    ``trigger_tokens``, keeping the newest ``keep_tool_uses``. Unset fields take
+    Anthropic's defaults (100,000 tokens; 3 tool uses). Total."""
+    edit: dict[str, Any] = {"type": "clear_tool_uses_20250919"}
+    if trigger_tokens is not None:
+        edit["trigger"] = {"type": "input_tokens", "value": trigger_tokens}
+    if keep_tool_uses is not None:
+        edit["keep"] = {"type": "tool_uses", "value": keep_tool_uses}
+    if clear_at_least_tokens is not None:
+        edit["clear_at_least"] = {"type": "input_tokens", "value": clear_at_least_tokens}
+    if exclude_tools:
+        edit["exclude_tools"] = list(exclude_tools)
+    if clear_tool_inputs:
+        edit["clear_tool_inputs"] = True
+    return edit
+
+
+def clear_thinking(keep_turns: int | None = None) -> dict[str, Any]:
+    """The ``clear_thinking_20251015`` edit: keep the thinking of the newest
+    ``keep_turns`` assistant turns (``None``: all of it, ``keep: "all"``). Total."""
+    keep: Any = "all" if keep_turns is None else {"type": "thinking_turns", "value": keep_turns}
+    return {"type": "clear_thinking_20251015", "keep": keep}
+
+
+def compact(
+    *,
+    trigger_tokens: int | None = None,
+    pause_after_compaction: bool = False,
+    instructions: str | None = None,
+) -> dict[str, Any]:
+    """The ``compact_20260112`` edit: once the prompt passes ``trigger_tokens`` (default
+    150,000; at least 50,000) Anthropic summarizes it into a ``compaction`` block at the
+    start of the answer; ``pause_after_compaction`` stops there (stop reason
+    ``compaction``); ``instructions`` replace its summarizing prompt. Total."""
+    edit: dict[str, Any] = {"type": "compact_20260112"}
+    if trigger_tokens is not None:
+        edit["trigger"] = {"type": "input_tokens", "value": trigger_tokens}
+    if pause_after_compaction:
+        edit["pause_after_compaction"] = True
+    if instructions is not None:
+        edit["instructions"] = instructions
+    return edit
+
+
+_EDIT_BETAS = {
+    "clear_tool_uses_20250919": CONTEXT_MANAGEMENT_BETA,
+    "clear_thinking_20251015": CONTEXT_MANAGEMENT_BETA,
+    "compact_20260112": COMPACTION_BETA,
+}
+
+
+def context_edits_problem(edits: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why Anthropic would refuse ``edits``, or ``None``: an edit type it does not know,
+    a ``compact`` trigger under 50,000 tokens, or ``clear_thinking`` not listed first.
+    Total, deterministic."""
+    for k, edit in enumerate(edits):
+        kind = edit.get("type")
+        if kind not in _EDIT_BETAS:
+            return f"edits[{k}]: unknown edit type {kind!r} (known: {', '.join(_EDIT_BETAS)})"
+        if kind == "clear_thinking_20251015" and k != 0:
+            return f"edits[{k}]: clear_thinking_20251015 must be listed first"
+        trigger = edit.get("trigger")
+        if kind == "compact_20260112" and isinstance(trigger, Mapping):
+            value = trigger.get("value")
+            if not isinstance(value, int) or value < MIN_COMPACT_TRIGGER:
+                return f"edits[{k}]: compact_20260112 trigger must be at least 50000 tokens"
+    return None
+
+
+def beta_headers(edits: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The ``anthropic-beta`` values ``edits`` need, each once, in a fixed order. Total."""
+    wanted = {_EDIT_BETAS[e["type"]] for e in edits if e.get("type") in _EDIT_BETAS}
+    return tuple(b for b in (CONTEXT_MANAGEMENT_BETA, COMPACTION_BETA) if b in wanted)
+
+
 def encode_request(
     request: ModelRequest,
     *,
     model: str,
     stream: bool,
     default_max_tokens: int = DEFAULT_MAX_TOKENS,
+    context_edits: Sequence[Mapping[str, Any]] = (),
 ) -> Result[dict[str, Any], WireError]:
     """The JSON body of a Messages request.
 
@@ -343,12 +491,19 @@ def encode_request(
         model: the model name (``"claude-sonnet-4-5"``).
         stream: whether to ask for a stream of events.
         default_max_tokens: ``max_tokens`` when the request's settings leave it unset.
+        context_edits: ``context_management.edits`` (``clear_tool_uses``,
+            ``clear_thinking``, ``compact``); the adapter sends ``beta_headers(edits)``.
 
     Returns:
         The body (a part Anthropic cannot take travels as its textual stand-in, ADR
         0067), or ``Failure(WireError)`` of kind ``UNSUPPORTED_CONTENT`` when nothing is
-        left to send.
+        left to send or the edits would be refused (``context_edits_problem``).
     """
+    problem = context_edits_problem(context_edits)
+    if problem is not None:
+        return Failure(
+            WireError(ModelErrorKind.UNSUPPORTED_CONTENT, f"context_management.{problem}")
+        )
     try:
         messages = _messages(request)
     except _Unsupported as exc:
@@ -398,6 +553,8 @@ def encode_request(
             )
         schema = structured_schema(request.output_schema.parameters)
         body["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
+    if context_edits:
+        body["context_management"] = {"edits": [dict(e) for e in context_edits]}
     if stream:
         body["stream"] = True
     add_anthropic_breakpoints(body, request)
@@ -655,6 +812,11 @@ def _decode(body: object) -> Message:
             parts.append(ThinkingPart(req_str(block, "thinking", path), signature=signature))
         elif kind == "redacted_thinking":
             parts.append(ThinkingPart(req_str(block, "data", path), redacted=True))
+        elif kind == "compaction":
+            content = block.get("content")
+            if content is not None and not isinstance(content, str):
+                bad(f"{path}.content", "a string or null", content)
+            parts.append(compaction_part(content))
         elif kind == "tool_use":
             if "input" not in block:
                 raise Malformed(f"{path}.input", "required field is missing")
@@ -673,7 +835,18 @@ def _decode(body: object) -> Message:
         model=opt_str(top, "model", "response") or None,
         usage=_usage(fields),
         finish_reason=opt_str(top, "stop_reason", "response"),
+        extra=_applied_edits(top.get("context_management")),
     )
+
+
+def _applied_edits(value: object) -> tuple[tuple[str, str], ...]:
+    """``context_management.applied_edits`` as the message ``extra`` that keeps it."""
+    if not isinstance(value, dict):
+        return ()
+    edits = value.get("applied_edits")
+    if not isinstance(edits, list) or not edits:
+        return ()
+    return ((APPLIED_EDITS_KEY, dumps_compact(edits)),)
 
 
 def decode_response(body: object, *, origin: Origin | None = None) -> Result[Message, WireError]:
@@ -722,7 +895,9 @@ class StreamDecoder:
         "_acc",
         "_args",
         "_blocks",
+        "_compactions",
         "_done",
+        "_edits",
         "_finish_reason",
         "_model",
         "_origin",
@@ -734,6 +909,8 @@ class StreamDecoder:
         self._acc = StreamAccumulator()
         self._blocks: dict[int, str] = {}  # block index -> block type
         self._args: set[int] = set()  # tool_use blocks that received a fragment
+        self._compactions: dict[int, str | None] = {}  # block index -> compaction content
+        self._edits: tuple[tuple[str, str], ...] = ()  # applied_edits, from message_delta
         self._done = False
         self._model: str | None = None
         self._usage: dict[str, int] = {}
@@ -809,6 +986,9 @@ class StreamDecoder:
                 if reason:
                     self._finish_reason = reason
             _read_usage(data.get("usage"), self._usage)
+            edits = _applied_edits(data.get("context_management"))
+            if edits:
+                self._edits = edits
         elif kind == "message_stop":
             self._done = True
         return ()
@@ -833,6 +1013,10 @@ class StreamDecoder:
             )
         if kind == "redacted_thinking":
             return (ThinkingDelta(req_str(block, "data", bpath), index, redacted=True),)
+        if kind == "compaction":  # its summary comes whole, in one compaction_delta
+            content = block.get("content")
+            self._compactions[index] = content if isinstance(content, str) else None
+            return ()
         if kind == "tool_use":
             initial = block.get("input")
             arguments = dumps_compact(initial) if initial not in (None, {}) else ""
@@ -862,6 +1046,13 @@ class StreamDecoder:
             return (ThinkingDelta(text, index),) if text else ()
         if kind == "signature_delta":
             return (ThinkingDelta("", index, signature=req_str(delta, "signature", dpath)),)
+        if kind == "compaction_delta":
+            content = delta.get("content")
+            if content is not None and not isinstance(content, str):
+                bad(f"{dpath}.content", "a string or null", content)
+            if index in self._compactions:
+                self._compactions[index] = content
+            return ()
         if kind == "input_json_delta":
             fragment = req_str(delta, "partial_json", dpath)
             if not fragment or self._blocks.get(index) != "tool_use":
@@ -892,4 +1083,9 @@ class StreamDecoder:
         message = self._acc.message(
             model=self._model, usage=_usage(self._usage), finish_reason=self._finish_reason
         )
+        if self._compactions:  # Anthropic sends a compaction block first in its answer
+            folded = tuple(compaction_part(self._compactions[k]) for k in sorted(self._compactions))
+            message = attrs.evolve(message, parts=(*folded, *message.parts))
+        if self._edits:
+            message = attrs.evolve(message, extra=self._edits)
         return stamp_origin(message, self._origin)

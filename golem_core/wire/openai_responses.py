@@ -60,6 +60,14 @@ from cache, ``cache_write_tokens`` written to it (where reported), ``reasoning_t
 A ``failed`` response is its error. A stream is complete only at ``response.completed``
 or ``response.incomplete``; ``response.failed`` and ``error`` events fail it.
 
+Native compaction (ADR 0148): a ``compaction`` item (``POST /responses/compact``, or an
+output item of a response) becomes a ``TextPart`` with empty text whose ``extra`` holds the
+item's id and ``encrypted_content`` (``COMPACTION_ID_KEY``, ``COMPACTION_CONTENT_KEY``); the
+encoder sends it back as a ``compaction`` input item. ``encode_compact_request`` builds the
+body of ``POST /responses/compact`` (``model``, ``input``, ``instructions``, the cache key;
+nothing else) and ``decode_compact_response`` reads its ``response.compaction`` object: the
+user messages it kept and one assistant message holding the compaction item, with usage.
+
 Over 600 lines because a codec is one concept: the request encoder and the response,
 stream and error decoders of one API share its vocabulary and are read together.
 """
@@ -123,14 +131,20 @@ from golem_core.wire.openai import json_schema_spec
 from golem_core.wire.strict import openai_strict_schema
 
 __all__ = [
+    "COMPACTION_CONTENT_KEY",
+    "COMPACTION_ID_KEY",
     "ENCRYPTED_CONTENT_KEY",
     "MAX_CALL_ID_LENGTH",
     "PHASE_KEY",
     "PROVIDER",
     "REASONING_ID_KEY",
     "StreamDecoder",
+    "compaction_item",
+    "compaction_part",
+    "decode_compact_response",
     "decode_error",
     "decode_response",
+    "encode_compact_request",
     "encode_request",
     "reasoning_item",
     "reasoning_part",
@@ -146,6 +160,10 @@ ENCRYPTED_CONTENT_KEY = "openaiEncryptedContent"
 PHASE_KEY = "openaiPhase"
 """The ``extra`` key of a text part holding its message item's ``phase`` (``commentary``
 or ``final_answer``; ADR 0066)."""
+COMPACTION_ID_KEY = "openaiCompactionId"
+"""The ``extra`` key of a text part standing for a Responses ``compaction`` item: its id."""
+COMPACTION_CONTENT_KEY = "openaiEncryptedCompaction"
+"""The ``extra`` key of that text part holding the item's ``encrypted_content``."""
 MAX_CALL_ID_LENGTH = 64
 """OpenAI refuses a longer ``call_id`` (``string_above_max_length``)."""
 INCLUDE_ENCRYPTED = "reasoning.encrypted_content"
@@ -236,6 +254,30 @@ def reasoning_item(part: ThinkingPart) -> dict[str, Any] | None:
     }
 
 
+def compaction_part(item_id: str | None, encrypted_content: str) -> TextPart:
+    """The part a Responses ``compaction`` item becomes: empty text (the summary is
+    encrypted: nothing readable travels anywhere else) with the item's id and
+    ``encrypted_content`` in ``extra``. Total, deterministic."""
+    extra: list[tuple[str, str]] = []
+    if item_id:
+        extra.append((COMPACTION_ID_KEY, json.dumps(item_id, ensure_ascii=False)))
+    extra.append((COMPACTION_CONTENT_KEY, json.dumps(encrypted_content, ensure_ascii=False)))
+    return TextPart("", extra=tuple(extra))
+
+
+def compaction_item(part: TextPart) -> dict[str, Any] | None:
+    """The ``compaction`` input item ``part`` stands for, or ``None`` when it is not a
+    compaction part. Total, deterministic."""
+    encrypted = _extra_str(part.extra, COMPACTION_CONTENT_KEY)
+    if not encrypted:
+        return None
+    item: dict[str, Any] = {"type": "compaction", "encrypted_content": encrypted}
+    item_id = _extra_str(part.extra, COMPACTION_ID_KEY)
+    if item_id:
+        item["id"] = item_id
+    return item
+
+
 # -- requests ----------------------------------------------------------------------------
 
 
@@ -289,8 +331,8 @@ def _as_content(content: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
 class _Encoder:
     __slots__ = ("ids", "items", "reasoning", "with_tools")
 
-    def __init__(self, request: ModelRequest, reasoning: bool) -> None:
-        self.with_tools = bool(request.tools)
+    def __init__(self, request: ModelRequest, reasoning: bool, *, calls: bool = False) -> None:
+        self.with_tools = calls or bool(request.tools)
         self.reasoning = reasoning
         self.ids = WireIds(max_length=MAX_CALL_ID_LENGTH, unique=True)
         self.items: list[dict[str, Any]] = []
@@ -318,7 +360,11 @@ class _Encoder:
                         flush_text()
                         leading.append(item)
                 case TextPart():
-                    if part.text:
+                    compaction = compaction_item(part) if part.extra else None
+                    if compaction is not None:
+                        flush_text()
+                        leading.append(compaction)
+                    elif part.text:
                         own = _extra_str(part.extra, PHASE_KEY)
                         if text and own != phase[0]:
                             flush_text()  # items of different phases stay apart
@@ -465,6 +511,35 @@ def encode_request(
     return Success(body)
 
 
+def encode_compact_request(
+    request: ModelRequest, *, model: str, encrypted_reasoning: bool | None = None
+) -> Result[dict[str, Any], WireError]:
+    """The JSON body of ``POST /responses/compact``: the history to compact as input
+    items (calls and results as ``function_call`` / ``function_call_output`` items,
+    whether or not the request declares tools), its instructions, and its cache key.
+
+    Total, deterministic. The endpoint takes no tools, ``store``, ``include`` or
+    settings (ADR 0148).
+
+    Returns:
+        The body, or ``Failure(WireError)`` of kind ``UNSUPPORTED_CONTENT`` when no item
+        is left to compact.
+    """
+    if encrypted_reasoning is None:
+        encrypted_reasoning = supports_encrypted_reasoning(model)
+    items = _Encoder(request, encrypted_reasoning, calls=True).encode(request)
+    if not items:
+        return Failure(
+            WireError(ModelErrorKind.UNSUPPORTED_CONTENT, "nothing to compact: no input items")
+        )
+    body: dict[str, Any] = {"model": model}
+    if request.instructions:
+        body["instructions"] = request.instructions
+    body["input"] = items
+    add_openai_cache_key(body, request)
+    return Success(body)
+
+
 # -- responses -------------------------------------------------------------------------
 
 
@@ -537,6 +612,11 @@ def _item_part(item: dict[str, Any], path: str) -> tuple[Part | None, bool]:
         if not any(summary) and not encrypted:
             return None, False  # nothing to show and nothing to replay
         return reasoning_part(opt_str(item, "id", path), summary, encrypted), False
+    if kind == "compaction":
+        encrypted = req_str(item, "encrypted_content", path)
+        if not encrypted:
+            raise Malformed(f"{path}.encrypted_content", "a compaction item without content")
+        return compaction_part(opt_str(item, "id", path) or None, encrypted), False
     return None, False  # hosted tools and future item types are not part of the contract
 
 
@@ -638,6 +718,72 @@ def decode_response(body: object, *, origin: Origin | None = None) -> Result[Mes
         return _decode(body).map(lambda m: stamp_origin(m, origin))
     except Malformed as exc:
         return Failure(_bad_response(exc))
+
+
+def _compacted_user(item: dict[str, Any], path: str) -> Message:
+    content = item.get("content")
+    if isinstance(content, str):
+        return Message(Role.USER, (TextPart(content),))
+    parts: list[Part] = []
+    for k, raw in enumerate(arr(content, f"{path}.content")):
+        cpath = f"{path}.content[{k}]"
+        entry = obj(raw, cpath)
+        ctype = req_str(entry, "type", cpath)
+        if ctype in ("input_text", "output_text"):
+            parts.append(TextPart(req_str(entry, "text", cpath)))
+        elif ctype == "input_image" and isinstance(entry.get("image_url"), str):
+            parts.append(URLPart(entry["image_url"], kind="image"))
+        else:  # kept, never sent (a file, a future content type)
+            parts.append(UnknownPart(ctype, extra=(("openaiContent", dumps_compact(entry)),)))
+    return Message(Role.USER, tuple(parts))
+
+
+def decode_compact_response(
+    body: object, *, origin: Origin | None = None
+) -> Result[tuple[Message, ...], WireError]:
+    """The compacted history of a ``response.compaction`` body (``POST /responses/compact``).
+
+    Total, deterministic. The output lists the user messages the provider kept, then one
+    ``compaction`` item: each user message becomes a user ``Message``; the compaction
+    item (and any other assistant output) becomes one assistant message recording
+    ``origin`` (ADR 0085) and the pass's ``usage``, so it goes back only to its issuer.
+
+    Returns:
+        The messages, oldest first (exactly one holds the compaction item), or
+        ``Failure(WireError)``: the error an error body reports, or ``BAD_RESPONSE`` for
+        a body of the wrong shape or without a compaction item.
+    """
+    if isinstance(body, dict) and "output" not in body and isinstance(body.get("error"), dict):
+        return Failure(_reported_error(body, "an error"))
+    try:
+        top = obj(body, "response")
+        kind = opt_str(top, "object", "response")
+        if kind not in (None, "response.compaction"):
+            raise Malformed("response.object", f"expected 'response.compaction', got {kind!r}")
+        out: list[Message] = []
+        compactions: list[Part] = []
+        for k, raw in enumerate(arr(top.get("output"), "response.output")):
+            path = f"response.output[{k}]"
+            item = obj(raw, path)
+            if item.get("type", "message") == "message" and item.get("role") == "user":
+                out.append(_compacted_user(item, path))
+                continue
+            part, _ = _item_part(item, path)
+            if part is not None:
+                compactions.append(part)
+        if not any(compaction_item(p) for p in compactions if isinstance(p, TextPart)):
+            raise Malformed("response.output", "no compaction item")
+        message = Message(
+            Role.ASSISTANT,
+            tuple(compactions),
+            model=opt_str(top, "model", "response") or None,
+            usage=_usage(top.get("usage")),
+            finish_reason="compaction",
+        )
+        out.append(stamp_origin(message, origin))
+    except Malformed as exc:
+        return Failure(_bad_response(exc))
+    return Success(tuple(out))
 
 
 def decode_error(
