@@ -6,6 +6,7 @@ Only configuration lives here: the key and base URL, the headers, and which pure
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -51,9 +52,15 @@ class AnthropicModel(HTTPModel):
         native_output: whether the model takes native structured output
             (``output_config.format``); default: guessed from the name (Claude Opus,
             Sonnet and Haiku 4.5 and later). Other models keep the ``final_result`` tool.
+        context_edits: Anthropic's server-side context management sent with every
+            request (``context_management.edits``; ADR 0148): ``wire.clear_tool_uses()``,
+            ``wire.clear_thinking()``, ``wire.compact()`` from ``golem_core.wire.anthropic``.
+            The ``anthropic-beta`` header they need is added. A ``compaction`` block an
+            answer holds stays in the history and goes back to this model only.
 
     Raises:
-        UsageError: no key for the default base URL, or a base URL that is not http(s).
+        UsageError: no key for the default base URL, a base URL that is not http(s), or
+            context edits Anthropic would refuse.
     """
 
     provider = Provider.ANTHROPIC
@@ -74,12 +81,20 @@ class AnthropicModel(HTTPModel):
         max_tokens: int = wire.DEFAULT_MAX_TOKENS,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         native_output: bool | None = None,
+        context_edits: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         profile = self.profile_of_class()
         key, base, late = key_and_base(profile, api_key, base_url, vendor="Anthropic")
         if max_tokens < 1:
             raise UsageError(f"max_tokens must be positive, got {max_tokens}")
+        edits = tuple(dict(e) for e in context_edits)
+        problem = wire.context_edits_problem(edits)
+        if problem is not None:
+            raise UsageError(f"context_edits: {problem}")
         headers = {"anthropic-version": wire.ANTHROPIC_VERSION, **key_headers(profile, key)}
+        betas = wire.beta_headers(edits)
+        if betas:
+            headers["anthropic-beta"] = ",".join(betas)
         http = ProviderHTTP(
             provider=profile.provider.value,
             url=f"{base}/v1/messages",
@@ -98,11 +113,21 @@ class AnthropicModel(HTTPModel):
             settings=settings,
         )
         self._max_tokens = max_tokens
+        self._context_edits = edits
         self.supports_native_output = (
             wire.supports_structured_output(model) if native_output is None else native_output
         )
 
     def _encode(self, request: ModelRequest, *, stream: bool) -> Result[dict[str, Any], WireError]:
         return wire.encode_request(
-            request, model=self._model, stream=stream, default_max_tokens=self._max_tokens
+            request,
+            model=self._model,
+            stream=stream,
+            default_max_tokens=self._max_tokens,
+            context_edits=self._context_edits,
         )
+
+    @property
+    def context_edits(self) -> tuple[dict[str, Any], ...]:
+        """The ``context_management.edits`` every request sends (ADR 0148)."""
+        return self._context_edits

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import attrs
 import httpx
-from returns.result import Result
+from returns.result import Failure, Result, Success
 
-from golem_core import ModelRequest, ModelSettings
+from golem_core import Message, ModelRequest, ModelSettings
 from golem_core.providers import Provider
 from golem_core.retry import RetryPolicy
 from golem_core.wire import WireError
@@ -26,7 +27,9 @@ from golem_shell.models._http import (
     DEFAULT_RETRY,
     DEFAULT_TIMEOUT,
     ProviderHTTP,
+    encode_json,
 )
+from golem_shell.models._settings import merge_settings
 
 __all__ = ["OpenAIResponsesModel", "ReasoningEffort", "ReasoningSummary"]
 
@@ -116,6 +119,18 @@ class OpenAIResponsesModel(HTTPModel):
             decode_error=wire.decode_error,
             max_response_bytes=max_response_bytes,
         )
+        self._compact_http = ProviderHTTP(
+            provider=profile.provider.value,
+            url=f"{base}/responses/compact",
+            headers=headers,
+            secret=key,
+            late_key=late,
+            http_client=http_client,
+            timeout=timeout,
+            retry=retry,
+            decode_error=wire.decode_error,
+            max_response_bytes=max_response_bytes,
+        )
         self._encrypted_reasoning = (
             wire.supports_encrypted_reasoning(model)
             if encrypted_reasoning is None
@@ -138,6 +153,54 @@ class OpenAIResponsesModel(HTTPModel):
     def encrypted_reasoning(self) -> bool:
         """Whether requests ask for, and send back, encrypted reasoning."""
         return self._encrypted_reasoning
+
+    @property
+    def compact_url(self) -> str:
+        """The endpoint ``compact`` posts to: ``{base_url}/responses/compact``."""
+        return self._compact_http.url
+
+    async def compact(self, request: ModelRequest) -> tuple[Message, ...]:
+        """Compact ``request``'s history with OpenAI's own compaction
+        (``POST {base_url}/responses/compact``, ADR 0148).
+
+        The history is ported to this model first (artifacts of other origins left off,
+        as for a request); the request's ``instructions`` and cache key travel with it.
+
+        Returns:
+            The compacted window: the user messages OpenAI kept, then one assistant
+            message (this model's origin and the pass's usage) holding the ``compaction``
+            item; later requests to this model send it back, other models leave it off.
+
+        Raises:
+            ModelError: the request failed (after retries) or the answer holds no
+                compaction item.
+            UsageError: nothing to compact.
+        """
+        ported, _ = self.ported(request)
+        ported = attrs.evolve(ported, settings=merge_settings(self._settings, ported.settings))
+        match wire.encode_compact_request(
+            ported, model=self._model, encrypted_reasoning=self._encrypted_reasoning
+        ):
+            case Success(value):
+                body: dict[str, Any] = value
+            case Failure(error):
+                raise UsageError(f"{self.name}: {error.message}")
+        got: list[tuple[Message, ...]] = []
+
+        def decode(payload: object) -> Result[Message, WireError]:
+            def keep(messages: tuple[Message, ...]) -> Message:
+                got.append(tuple(self._asked(m) if m.provider else m for m in messages))
+                return messages[-1]
+
+            return wire.decode_compact_response(payload, origin=self._origin).map(keep)
+
+        await self._compact_http.post(encode_json(body), decode)
+        return got[-1]
+
+    async def aclose(self) -> None:
+        """Close the clients this model owns (requests and compaction)."""
+        await super().aclose()
+        await self._compact_http.aclose()
 
     def _encode(self, request: ModelRequest, *, stream: bool) -> Result[dict[str, Any], WireError]:
         return wire.encode_request(
