@@ -64,7 +64,11 @@ def anthropic_violations(body: dict[str, Any]) -> list[str]:
     messages = body.get("messages") or []
     if not messages:
         return ["messages: at least one message is required"]
-    if messages[0]["role"] != "user":
+    first = messages[0]["content"]
+    compacted = (
+        isinstance(first, list) and bool(first) and first[0].get("type") == "compaction"
+    )  # Anthropic drops what stands before a compaction block: it may open the request
+    if messages[0]["role"] != "user" and not compacted:
         problems.append("messages.0: the first message must use the user role")
     seen_ids: set[str] = set()
     previous_calls: list[str] = []
@@ -81,6 +85,15 @@ def anthropic_violations(body: dict[str, Any]) -> list[str]:
                 problems.append(
                     f"messages.{k}.content.{j}: text blocks must contain non-whitespace"
                 )
+            if b["type"] == "compaction":
+                content = b.get("content")
+                if role != "assistant":
+                    problems.append(f"messages.{k}.content.{j}: compaction in a {role} turn")
+                if content is not None and (not isinstance(content, str) or not content):
+                    problems.append(
+                        f"messages.{k}.content.{j}: compaction content must be a non-empty"
+                        " string or null"
+                    )
         if role == "assistant":
             calls = [b["id"] for b in blocks if b["type"] == "tool_use"]
             for cid in calls:
@@ -126,6 +139,60 @@ def anthropic_violations(body: dict[str, Any]) -> list[str]:
     return problems
 
 
+ANTHROPIC_EDITS = {
+    "clear_tool_uses_20250919": "context-management-2025-06-27",
+    "clear_thinking_20251015": "context-management-2025-06-27",
+    "compact_20260112": "compact-2026-01-12",
+}
+"""Anthropic's ``context_management`` edit types and the ``anthropic-beta`` each needs."""
+
+
+def anthropic_context_violations(body: dict[str, Any], betas: str = "") -> list[str]:
+    """Anthropic ``context_management``: known edit types, each with its beta header
+    (``betas``: the ``anthropic-beta`` header sent), ``clear_thinking_20251015`` listed
+    first, a ``compact_20260112`` trigger of at least 50,000 input tokens, and
+    ``compaction`` blocks only with the compaction beta (docs: context editing,
+    compaction)."""
+    problems: list[str] = []
+    sent = {b.strip() for b in betas.split(",") if b.strip()}
+    edits = (body.get("context_management") or {}).get("edits", [])
+    for k, edit in enumerate(edits):
+        kind = edit.get("type")
+        if kind not in ANTHROPIC_EDITS:
+            problems.append(f"context_management.edits[{k}]: unknown type {kind!r}")
+            continue
+        if ANTHROPIC_EDITS[kind] not in sent:
+            problems.append(f"context_management.edits[{k}]: {kind} needs {ANTHROPIC_EDITS[kind]}")
+        if kind == "clear_thinking_20251015" and k:
+            problems.append(f"context_management.edits[{k}]: clear_thinking must be first")
+        trigger = edit.get("trigger")
+        if kind == "compact_20260112" and trigger is not None and trigger.get("value", 0) < 50000:
+            problems.append(f"context_management.edits[{k}]: trigger under 50000 tokens")
+    for k, m in enumerate(body.get("messages") or []):
+        content = m["content"] if isinstance(m["content"], list) else []
+        if any(b.get("type") == "compaction" for b in content) and "compact-2026-01-12" not in sent:
+            problems.append(f"messages.{k}: a compaction block without the compact beta")
+    return problems
+
+
+RESPONSES_COMPACT_KEYS = frozenset(
+    {"model", "input", "instructions", "previous_response_id"}
+    | {"prompt_cache_key", "prompt_cache_retention", "service_tier"}
+)
+"""The fields ``POST /responses/compact`` takes."""
+
+
+def responses_compact_violations(body: dict[str, Any]) -> list[str]:
+    """``POST /responses/compact``: a ``model``, only the fields it takes (no tools,
+    ``store``, ``include``, ``stream``), and input that would be valid for ``/responses``."""
+    problems = [
+        f"{key}: not a field of /responses/compact" for key in body.keys() - RESPONSES_COMPACT_KEYS
+    ]
+    if not body.get("model"):
+        problems.append("model: required")
+    return problems + responses_violations(body)
+
+
 MAX_RESPONSES_CALL_ID = 64
 """OpenAI Responses refuses a longer ``call_id`` (``string_above_max_length``)."""
 
@@ -159,6 +226,8 @@ def responses_violations(body: dict[str, Any]) -> list[str]:
             if open_ids:
                 problems.append(f"input[{k}]: calls {open_ids} unanswered before this item")
                 open_ids = []
+            if kind == "compaction" and not item.get("encrypted_content"):
+                problems.append(f"input[{k}]: compaction item without encrypted_content")
             if kind == "reasoning":
                 following = items[k + 1] if k + 1 < len(items) else {}
                 if (
@@ -381,7 +450,7 @@ def artifact_violations(
                     found.append((f"messages.{k}.content.{j}", b["data"]))
     elif provider == "openai-responses":
         for k, item in enumerate(body.get("input") or []):
-            if item.get("type") == "reasoning":
+            if item.get("type") in ("reasoning", "compaction"):
                 found.append((f"input[{k}]", item.get("encrypted_content", "")))
     elif provider == "google":
         skip = base64.b64encode(b"skip_thought_signature_validator").decode("ascii")
