@@ -5,6 +5,8 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from golem_core import (
     Approved,
+    CompactionFinished,
+    CompactionStarted,
     Denied,
     ExternalResult,
     LifecycleEvent,
@@ -36,8 +38,10 @@ from golem_shell._errors import (
 from golem_shell._event_stream import EventStream, RunEvent
 from golem_shell._ids import new_id
 from golem_shell._limits import UsageLimits
+from golem_shell._native_compaction import native_compaction
 from golem_shell._observe import EventHandler, instrument, uninstrument
 from golem_shell._options import RunOptions, StreamOptions
+from golem_shell._recall import RECALL_HINT, recall_tool
 from golem_shell._results import (
     DeltaEvent,
     DeltaHandler,
@@ -48,6 +52,9 @@ from golem_shell._results import (
 from golem_shell._setup import RunSpec
 from golem_shell._summarize import (
     AsyncHistoryProcessor,
+    ModelProbe,
+    compact_history,
+    probe_compaction,
     run_history_processor,
     summarize_history,
 )
@@ -140,6 +147,8 @@ __all__ = [
     "AsyncHistoryProcessor",
     "AsyncTokenCounter",
     "Canceled",
+    "CompactionFinished",
+    "CompactionStarted",
     "CorruptHistoryError",
     "DeferredResultsError",
     "DeltaEvent",
@@ -157,6 +166,7 @@ __all__ = [
     "LifecycleEvent",
     "Model",
     "ModelError",
+    "ModelProbe",
     "ModelRequestsNotAllowed",
     "ModelRetry",
     "OpenAIModel",
@@ -164,6 +174,7 @@ __all__ = [
     "PartialResult",
     "PostgresHistoryStore",
     "ProviderTokenCounter",
+    "RECALL_HINT",
     "RequestFailed",
     "RequestFinished",
     "RequestStarted",
@@ -196,12 +207,16 @@ __all__ = [
     "anthropic_token_counter",
     "async_budget_history",
     "capture_run_messages",
+    "compact_history",
     "gemini_token_counter",
     "history_schema",
     "infer_model",
     "instrument",
+    "native_compaction",
     "new_id",
     "partial_from",
+    "probe_compaction",
+    "recall_tool",
     "run_history_processor",
     "summarize_history",
     "tiktoken_counter",

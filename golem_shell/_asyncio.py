@@ -24,8 +24,11 @@ import attrs
 from golem_core import Message, ModelErrorKind, Part, StreamDone, ToolCallPart
 from golem_core.loop import (
     Answered,
+    CompactHistory,
+    CompactionDeclined,
     Fail,
     Finish,
+    HistoryCompacted,
     IssuedCalls,
     ModelFailed,
     ModelResponded,
@@ -54,6 +57,7 @@ from golem_shell._observe import EventHandler, observe_run, relay
 from golem_shell._results import DeltaEvent, DeltaHandler, RunResult, partial_of
 from golem_shell._setup import (
     RunSpec,
+    compact_once,
     first_state,
     process_history,
     resolve_instructions,
@@ -164,6 +168,12 @@ class AgentEffects:
 
     async def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
         return await validate_output(self.spec, candidate, self.context)
+
+    async def compact(
+        self, command: CompactHistory, state: RunState
+    ) -> HistoryCompacted | CompactionDeclined:
+        """Compact once with the run's history processor (compact and retry, ADR 0141)."""
+        return await compact_once(self.spec, command)
 
     async def wait(self, paused: RunState) -> Literal[None]:
         return None

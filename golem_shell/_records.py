@@ -23,6 +23,7 @@ from returns.result import Failure, Success
 
 from golem_core import (
     Approved,
+    CompactionRecord,
     Denied,
     ExternalResult,
     Message,
@@ -35,7 +36,9 @@ from golem_core import (
     make_converter,
 )
 from golem_core.loop import (
+    CompactionDeclined,
     DeferredCall,
+    HistoryCompacted,
     ModelFailed,
     ModelResponded,
     ToolCanceled,
@@ -237,6 +240,16 @@ _texts: Codec = (
         TEXT[1](x, f"{where}[{i}]") for i, x in enumerate(_typed(list, "a list")[1](v, where))
     ),
 )
+
+
+def _compaction(value: JSON, where: str) -> CompactionRecord:
+    record = CompactionRecord.from_json(value)
+    if record is None:
+        raise CorruptRecord(f"{where}: not a compaction record")
+    return record
+
+
+COMPACTION: Codec = (lambda r: r.to_json(), _compaction)
 MESSAGES: Codec = (lambda ms: history_to_jsonable(ms), _messages)
 CALL: Codec = (lambda c: _CONVERTER.unstructure(c, Part), _call)
 USAGE: Codec = (lambda u: _CONVERTER.unstructure(u), _usage)
@@ -287,6 +300,12 @@ RECORDS: tuple[Record, ...] = (
         ToolReturned,
         (_f("call_id", TEXT), _f("parts", PARTS), _f("failed", FLAG, optional=True)),
     ),
+    Record(
+        "compacted",
+        HistoryCompacted,
+        (_f("history", MESSAGES), _f("record", COMPACTION)),
+    ),
+    Record("compactionDeclined", CompactionDeclined, (_f("outcome", TEXT),)),
     Record("retry", ToolRetry, (_f("call_id", TEXT), _f("reason", TEXT))),
     Record("canceled", ToolCanceled, (_f("call_id", TEXT), _f("reason", TEXT))),
     Record("crashed", ToolCrashed, (_f("call_id", TEXT), _f("reason", TEXT))),

@@ -28,15 +28,26 @@ from golem_core import (
     Part,
     ToolCallPart,
     conversation_id_of,
+    failed_outcome,
     join_instructions,
 )
-from golem_core.loop import OutputInvalid, OutputValid, RunConfig, RunState, ToolSpec, start_run
+from golem_core.loop import (
+    CompactHistory,
+    CompactionDeclined,
+    HistoryCompacted,
+    OutputInvalid,
+    OutputValid,
+    RunConfig,
+    RunState,
+    ToolSpec,
+    start_run,
+)
 from golem_shell._checks import check_prompt_parts
 from golem_shell._errors import RunError, Stage, UsageError
 from golem_shell._ids import new_id
 from golem_shell._limits import Overrides, UsageLimits, merge_settings
 from golem_shell._output import OUTPUT_TOOL_NAME, Output
-from golem_shell._summarize import AsyncHistoryProcessor
+from golem_shell._summarize import AsyncHistoryProcessor, compact_history
 from golem_shell._tools import ModelRetry, RunContext, Tool, Toolset
 from golem_shell.models import Model
 
@@ -45,6 +56,7 @@ __all__ = [
     "Processed",
     "Prompt",
     "RunSpec",
+    "compact_once",
     "first_state",
     "joined_instructions",
     "process_history",
@@ -213,6 +225,7 @@ def run_config(
         max_input_tokens=None if limits is None else limits.input_tokens_limit,
         max_output_tokens=None if limits is None else limits.output_tokens_limit,
         max_total_tokens=None if limits is None else limits.total_tokens_limit,
+        compact_on_overflow=spec.processor is not None,
     )
 
 
@@ -305,6 +318,15 @@ def _constant(processed: Processed) -> HistoryProcessor:
         return processed  # type: ignore[return-value]  # whatever it returned: start_run says
 
     return recorded
+
+
+async def compact_once(
+    spec: RunSpec, command: CompactHistory
+) -> HistoryCompacted | CompactionDeclined:
+    """Compact and retry's one compaction (ADR 0141), with the run's history processor."""
+    if spec.processor is None:
+        return CompactionDeclined(failed_outcome("the agent has no history processor"))
+    return await compact_history(spec.processor, command)
 
 
 async def validate_output(

@@ -9,6 +9,8 @@ recorded before the run moves on:
 - ``golem.processor``: the history processor's outcome on the supplied history (only
   for an agent that has one; once per run, so a summarizing processor's model call is
   made once and replayed from the record);
+- ``golem.compact``: the one compaction of compact and retry, when a provider refused a
+  request as too long (ADR 0141);
 - ``golem.request``: one model request (the adapter's own retries happen inside it;
   DBOS never retries a step);
 - ``golem.tool``: one tool call (the calls of one batch run concurrently, each its own
@@ -43,6 +45,9 @@ from typing import Any, Generic, TypeAlias, TypeVar
 from golem_core import DeferredAnswer, Message, ToolCallPart
 from golem_core.loop import (
     Answered,
+    CompactHistory,
+    CompactionDeclined,
+    HistoryCompacted,
     ModelFailed,
     ModelResponded,
     OutputInvalid,
@@ -89,7 +94,7 @@ from golem_shell._records import (
     encode,
 )
 from golem_shell._results import RunResult
-from golem_shell._setup import Prompt, RunSpec, validate_output
+from golem_shell._setup import Prompt, RunSpec, compact_once, validate_output
 from golem_shell._tools import RunContext
 
 try:
@@ -429,6 +434,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
         (work,) = AgentEffects(self.agent.run_spec(), context, None).tools((call,), state)
         return encode(await work)
 
+    async def _compact_step(self, command: CompactHistory) -> JSON:
+        return encode(await compact_once(self.agent.run_spec(), command))
+
     # -- the workflow's result ------------------------------------------------------------
 
     def _decode_result(self, value: JSON) -> RunResult[OutputT]:
@@ -477,6 +485,19 @@ class _DBOSEffects:
 
     async def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
         return await validate_output(self.spec, candidate, self.context)
+
+    async def compact(
+        self, command: CompactHistory, state: RunState
+    ) -> HistoryCompacted | CompactionDeclined:
+        """Compact and retry's one compaction (ADR 0141), a step: a summarizing
+        processor's model call is made once and replayed from the record."""
+        recorded = await DBOS.run_step_async(
+            _step("golem.compact"), self.durable._compact_step, command
+        )
+        outcome = decode(recorded, "compaction")
+        if not isinstance(outcome, HistoryCompacted | CompactionDeclined):
+            raise CorruptRecord(f"compaction: got a {type(outcome).__name__}")
+        return outcome
 
     async def wait(self, paused: RunState) -> Answered:
         """Publish the waiting calls (and why earlier answers were refused), then receive

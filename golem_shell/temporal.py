@@ -4,10 +4,11 @@ Owns the mapping of golem's run driver (``golem_shell._driver``) onto Temporal (
 docs/durable.md). The workflow ``golem.run`` (``GolemRun``) is the driver, replayed from
 its history; each effect is an activity recorded there before the run moves on:
 ``golem.instructions`` (dynamic instructions), ``golem.processor`` (the history
-processor, once per run), ``golem.request`` (one model request, the adapter's retries
-inside), ``golem.tool`` (one tool call; a batch's calls are concurrent activities
-scheduled in call order). Validation and every transition run in the workflow. Inputs
-and results are ``golem_shell._records`` JSON; the workflow id is the run id.
+processor, once per run), ``golem.compact`` (compact and retry's one compaction),
+``golem.request`` (one model request, the adapter's retries inside), ``golem.tool`` (one
+tool call; a batch's calls are concurrent activities scheduled in call order).
+Validation and every transition run in the workflow. Inputs and results are
+``golem_shell._records`` JSON; the workflow id is the run id.
 
 Nothing a conversation grows into crosses Temporal (ADR 0125): the run's input, each
 request and tool activity carry the head of the conversation's chain in the agent's blob
@@ -45,11 +46,23 @@ from typing import Any, Generic, TypeAlias, TypeVar
 
 import attrs
 
-from golem_core import DeferredAnswer, Message, ModelRequest, ToolCallPart, Usage, make_converter
+from golem_core import (
+    CompactionRecord,
+    DeferredAnswer,
+    Message,
+    ModelRequest,
+    ToolCallPart,
+    Usage,
+    failed_outcome,
+    make_converter,
+)
 from golem_core.loop import (
     Answered,
+    CompactHistory,
+    CompactionDeclined,
     Fail,
     Finish,
+    HistoryCompacted,
     ModelFailed,
     ModelResponded,
     OutputInvalid,
@@ -73,6 +86,7 @@ from golem_shell._blobs import (
     extend_chain,
     is_stashed,
     load_chain,
+    messages_chain,
     stash,
     unstash,
 )
@@ -108,7 +122,7 @@ from golem_shell._records import (
     encode,
 )
 from golem_shell._results import RunResult
-from golem_shell._setup import Prompt, RunSpec, validate_output
+from golem_shell._setup import Prompt, RunSpec, compact_once, validate_output
 from golem_shell._tools import RunContext
 
 try:
@@ -334,7 +348,32 @@ async def tool_activity(payload: JSON) -> JSON:
     return await _beating(durable, once())
 
 
-ACTIVITIES = (instructions_activity, processor_activity, request_activity, tool_activity)
+@activity.defn(name="golem.compact")
+async def compact_activity(payload: JSON) -> JSON:
+    """Compact once for compact and retry (ADR 0141), with the run's history processor,
+    on the history named by its chain's head."""
+    durable, payload = _arrived(payload)
+    command = CompactHistory(_history(durable, payload), payload["keep"], payload["reason"])
+    return await _beating(durable, _compacted(durable, command))
+
+
+async def _compacted(durable: TemporalAgent[Any, Any], command: CompactHistory) -> JSON:
+    outcome = await compact_once(durable.agent.run_spec(), command)
+    if isinstance(outcome, CompactionDeclined):
+        return encode(outcome)
+    # the history as stored bytes (by its chain's head): Temporal's JSON would reorder
+    # the keys of the messages' extra fields on the way
+    head = messages_chain(durable.blobs, outcome.history).head
+    return {"type": "compactedRef", "history": head, "record": outcome.record.to_json()}
+
+
+ACTIVITIES = (
+    instructions_activity,
+    processor_activity,
+    compact_activity,
+    request_activity,
+    tool_activity,
+)
 """The activities a worker of golem runs registers (with ``GolemRun``)."""
 
 
@@ -811,6 +850,31 @@ class _TemporalEffects:
             return outcome
 
         return [one(c) for c in calls]
+
+    async def compact(
+        self, command: CompactHistory, state: RunState
+    ) -> HistoryCompacted | CompactionDeclined:
+        """Compact and retry's one compaction (ADR 0141), an activity."""
+        history = messages_chain(self.durable.blobs, command.history).head
+        payload = self.durable._payload(
+            self._ids(state), history=history, keep=command.keep, reason=command.reason
+        )
+        try:
+            recorded = await self.journal.effect("golem.compact", payload)
+        except ActivityError as e:
+            return CompactionDeclined(failed_outcome(f"the compaction activity failed: {e.cause}"))
+        value = unstash(self.durable.blobs, recorded, "compaction")
+        if isinstance(value, dict) and value.get("type") == "compactedRef":
+            record = CompactionRecord.from_json(value.get("record"))
+            if record is None:
+                raise CorruptRecord("compaction: not a compaction record")
+            head = value.get("history")
+            folded = load_chain(self.durable.blobs, MESSAGE_CHAIN, head or None, "compacted")
+            return HistoryCompacted(folded.values, record)
+        outcome = decode(value, "compaction")
+        if not isinstance(outcome, HistoryCompacted | CompactionDeclined):
+            raise CorruptRecord(f"compaction: got a {type(outcome).__name__}")
+        return outcome
 
     async def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
         config = self.run_config

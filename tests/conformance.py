@@ -25,15 +25,17 @@ from typing import Any, Protocol
 
 import attrs
 
-from golem_core import DeferredAnswer, Message, Role, ToolCallPart, Usage
+from golem_core import DeferredAnswer, Message, ModelErrorKind, Role, ToolCallPart, Usage
 from golem_shell import (
     Agent,
     Approved,
     Denied,
     FunctionModel,
+    ModelError,
     ModelRetry,
     RunError,
     RunStarted,
+    summarize_history,
     tool,
 )
 
@@ -120,6 +122,30 @@ async def _only_final(output: str) -> str:
     return output.upper()
 
 
+def _too_long_until_summarized(request: Any) -> Message | str:
+    if len(request.messages) > 4:
+        raise ModelError(
+            ModelErrorKind.CONTEXT_TOO_LONG,
+            "prompt is too long: 9000 tokens > 8000 maximum",
+            status=400,
+            provider="test",
+        )
+    return f"answered from {len(request.messages)} messages"
+
+
+def _summarizer() -> Any:
+    return summarize_history(
+        FunctionModel(lambda request: "they asked four questions"),
+        keep_last_turns=1,
+        max_tokens=100_000,  # not at the start: only when the provider refuses
+    )
+
+
+_LONG = tuple(
+    m for i in range(4) for m in (Message.user(f"question {i}"), Message.assistant(f"answer {i}"))
+)
+
+
 def _approval(request: Any) -> Message | str:
     if _turns(request) == 0:
         return Message(Role.ASSISTANT, (_call("d1", "delete", {"path": "/tmp/x"}),))
@@ -138,6 +164,10 @@ class Scenario:
     answers: tuple[Mapping[str, DeferredAnswer], ...] = ()
     """The answers to each pause of the run, in order."""
     validator: Callable[..., Any] | None = None
+    history: tuple[Message, ...] = ()
+    """The conversation the run continues."""
+    processor: Callable[[], Any] | None = None
+    """Makes the agent's history processor."""
 
     def agent(self) -> Agent[Any, Any]:
         agent = Agent(
@@ -145,6 +175,7 @@ class Scenario:
             tools=list(self.tools),
             output_type=self.output_type,
             name=f"conformance-{self.name}",
+            history_processor=None if self.processor is None else self.processor(),
         )
         if self.validator is not None:
             agent.output_validator(self.validator)
@@ -162,6 +193,12 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("output-validator", _drafts, validator=_only_final),
     Scenario("approved", _approval, (delete,), answers=({"d1": Approved()},)),
     Scenario("denied", _approval, (delete,), answers=({"d1": Denied("not today")},)),
+    Scenario(
+        "compact-and-retry",
+        _too_long_until_summarized,
+        history=_LONG,
+        processor=_summarizer,
+    ),
 )
 
 
@@ -234,8 +271,11 @@ class PlainRuntime:
         events: list[Any] = []
         answers = list(scenario.answers)
         try:
-            result = await agent.run(
-                scenario.prompt, on_event=events.append, conversation_id="conformance"
+            result = await agent.run_with_history(
+                scenario.history,
+                scenario.prompt,
+                on_event=events.append,
+                conversation_id="conformance",
             )
             while result.paused:
                 result = await agent.run_with_deferred_results(

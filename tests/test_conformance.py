@@ -42,7 +42,12 @@ class DBOSRuntime:
     async def run(self, scenario: Scenario) -> Outcome:
         durable = _DURABLE[scenario.name]
         run_id = f"conformance-{scenario.name}"
-        await durable.start(scenario.prompt, run_id=run_id, conversation_id="conformance")
+        await durable.start(
+            scenario.prompt,
+            history=scenario.history,
+            run_id=run_id,
+            conversation_id="conformance",
+        )
         for answers in scenario.answers:
             waiting = await durable.waiting(run_id, timeout=10)
             await durable.answer(run_id, answers, pause=waiting.pause)

@@ -62,7 +62,11 @@ class TemporalRuntime:
         durable = _DURABLE[scenario.name]
         run_id = f"conformance-{scenario.name}-{uuid.uuid4()}"
         await durable.start(
-            self.client, scenario.prompt, run_id=run_id, conversation_id="conformance"
+            self.client,
+            scenario.prompt,
+            history=scenario.history,
+            run_id=run_id,
+            conversation_id="conformance",
         )
         for answers in scenario.answers:
             waiting = await durable.waiting(self.client, run_id, timeout=30)
