@@ -344,6 +344,42 @@ def _pruned(value: Any, schema: Any, root: dict[str, Any]) -> Any:
     return value
 
 
+def _takes_null(schema: Any, root: dict[str, Any]) -> bool:
+    if isinstance(schema, dict) and "$ref" in schema:
+        ref = schema["$ref"]
+        schema = root if ref == "#" else root["$defs"][ref.removeprefix("#/$defs/")]
+    if not isinstance(schema, dict):
+        return False
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    return any(_takes_null(o, root) for o in schema.get("anyOf") or ())
+
+
+def _optional_nullable(
+    schema: Any, root: dict[str, Any], seen: frozenset[str] = frozenset()
+) -> bool:
+    """Whether some object property is both optional and nullable: under strict mode
+    (every property required) its ``null`` cannot say "absent" (ADR 0130)."""
+    if isinstance(schema, dict) and "$ref" in schema:
+        ref = schema["$ref"]
+        if ref in seen:
+            return False
+        seen = seen | {ref}
+        schema = root if ref == "#" else root["$defs"][ref.removeprefix("#/$defs/")]
+    if not isinstance(schema, dict):
+        return False
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        required = set(schema.get("required", ()))
+        if any(k not in required and _takes_null(v, root) for k, v in props.items()):
+            return True
+        if any(_optional_nullable(v, root, seen) for v in props.values()):
+            return True
+    subs = [schema.get("items"), *(schema.get("anyOf") or ())]
+    return any(_optional_nullable(v, root, seen) for v in subs if v is not None)
+
+
 @given(tp=python_types, seed=st.integers(min_value=0, max_value=2**16), prune=st.booleans())
 def test_strict_mode_loses_no_value_of_the_type(tp: Any, seed: int, prune: bool) -> None:
     """Every value of the type can be written under the strict schema (optional
@@ -359,6 +395,9 @@ def test_strict_mode_loses_no_value_of_the_type(tp: Any, seed: int, prune: bool)
     try:  # the generator does not honour every pattern pydantic writes
         value = validate(example_from_schema(json_schema(tp), seed=seed), tp)
     except ValidationFailed:
+        assume(False)
+    if prune and _optional_nullable(json_schema(tp), json_schema(tp)):
+        # left out or None: the one thing strict mode cannot tell apart (ADR 0130)
         assume(False)
     if prune:  # optional properties left out: the model writes null for each
         try:
