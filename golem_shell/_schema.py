@@ -360,9 +360,7 @@ def _fields(tp: type, hints: dict[str, Any]) -> list[tuple[str, Any, Any]]:
             marked = {}
         for key, hint in hints.items():
             marker = get_origin(marked.get(key))
-            required = (
-                marker is Required or (marker is not NotRequired and key in required_keys)
-            )
+            required = marker is Required or (marker is not NotRequired and key in required_keys)
             out.append((key, hint, NO_DEFAULT if required else _MISSING_VALUE))
     return out
 

@@ -761,9 +761,8 @@ def test_the_benchmark_runs_and_prints_its_figures() -> None:
     )
     assert out.returncode == 0, out.stderr
     rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-    assert [(r["kind"], r["backend"]) for r in rows] == [
-        ("overhead", "sqlite"),
-        ("overhead", "sqlite-wal"),
-    ]
-    assert all(r["durable_ms"] > 0 and r["plain_ms"] > 0 for r in rows)
+    overhead = [r for r in rows if r["kind"] == "overhead"]
+    assert [r["backend"] for r in overhead] == ["sqlite", "sqlite-wal"]
+    assert all(r["durable_ms"] > 0 and r["plain_ms"] > 0 for r in overhead)
+    assert {r["kind"] for r in rows} <= {"overhead", "long"}  # and the long runs (ADR 0125)
     assert "| sqlite-wal |" in out.stdout

@@ -143,6 +143,7 @@ def infer_model(model: str | Model) -> Model:
         raise UsageError(f"model {model!r} names no model after {prefix!r}")
     return factory(name.strip())
 
+
 from golem_shell._public import claim_public_names as _claim_public_names  # noqa: E402
 
 _claim_public_names(globals())  # reprs and tracebacks name this module

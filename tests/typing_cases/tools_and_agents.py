@@ -88,7 +88,6 @@ except RunError as e:
         print(f"stopped after {e.partial.requests} requests")
 
 
-
 # a standalone tool is typed by the context it takes (issue 37 item 4): Tool[Deps], not Tool[Any]
 @tool
 def greet(context: RunContext[Deps], greeting: str) -> str:
