@@ -39,6 +39,7 @@ __all__ = [
     "RunFinished",
     "RunPaused",
     "RunStarted",
+    "RunSteered",
     "ToolFinished",
     "ToolOutcomeKind",
     "ToolStarted",
@@ -77,6 +78,17 @@ class HistoryProcessed:
 CompactionTrigger: TypeAlias = Literal["processor", "context_too_long"]
 """Why a run compacted: its history processor folded the history before the first
 request, or a provider refused a request as too long (compact and retry, ADR 0141)."""
+
+
+@frozen
+class RunSteered:
+    """User messages sent while the run was working joined it (steering), before its
+    request number ``request``; ``messages`` how many (content is not reported)."""
+
+    run_id: str
+    conversation_id: str
+    request: int
+    messages: int
 
 
 @frozen
@@ -256,6 +268,7 @@ LifecycleEvent: TypeAlias = (
     | HistoryProcessed
     | CompactionStarted
     | CompactionFinished
+    | RunSteered
     | HistoryPorted
     | RequestStarted
     | RequestFinished

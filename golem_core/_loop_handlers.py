@@ -25,6 +25,7 @@ from golem_core._history import _calls_of, check_pairing, interrupted_result
 from golem_core._loop_values import (
     FINAL_RESULT_TEXT,
     NOT_EXECUTED_TEXT,
+    STEERED_TEXT,
     Answered,
     CompactionDeclined,
     HistoryCompacted,
@@ -33,6 +34,7 @@ from golem_core._loop_values import (
     RunConfig,
     RunState,
     Stage,
+    Steered,
     ToolCanceled,
     ToolCrashed,
     ToolOutcome,
@@ -425,6 +427,23 @@ def _on_output_valid(state: RunState, value: Any) -> RunState:
     return attrs.evolve(
         state, evidence=len(state.added), candidate=None, phase=Phase.DONE, output=value
     )
+
+
+def _on_steered(state: RunState, steered: Steered) -> RunState:
+    """User messages sent while the run worked join it here, at a safe point: before its
+    next request, or instead of taking the output it was about to validate (a final
+    output call is answered as not used, so no call is left without its result); each
+    is stamped in its place after what the run added, never inside the cached prefix."""
+    if state.phase is Phase.VALIDATE:
+        if type(state.candidate) is ToolCallPart:
+            assistant = state.turn
+            assert assistant is not None
+            state = _add(
+                state, [_result(c, STEERED_TEXT, failed=False) for c in _calls_of(assistant)]
+            )
+        state = attrs.evolve(state, candidate=None)
+    state = _add(state, steered.messages)
+    return attrs.evolve(state, phase=Phase.REQUEST, evidence=len(state.added))
 
 
 def _on_output_invalid(state: RunState, reason: str) -> RunState:

@@ -18,6 +18,8 @@ Transitions (``Phase`` -> command -> outcome -> phase)::
     VALIDATE  -> ValidateOutput  -> OutputValid     -> DONE
                                  -> OutputInvalid   -> REQUEST (correction) | FAILED (output)
     PAUSED    -> Pause           -> Answered        -> TOOLS | REQUEST | PAUSED (or refused)
+    REQUEST   -> RequestModel    -> Steered         -> REQUEST (user messages join first)
+    VALIDATE  -> ValidateOutput  -> Steered         -> REQUEST (the output is not taken)
     DONE      -> Finish
     FAILED    -> Fail
 
@@ -45,6 +47,7 @@ from golem_core._loop_handlers import (
     _on_output_invalid,
     _on_output_valid,
     _on_response,
+    _on_steered,
     _on_tool_done,
 )
 from golem_core._loop_values import (
@@ -66,6 +69,7 @@ from golem_core._loop_values import (
     RequestModel,
     RunState,
     Stage,
+    Steered,
     ToolDone,
     ToolsReturned,
     ValidateOutput,
@@ -152,6 +156,8 @@ def _table() -> tuple[Transition, ...]:
             (Phase.TOOLS, Phase.REQUEST, Phase.PAUSED),
             _on_answers,
         ),
+        Transition(Phase.REQUEST, RequestModel, Steered, (Phase.REQUEST,), _on_steered),
+        Transition(Phase.VALIDATE, ValidateOutput, Steered, (Phase.REQUEST,), _on_steered),
     )
 
 

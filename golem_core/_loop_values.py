@@ -36,6 +36,8 @@ __all__ = [
     "Finish",
     "LoopCommand",
     "LoopOutcome",
+    "STEERED_TEXT",
+    "Steered",
     "ModelFailed",
     "ModelResponded",
     "OutputInvalid",
@@ -75,6 +77,8 @@ class Stage(enum.StrEnum):
     TIMEOUT = "timeout"
 
 
+STEERED_TEXT = "not used: the user wrote again before this output was taken"
+"""The result of a final output call the run set aside for a steering message."""
 NOT_EXECUTED_TEXT = "not executed: the run ended with its final result before this call ran"
 FINAL_RESULT_TEXT = "final result processed"
 
@@ -451,6 +455,19 @@ class OutputInvalid:
     reason: str
 
 
+@frozen
+class Steered:
+    """User messages sent while the run was working (steering): they join the run at
+    its next safe point, before its next request or in place of taking its output (never
+    between a call and its result), each stamped in its place."""
+
+    messages: tuple[Message, ...] = field(converter=tuple)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.messages or any(m.role is not Role.USER for m in self.messages):
+            raise ValueError("steering messages are one or more user messages")
+
+
 LoopOutcome: TypeAlias = (
     ModelResponded
     | ModelFailed
@@ -461,6 +478,7 @@ LoopOutcome: TypeAlias = (
     | OutputValid
     | OutputInvalid
     | Answered
+    | Steered
 )
 
 # -- stamping: the one way a message joins the run ---------------------------------------

@@ -15,6 +15,7 @@ from golem_core import (
     RequestStarted,
     RetryPolicy,
     RetryScheduled,
+    RunSteered,
     RunFailed,
     RunFinished,
     RunPaused,
@@ -25,6 +26,7 @@ from golem_core import (
 )
 from golem_shell._agent import Agent
 from golem_shell._capture import capture_run_messages
+from golem_shell._steering import Steering
 from golem_shell._errors import (
     DeferredResultsError,
     GolemError,
@@ -190,9 +192,11 @@ __all__ = [
     "RunResult",
     "RunSpec",
     "RunStarted",
+    "RunSteered",
     "SQLiteHistoryStore",
     "ScriptedModel",
     "Stage",
+    "Steering",
     "StreamOptions",
     "TestModel",
     "Tool",

@@ -493,7 +493,10 @@ class Agent(Registry[DepsT, OutputT]):
         spec, context = _set_up(self, history, options)
         answered = Answered(results, close_unanswered)
         on_event = options.get("on_event")
-        result = await resume(spec, history, answered, context, on_delta, on_event, issued=issued)
+        steer = options.get("steering")
+        result = await resume(
+            spec, history, answered, context, on_delta, on_event, issued=issued, steer=steer
+        )
         return cast(RunResult[OutputT], result)
 
     def run_with_deferred_results_sync(
@@ -528,7 +531,9 @@ async def _start(
     spec, context = _set_up(agent, history, options)
     if output_type is not None:
         spec = spec.with_output(output_type)
-    result = await start(spec, history, parts, context, on_delta, options.get("on_event"))
+    result = await start(
+        spec, history, parts, context, on_delta, options.get("on_event"), options.get("steering")
+    )
     return cast(RunResult[OutputT], result)
 
 

@@ -65,6 +65,7 @@ from golem_shell._setup import (
     toolset_specs,
     validate_output,
 )
+from golem_shell._steering import Steering
 from golem_shell._tools import RunContext, Toolset
 
 __all__ = ["AgentEffects", "OpenToolsets", "resume", "start", "sync"]
@@ -82,11 +83,16 @@ class AgentEffects:
     tool_batch: ToolBatch = "cancel_siblings"
 
     def __init__(
-        self, spec: RunSpec, context: RunContext[Any], on_delta: DeltaHandler | None
+        self,
+        spec: RunSpec,
+        context: RunContext[Any],
+        on_delta: DeltaHandler | None,
+        steer: Steering | None = None,
     ) -> None:
         self.spec = spec
         self.context = context
         self.on_delta = on_delta
+        self.steer = steer
         self.streaming = on_delta is not None
         self.cause: BaseException | None = None
 
@@ -169,6 +175,10 @@ class AgentEffects:
     async def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
         return await validate_output(self.spec, candidate, self.context)
 
+    async def steering(self, state: RunState) -> tuple[Message, ...]:
+        """What was sent to the run (``Steering.send``) since it last looked."""
+        return () if self.steer is None else self.steer._take()
+
     async def compact(
         self, command: CompactHistory, state: RunState
     ) -> HistoryCompacted | CompactionDeclined:
@@ -195,6 +205,7 @@ async def start(
     context: RunContext[Any],
     on_delta: DeltaHandler | None,
     on_event: EventHandler | None,
+    steer: Steering | None = None,
 ) -> RunResult[Any]:
     """A run from ``history`` and ``prompt``, set up and driven to its end: instructions
     resolved, toolsets listed and the history processor run once, within the timeout."""
@@ -204,7 +215,7 @@ async def start(
         spec, process_history(spec, history), deadline, "its history processor ran"
     )
     state = first_state(spec, config, history, prompt, processed, datetime.now(UTC))
-    return await _drive(spec, state, context, on_delta, on_event, deadline)
+    return await _drive(spec, state, context, on_delta, on_event, deadline, steer=steer)
 
 
 async def resume(
@@ -216,6 +227,7 @@ async def resume(
     on_event: EventHandler | None,
     *,
     issued: IssuedCalls | None = None,
+    steer: Steering | None = None,
 ) -> RunResult[Any]:
     """A paused run (its ``history``) continued with ``answered``, driven to its end.
 
@@ -240,7 +252,9 @@ async def resume(
     state = receive(paused_from(config, history), answered)
     if state.rejected is not None:  # a toolset's tool changed what waits
         raise DeferredResultsError(str(state.rejected), state.rejected.call_ids)
-    return await _drive(spec, state, context, on_delta, on_event, deadline, resumed=True)
+    return await _drive(
+        spec, state, context, on_delta, on_event, deadline, resumed=True, steer=steer
+    )
 
 
 def _deadline(spec: RunSpec) -> float | None:
@@ -298,11 +312,14 @@ async def _drive(
     deadline: float | None,
     *,
     resumed: bool = False,
+    steer: Steering | None = None,
 ) -> RunResult[Any]:
     """Drive the run with asyncio effects, under the run's timeout (until ``deadline``);
     a cancel or timeout at any moment leaves the partial."""
     progress = Progress(state, observe_run(spec, state, on_event, resumed=resumed))
-    effects = AgentEffects(spec, context, relay(progress.observer, on_delta))
+    effects = AgentEffects(spec, context, relay(progress.observer, on_delta), steer)
+    if steer is not None:
+        steer._bind()
 
     async def guarded(body: Coroutine[Any, Any, End]) -> End:
         try:
@@ -327,6 +344,8 @@ async def _drive(
         end = await run(progress, effects, guarded)
     finally:
         record_run_messages(progress.state.messages)
+        if steer is not None:
+            steer._end()
     if isinstance(end, Fail):
         raise RunError(
             Stage(end.stage),

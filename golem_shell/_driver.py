@@ -45,6 +45,7 @@ from golem_core.loop import (
     Phase,
     RequestModel,
     RunState,
+    Steered,
     ToolCrashed,
     ToolDone,
     ToolOutcome,
@@ -106,6 +107,10 @@ class Effects(Protocol):
         """The answers a paused run receives, or ``None`` to end the run paused."""
         ...
 
+    # Optional (looked up with ``getattr``): ``async def steering(self, state) ->
+    # Sequence[Message]``: the user messages sent to the run since it last asked (steering,
+    # issue 36), taken before each request and before an output is taken; a durable
+    # runtime records what it took. Without it a run is not steerable.
     # Optional (looked up with ``getattr``): ``async def compact(self, command:
     # CompactHistory, state: RunState) -> HistoryCompacted | CompactionDeclined``, the
     # runtime's compaction strategy run once on ``command.history``
@@ -134,9 +139,18 @@ async def drive(progress: Progress, effects: Effects) -> End:
     """
     observer = progress.observer
     state = progress.state
+    steering = getattr(effects, "steering", None)
     while True:
         command = next_command(state)
         outcome: Any
+        if steering is not None and isinstance(command, RequestModel | ValidateOutput):
+            sent = await steering(state)
+            if sent:  # user messages sent meanwhile join here, a safe point
+                state = receive(state, Steered(tuple(sent)))
+                progress.state = state
+                if observer is not None:
+                    await observer.steered(state.requests + 1, len(sent))
+                continue
         if isinstance(command, RequestModel):
             if observer is not None:
                 await observer.request_started(command.request, state, effects.streaming)

@@ -27,14 +27,16 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from golem_core import CompactionRecord, Message, ModelRequest, TextPart, ToolCallPart
-from golem_core._events import (
+from golem_core import (
     CompactionFinished,
+    CompactionRecord,
     CompactionStarted,
     CompactionTrigger,
     HistoryPorted,
     HistoryProcessed,
     LifecycleEvent,
+    Message,
+    ModelRequest,
     RequestFailed,
     RequestFinished,
     RequestStarted,
@@ -43,11 +45,14 @@ from golem_core._events import (
     RunFinished,
     RunPaused,
     RunStarted,
+    RunSteered,
+    TextPart,
+    ToolCallPart,
     ToolFinished,
     ToolOutcomeKind,
     ToolStarted,
 )
-from golem_core._loop import (
+from golem_core.loop import (
     Fail,
     Finish,
     ModelResponded,
@@ -334,6 +339,14 @@ class RunObserver:
         except Exception as e:
             _attach_partial(e, progress, error)
             raise e from error
+
+    # -- steering ---------------------------------------------------------------------
+
+    async def steered(self, request: int, messages: int) -> None:
+        """User messages sent while the run worked joined it before request ``request``."""
+        if self._trace is not None:
+            self._trace.steered(request, messages)
+        await self.emit(RunSteered(self.run_id, self.conversation_id, request, messages))
 
     # -- compaction -------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from typing_extensions import TypedDict, TypeVar
 from golem_core import ModelSettings
 from golem_shell._limits import Overrides, UsageLimits
 from golem_shell._observe import EventHandler
+from golem_shell._steering import Steering
 from golem_shell.models import Model, infer_model
 
 __all__ = ["STREAM_KEYWORDS", "RunOptions", "StreamOptions", "check_options", "overrides_of"]
@@ -41,6 +42,9 @@ class StreamOptions(TypedDict, Generic[DepsT], total=False):
     the agent's)."""
     usage_limits: UsageLimits | None
     """What this run may use (requests, tokens); fails at stage ``limit`` past it."""
+    steering: Steering | None
+    """Messages sent to the run while it works (``Steering.send``): they join it at its
+    next safe point."""
 
 
 class RunOptions(StreamOptions[DepsT], total=False):

@@ -60,7 +60,7 @@ from golem_core import (
     URLPart,
     Usage,
 )
-from golem_core._loop import DeferredCall, RunState, ToolOutcome, ToolReturned
+from golem_core.loop import DeferredCall, RunState, ToolOutcome, ToolReturned
 from golem_core.providers import profile_of, recorded_provider
 from golem_shell._errors import ModelError, RunError
 
@@ -512,6 +512,12 @@ class RunTrace:
                 "golem.history.pairs_kept": change.pairs_kept,
                 "golem.history.pending_kept": len(change.pending_kept),
             },
+        )
+
+    def steered(self, request: int, messages: int) -> None:
+        """A ``golem.steered`` event on the run span: user messages joined the run."""
+        self.span.add_event(
+            "golem.steered", {"golem.request": request, "golem.steered.messages": messages}
         )
 
     def compaction_started(self, processor: str, trigger: str, request: int, messages: int) -> None:

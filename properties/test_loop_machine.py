@@ -34,6 +34,7 @@ from golem_core.loop import (
     RequestModel,
     RunConfig,
     RunState,
+    Steered,
     ToolCanceled,
     ToolCrashed,
     ToolDone,
@@ -168,6 +169,17 @@ class LoopMachine(RuleBasedStateMachine):
         if stale:
             assert self.state.rejected is not None
             assert attrs.evolve(self.state, rejected=None) == attrs.evolve(before, rejected=None)
+
+    @precondition(lambda self: self.state.phase in (Phase.REQUEST, Phase.VALIDATE))
+    @rule(texts=st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=2))
+    def user_steers(self, texts: list[str]) -> None:
+        """Steering (issue 36): user messages join at a safe point; the invariants (a
+        provider-valid request, a paired partial, resume-ready evidence) hold after."""
+        before = len(self.state.added)
+        self._step(Steered(tuple(Message.user(t) for t in texts)))
+        assert self.state.phase is Phase.REQUEST
+        assert [m.text for m in self.state.added[-len(texts) :]] == texts
+        assert len(self.state.added) >= before + len(texts)
 
     @precondition(lambda self: self.state.phase is Phase.VALIDATE)
     @rule(valid=st.booleans())

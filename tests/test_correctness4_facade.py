@@ -93,6 +93,7 @@ def test_every_run_keyword_is_declared_once() -> None:
         "model",
         "settings",
         "usage_limits",
+        "steering",
     }
 
 
