@@ -42,7 +42,7 @@ import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Generic, TypeAlias, TypeVar
 
-from golem_core import DeferredAnswer, Message, ToolCallPart
+from golem_core import DeferredAnswer, Message, Part, ToolCallPart
 from golem_core.loop import (
     Answered,
     CompactHistory,
@@ -85,6 +85,7 @@ from golem_shell._engine import (
 from golem_shell._errors import RunError, Stage, UsageError
 from golem_shell._observe import EventHandler, observe_run
 from golem_shell._records import (
+    MESSAGES,
     AnswersSent,
     CorruptRecord,
     RunEnded,
@@ -95,6 +96,7 @@ from golem_shell._records import (
 )
 from golem_shell._results import RunResult
 from golem_shell._setup import Prompt, RunSpec, compact_once, validate_output
+from golem_shell._steering import steering_message
 from golem_shell._tools import RunContext
 
 try:
@@ -114,6 +116,7 @@ except ImportError as _missing:  # pragma: no cover - the extra is installed in 
     ) from _missing
 
 __all__ = [
+    "STEER_TOPIC",
     "ANSWERS_TOPIC",
     "BlobStore",
     "DurableAgent",
@@ -137,6 +140,8 @@ WAITING_EVENT = "golem.waiting"
 """The DBOS event a paused run sets to the calls it waits for (none once answered)."""
 ANSWERS_TOPIC = "golem.answers"
 """The DBOS topic a paused run receives its answers on."""
+STEER_TOPIC = "golem.steer"
+"""The DBOS topic a running run receives steering messages on (``DurableAgent.steer``)."""
 _REJECTED_EVENT = "golem.rejected"
 _WAIT_SECONDS = 24 * 3600.0  # one durable recv; a paused run waits in a loop of these
 _POLL_SECONDS = 0.1  # how often a waiting reader checks for a run's result
@@ -230,6 +235,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
         blobs: where conversations are stored by reference (content-addressed, once per
             message); default: a ``golem_blobs`` table in DBOS's system database, which
             every worker of the runs shares already.
+        steerable: its runs take steering messages (``steer``): before each request and
+            each output the run checks its steering topic, two recorded DBOS steps
+            (``recv`` and its zero-second wait) each time, so it is off by default.
 
     Raises:
         UsageError: ``agent`` is not an ``Agent``, the name is empty or taken by another
@@ -244,8 +252,10 @@ class DurableAgent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         on_event: EventHandler | None = None,
         blobs: BlobStore | None = None,
+        steerable: bool = False,
     ) -> None:
         name = check_wrapped("DurableAgent", agent, name, _AGENTS)
+        self.steerable = steerable
         self.agent: Agent[DepsT, OutputT] = agent
         self.name = name
         self.deps = deps
@@ -337,6 +347,32 @@ class DurableAgent(Generic[DepsT, OutputT]):
             if queue is None:
                 return await DBOS.start_workflow_async(_durable_run, self.name, payload)
             return await DBOS.enqueue_workflow_async(queue, _durable_run, self.name, payload)
+
+    async def steer(self, run_id: str, prompt: str | Sequence[Part]) -> None:
+        """Send the running run ``run_id`` a message (steering): it joins the run at its
+        next safe point (before its next request, or instead of taking its output),
+        durably: a restarted worker's replay takes it at the same point.
+
+        Raises:
+            UsageError: there is no such run, it has ended (start the next run with the
+                message), or the prompt is empty.
+        """
+        message = steering_message(prompt)
+        if not self.steerable:
+            raise UsageError(
+                f"{self!r} takes no steering: make it with DurableAgent(..., steerable=True)"
+            )
+        status = await DBOS.get_workflow_status_async(run_id)
+        if status is None:
+            raise UsageError(f"there is no durable run with id {run_id!r}")
+        if status.status not in ("PENDING", "ENQUEUED"):
+            raise UsageError(
+                f"run {run_id!r} has ended ({status.status.lower()}): start the next run"
+                " with this message"
+            )
+        await DBOS.send_async(
+            run_id, MESSAGES[0]((message,)), STEER_TOPIC, serialization_type=_PORTABLE
+        )
 
     async def waiting(self, run_id: str, *, timeout: float = 0.0) -> WaitingCalls:
         """The calls the run ``run_id`` waits for (approval or an external result), with
@@ -460,6 +496,8 @@ class _DBOSEffects:
         self.durable = durable
         self.spec = spec
         self.context = context
+        if not durable.steerable:  # the driver asks nothing: no recorded steps
+            self.steering = None  # type: ignore[assignment]
         self.cause: BaseException | None = None
 
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
@@ -485,6 +523,16 @@ class _DBOSEffects:
 
     async def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
         return await validate_output(self.spec, candidate, self.context)
+
+    async def steering(self, state: RunState) -> tuple[Message, ...]:
+        """The steering messages sent to the run since it last looked (``recv`` is
+        recorded: a replay takes the same ones at the same point)."""
+        taken: list[Message] = []
+        while True:
+            sent = await DBOS.recv_async(STEER_TOPIC, timeout_seconds=0)
+            if sent is None:
+                return tuple(taken)
+            taken.extend(MESSAGES[1](sent, "steering"))
 
     async def compact(
         self, command: CompactHistory, state: RunState

@@ -51,6 +51,7 @@ from golem_core import (
     DeferredAnswer,
     Message,
     ModelRequest,
+    Part,
     ToolCallPart,
     Usage,
     failed_outcome,
@@ -123,6 +124,7 @@ from golem_shell._records import (
 )
 from golem_shell._results import RunResult
 from golem_shell._setup import Prompt, RunSpec, compact_once, validate_output
+from golem_shell._steering import steering_message
 from golem_shell._tools import RunContext
 
 try:
@@ -150,6 +152,7 @@ except ImportError as _missing:  # pragma: no cover - the extra is installed in 
     ) from _missing
 
 __all__ = [
+    "STEER_SIGNAL",
     "ACTIVITIES",
     "ANSWER_UPDATE",
     "BlobStore",
@@ -172,6 +175,8 @@ WORKFLOW_NAME = "golem.run"
 """The Temporal workflow type every run is an execution of (its id is the run id)."""
 WAITING_QUERY = "golem.waiting"
 """The query that reads a paused run's waiting calls (``null`` when it does not wait)."""
+STEER_SIGNAL = "golem.steer"
+"""The signal that sends a running run a steering message (``TemporalAgent.steer``)."""
 ANSWER_UPDATE = "golem.answer"
 """The update that answers a paused run's waiting calls (refused when they do not fit)."""
 TASK_QUEUE = "golem"
@@ -208,6 +213,7 @@ class GolemRun:
         self.paused: RunState | None = None
         self.sent: list[tuple[int, AnswersSent]] = []  # accepted, not yet taken by the run
         self.taken: dict[int, str | None] = {}  # by update: applied (None) or why not
+        self.steered: list[JSON] = []  # steering messages, not yet taken by the run
 
     @workflow.run
     async def run(self, agent: str, run: JSON) -> JSON:
@@ -221,6 +227,11 @@ class GolemRun:
     def _read(self, sent: JSON) -> JSON:
         """Answers as sent, read back from the run's store if they were stashed."""
         return unstash(_registered(self.agent).blobs, sent, "answers") if is_stashed(sent) else sent
+
+    @workflow.signal(name=STEER_SIGNAL)
+    def steer(self, sent: JSON) -> None:
+        """A steering message for the run: taken at its next safe point."""
+        self.steered.append(sent)
 
     @workflow.query(name=WAITING_QUERY)
     def waiting(self) -> JSON:
@@ -584,6 +595,24 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         waiting = decode_as(Waiting, unstash(self.blobs, value, "waiting"), "waiting")
         return WaitingCalls.of(waiting)
 
+    async def steer(self, client: Client, run_id: str, prompt: str | Sequence[Part]) -> None:
+        """Send the running run ``run_id`` a message (steering, a signal): it joins the
+        run at its next safe point (before its next request, or instead of taking its
+        output), recorded in the workflow's history.
+
+        Raises:
+            UsageError: the run does not run (there is none, or it ended: start the next
+                run with the message), or the prompt is empty.
+        """
+        payload = stash(self.blobs, MESSAGES[0]((steering_message(prompt),)))
+        try:
+            await client.get_workflow_handle(run_id).signal(STEER_SIGNAL, payload)
+        except RPCError as e:
+            raise UsageError(
+                f"run {run_id!r} cannot take a steering message ({e.message}): if it has"
+                " ended, start the next run with this message"
+            ) from None
+
     async def answer(
         self,
         client: Client,
@@ -850,6 +879,25 @@ class _TemporalEffects:
             return outcome
 
         return [one(c) for c in calls]
+
+    async def steering(self, state: RunState) -> tuple[Message, ...]:
+        """The steering messages signalled since the run last looked (journaled, so a run
+        continued as new takes the same ones at the same point)."""
+        number = self.journal.ask()
+        journaled = self.journal.recorded(number)
+        if journaled is None:
+            sent, self.run.steered = self.run.steered, []
+            messages = tuple(
+                m
+                for s in sent
+                for m in MESSAGES[1](unstash(self.durable.blobs, s, "steering"), "steering")
+            )
+            self.journal.entries[number] = stash(self.durable.blobs, MESSAGES[0](messages))
+            return messages
+        taken: tuple[Message, ...] = MESSAGES[1](
+            unstash(self.durable.blobs, journaled, "journal"), "journal"
+        )
+        return taken
 
     async def compact(
         self, command: CompactHistory, state: RunState

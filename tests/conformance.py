@@ -19,8 +19,9 @@ parametrization in ``test_conformance.py``.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -35,6 +36,7 @@ from golem_shell import (
     ModelRetry,
     RunError,
     RunStarted,
+    Steering,
     summarize_history,
     tool,
 )
@@ -146,6 +148,42 @@ _LONG = tuple(
 )
 
 
+class Gate:
+    """Holds the ``hold`` tool until the runtime has sent its steering message."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+
+
+GATES: dict[str, Gate] = {}
+
+
+async def hold() -> str:
+    """Take a while."""
+    gate = GATES["steered"]
+    gate.started.set()
+    await gate.release.wait()
+    return "held"
+
+
+def _steered(request: Any) -> Message | str:
+    if not any(m.role is Role.TOOL for m in request.messages):
+        return Message(Role.ASSISTANT, (_call("h1", "hold", {}),))
+    users = [m.text for m in request.messages if m.role is Role.USER]
+    return f"noted: {users[-1]}"
+
+
+async def steer_while_held(scenario: Scenario, send: Callable[[str], Awaitable[None]]) -> None:
+    """Send the scenario's steering message once its tool holds, then release the tool."""
+    if scenario.steer is None:
+        return
+    gate = GATES[scenario.name]
+    await asyncio.wait_for(gate.started.wait(), 60)
+    await send(scenario.steer)
+    gate.release.set()
+
+
 def _approval(request: Any) -> Message | str:
     if _turns(request) == 0:
         return Message(Role.ASSISTANT, (_call("d1", "delete", {"path": "/tmp/x"}),))
@@ -168,6 +206,8 @@ class Scenario:
     """The conversation the run continues."""
     processor: Callable[[], Any] | None = None
     """Makes the agent's history processor."""
+    steer: str | None = None
+    """A message the runtime sends while the run's tool holds (steering)."""
 
     def agent(self) -> Agent[Any, Any]:
         agent = Agent(
@@ -193,6 +233,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("output-validator", _drafts, validator=_only_final),
     Scenario("approved", _approval, (delete,), answers=({"d1": Approved()},)),
     Scenario("denied", _approval, (delete,), answers=({"d1": Denied("not today")},)),
+    Scenario("steered", _steered, (hold,), steer="actually, use the EU account"),
     Scenario(
         "compact-and-retry",
         _too_long_until_summarized,
@@ -270,13 +311,24 @@ class PlainRuntime:
         agent = scenario.agent()
         events: list[Any] = []
         answers = list(scenario.answers)
+        GATES[scenario.name] = Gate()
+        steering = Steering()
+
+        async def send(text: str) -> None:
+            steering.send(text)
+
         try:
-            result = await agent.run_with_history(
-                scenario.history,
-                scenario.prompt,
-                on_event=events.append,
-                conversation_id="conformance",
+            running = asyncio.ensure_future(
+                agent.run_with_history(
+                    scenario.history,
+                    scenario.prompt,
+                    on_event=events.append,
+                    conversation_id="conformance",
+                    steering=steering,
+                )
             )
+            await steer_while_held(scenario, send)
+            result = await running
             while result.paused:
                 result = await agent.run_with_deferred_results(
                     result.messages, answers.pop(0), on_event=events.append

@@ -11,7 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conformance import SCENARIOS, Outcome, Scenario, outcome_of, plain
+from conformance import (
+    GATES,
+    SCENARIOS,
+    Gate,
+    Outcome,
+    Scenario,
+    outcome_of,
+    plain,
+    steer_while_held,
+)
 
 from golem_shell import RunError
 
@@ -29,7 +38,9 @@ def _record(event: Any) -> None:
 
 
 _DURABLE = {
-    s.name: DurableAgent(s.agent(), name=f"conformance-{s.name}", on_event=_record)
+    s.name: DurableAgent(
+        s.agent(), name=f"conformance-{s.name}", on_event=_record, steerable=s.steer is not None
+    )
     for s in SCENARIOS
 }
 
@@ -42,12 +53,14 @@ class DBOSRuntime:
     async def run(self, scenario: Scenario) -> Outcome:
         durable = _DURABLE[scenario.name]
         run_id = f"conformance-{scenario.name}"
+        GATES[scenario.name] = Gate()
         await durable.start(
             scenario.prompt,
             history=scenario.history,
             run_id=run_id,
             conversation_id="conformance",
         )
+        await steer_while_held(scenario, lambda text: durable.steer(run_id, text))
         for answers in scenario.answers:
             waiting = await durable.waiting(run_id, timeout=10)
             await durable.answer(run_id, answers, pause=waiting.pause)

@@ -12,7 +12,16 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from conformance import SCENARIOS, Outcome, Scenario, outcome_of, plain
+from conformance import (
+    GATES,
+    SCENARIOS,
+    Gate,
+    Outcome,
+    Scenario,
+    outcome_of,
+    plain,
+    steer_while_held,
+)
 
 from golem_core import Message, Role, ToolCallPart
 from golem_shell import (
@@ -61,6 +70,7 @@ class TemporalRuntime:
     async def run(self, scenario: Scenario) -> Outcome:
         durable = _DURABLE[scenario.name]
         run_id = f"conformance-{scenario.name}-{uuid.uuid4()}"
+        GATES[scenario.name] = Gate()
         await durable.start(
             self.client,
             scenario.prompt,
@@ -68,6 +78,7 @@ class TemporalRuntime:
             run_id=run_id,
             conversation_id="conformance",
         )
+        await steer_while_held(scenario, lambda text: durable.steer(self.client, run_id, text))
         for answers in scenario.answers:
             waiting = await durable.waiting(self.client, run_id, timeout=30)
             await durable.answer(self.client, run_id, answers, pause=waiting.pause)
