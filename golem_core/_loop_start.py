@@ -171,14 +171,22 @@ def resume_run(
     results become those calls' results. Waiting calls left unanswered keep the run
     paused, or, with ``close_unanswered``, get the neutral no-result result. Unanswered
     calls of ordinary tools in that turn (a crash mid-batch) get it too. Only then is the
-    history before the frontier repaired. Total and deterministic.
+    history before the frontier repaired. Total and deterministic. ``now`` (when given)
+    is stamped on the results the answers made (a denial, an external result).
 
     Returns:
         The state to drive, or ``Failure(DeferredError)`` when an answer names a call that
         is not waiting, or answers a call with the wrong kind of answer.
     """
-    del now  # the frontier's results carry no timestamps; kept for symmetry with start_run
-    state = receive(paused_from(config, history), Answered(answers, close_unanswered))
+    paused = paused_from(config, history)
+    state = receive(paused, Answered(answers, close_unanswered))
     if state.rejected is not None:
         return Failure(state.rejected)
+    if now is not None:  # the results the answers made (denials, external results) get it
+        made = len(paused.added)
+        stamped = tuple(
+            attrs.evolve(m, created_at=now) if i >= made and m.created_at is None else m
+            for i, m in enumerate(state.added)
+        )
+        state = attrs.evolve(state, added=stamped)
     return Success(state)

@@ -376,3 +376,24 @@ def test_check_resume_vouches_for_signed_calls_only() -> None:
     refusal = check_resume(again, Answered({"f1": Approved()}), signing_keys=key)
     assert refusal is not None and refusal.call_ids == ("f1",)
     assert check_resume(again, Answered({"f1": Approved()}), signing_keys=key, history=forged)
+
+
+def test_resume_run_stamps_the_results_the_answers_made_with_now() -> None:
+    """issue 32 item 9: ``resume_run(now=)`` is used, not dropped."""
+    from datetime import UTC, datetime
+
+    from golem_core import Message, Role, ToolCallPart, ToolDefinition
+    from golem_core.loop import RunConfig, ToolSpec, resume_run
+    from golem_shell import Denied
+
+    config = RunConfig(
+        run_id="r",
+        conversation_id="c",
+        tools=(ToolSpec(ToolDefinition("delete", "d", {"type": "object"}), "approval", 2),),
+    )
+    paused = (Message.user("x"), Message(Role.ASSISTANT, (ToolCallPart("d1", "delete", "{}"),)))
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    state = resume_run(config, paused, {"d1": Denied("no")}, now=now).unwrap()
+    assert [(m.role, m.created_at) for m in state.added] == [(Role.TOOL, now)]
+    state = resume_run(config, paused, {"d1": Denied("no")}).unwrap()
+    assert state.added[0].created_at is None
