@@ -59,14 +59,15 @@ def test_a_failure_in_a_second_run_is_a_model_error(httpserver: HTTPServer) -> N
     assert KEY not in str(caught.value)
 
 
-def test_the_counters_follow_the_models_credential_rules(
+@pytest.mark.anyio
+async def test_the_counters_follow_the_models_credential_rules(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("GEMINI_BASE_URL", raising=False)
-    with pytest.raises(UsageError, match="no Anthropic API key"):
-        anthropic_token_counter("claude-x")
+    with pytest.raises(UsageError, match="no Anthropic API key"):  # at the first count
+        await anthropic_token_counter("claude-x")(Message.user("hi"))
     with pytest.raises(UsageError, match="header cannot carry"):  # the models' key check
         anthropic_token_counter("claude-x", api_key="sk-with-newline\n")
     with pytest.raises(UsageError, match="needs a model name"):  # GeminiModel's own rule

@@ -319,7 +319,7 @@ def test_every_guide_include_names_a_readme_section() -> None:
 def test_the_testing_guide_runs_as_written(tmp_path: Path) -> None:
     page = (ROOT / "docs" / "guides" / "testing.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", page, re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 4
     for k, block in enumerate(blocks):
         script = tmp_path / f"guide_{k}.py"
         script.write_text(block, encoding="utf-8")
