@@ -15,18 +15,17 @@ from golem_core import (
     RequestStarted,
     RetryPolicy,
     RetryScheduled,
-    RunSteered,
     RunFailed,
     RunFinished,
     RunPaused,
     RunStarted,
+    RunSteered,
     ToolFinished,
     ToolOutcomeKind,
     ToolStarted,
 )
 from golem_shell._agent import Agent
 from golem_shell._capture import capture_run_messages
-from golem_shell._steering import Steering
 from golem_shell._errors import (
     DeferredResultsError,
     GolemError,
@@ -52,6 +51,7 @@ from golem_shell._results import (
     partial_from,
 )
 from golem_shell._setup import RunSpec
+from golem_shell._steering import Steering
 from golem_shell._summarize import (
     AsyncHistoryProcessor,
     ModelProbe,
