@@ -382,6 +382,6 @@ def __getattr__(name: str) -> object:
     return getattr(importlib.import_module(module), name)
 
 
-from golem_core._public import claim_public_names as _claim_public_names  # noqa: E402
+from golem_core.public import claim_public_names as _claim_public_names  # noqa: E402
 
 _claim_public_names(globals())  # reprs and tracebacks name this module

@@ -38,6 +38,6 @@ ROLES: Final[tuple[str, ...]] = tuple(r.value for r in Role)
 PART_KINDS: Final[tuple[str, ...]] = tuple(get_args(PartKind))
 """Every value of a URL or data part's ``kind``."""
 
-from golem_core._public import claim_public_names as _claim_public_names  # noqa: E402
+from golem_core.public import claim_public_names as _claim_public_names  # noqa: E402
 
 _claim_public_names(globals())  # reprs and tracebacks name this module

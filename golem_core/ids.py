@@ -7,6 +7,6 @@ from golem_core._ids import next_uuid7, run_tag, uuid7, uuid7_unix_ms
 
 __all__ = ["next_uuid7", "run_tag", "stamp", "uuid7", "uuid7_unix_ms"]
 
-from golem_core._public import claim_public_names as _claim_public_names
+from golem_core.public import claim_public_names as _claim_public_names
 
 _claim_public_names(globals())  # reprs and tracebacks name this module

@@ -114,6 +114,6 @@ __all__ = [
     "waiting_calls",
 ]
 
-from golem_core._public import claim_public_names as _claim_public_names
+from golem_core.public import claim_public_names as _claim_public_names
 
 _claim_public_names(globals())  # reprs and tracebacks name this module

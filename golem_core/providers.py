@@ -59,6 +59,6 @@ __all__ = [
     "same_model",
 ]
 
-from golem_core._public import claim_public_names as _claim_public_names
+from golem_core.public import claim_public_names as _claim_public_names
 
 _claim_public_names(globals())  # reprs and tracebacks name this module

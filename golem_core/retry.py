@@ -6,6 +6,6 @@ from golem_core._retry import RetryPolicy, backoff_delay, next_delay, parse_retr
 
 __all__ = ["RetryPolicy", "backoff_delay", "next_delay", "parse_retry_after"]
 
-from golem_core._public import claim_public_names as _claim_public_names
+from golem_core.public import claim_public_names as _claim_public_names
 
 _claim_public_names(globals())  # reprs and tracebacks name this module

@@ -5,6 +5,6 @@ from golem_core._sse import DEFAULT_MAX_LINE_BYTES, ServerSentEvent, SSEDecoder,
 
 __all__ = ["DEFAULT_MAX_LINE_BYTES", "SSEDecoder", "SSEError", "ServerSentEvent"]
 
-from golem_core._public import claim_public_names as _claim_public_names
+from golem_core.public import claim_public_names as _claim_public_names
 
 _claim_public_names(globals())  # reprs and tracebacks name this module

@@ -228,6 +228,6 @@ __all__ = [
     "uninstrument",
 ]
 
-from golem_shell._public import claim_public_names as _claim_public_names  # noqa: E402
+from golem_core.public import claim_public_names as _claim_public_names  # noqa: E402
 
 _claim_public_names(globals())  # reprs and tracebacks name this module

@@ -144,6 +144,6 @@ def infer_model(model: str | Model) -> Model:
     return factory(name.strip())
 
 
-from golem_shell._public import claim_public_names as _claim_public_names  # noqa: E402
+from golem_core.public import claim_public_names as _claim_public_names  # noqa: E402
 
 _claim_public_names(globals())  # reprs and tracebacks name this module

@@ -91,6 +91,6 @@ __all__ = [
     "vercel_frames",
 ]
 
-from golem_shell._public import claim_public_names as _claim_public_names
+from golem_core.public import claim_public_names as _claim_public_names
 
 _claim_public_names(globals())  # reprs and tracebacks name this module

@@ -1,11 +1,11 @@
 """Public names say where they are public: ``golem_core.Message``, not ``golem_core._messages``.
 
-Owns ``claim_public_names``, which each public module of ``golem_core`` calls once, at its
-end, on its own namespace: every class and function it exports that is defined in a
-private module of its package gets the exporting module as ``__module__``, so reprs,
-tracebacks and type checkers' messages show the path users import, and pickling by
-reference finds the name there. ``golem_shell._public`` is the shell's twin (the shell
-imports only the core's public modules).
+Owns ``claim_public_names``, which each public module of ``golem_core`` and
+``golem_shell`` calls once, at its end, on its own namespace: every class and function it
+exports that is defined in a private module of its package gets the exporting module as
+``__module__``, so reprs, tracebacks and type checkers' messages show the path users
+import, and pickling by reference finds the name there. Public so the shell (which
+imports only the core's public modules) uses the same function.
 """
 
 from __future__ import annotations
