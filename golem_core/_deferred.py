@@ -7,7 +7,7 @@ result yet, when nothing but tool results follows that message. ``resume_run`` a
 answers first (an approval lets the tool run, a denial and an external result become
 its result), and only then closes what is still unanswered, so repair never
 synthesizes a result for a call that is about to be answered. Resuming is a transition
-of the loop (``golem_core._loop``: a paused state receives ``Answered``); this module
+of the loop (``golem_core.loop``: a paused state receives ``Answered``); this module
 holds what it needs and imports nothing of the loop.
 
 Approvals in a history attest nothing: the history is data a client can write.

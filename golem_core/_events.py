@@ -19,7 +19,7 @@ from typing import Literal, TypeAlias
 from attrs import frozen
 
 from golem_core._compaction import CompactionRecord
-from golem_core._loop import DeferredCall
+from golem_core._deferred import DeferredCall
 from golem_core._messages import Usage
 from golem_core._port import PortReport
 from golem_core._prefix import HistoryChange

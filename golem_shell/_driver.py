@@ -5,7 +5,7 @@ states, for every runtime: ``Agent`` (asyncio), the DBOS integration
 (``golem_shell.durable``) and the Temporal one (``golem_shell.temporal``). Each runtime
 supplies an ``Effects`` value; everything else a run does is here, once:
 
-- ask ``golem_core._loop.next_command`` what to do, perform it through the effects, fold
+- ask ``golem_core.loop.next_command`` what to do, perform it through the effects, fold
   the outcome in with ``receive``; keep the latest state in ``progress`` (a cancel or
   timeout at any moment leaves a partial built from it);
 - run a tool batch concurrently and land each outcome as it completes (``ToolDone``),

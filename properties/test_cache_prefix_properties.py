@@ -47,7 +47,7 @@ from golem_core import (
     summary_message,
     trim_history,
 )
-from golem_core._loop import (
+from golem_core.loop import (
     ExecuteTools,
     Fail,
     Finish,

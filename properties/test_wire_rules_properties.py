@@ -36,7 +36,7 @@ from golem_core import (
     check_pairing,
     repair_history,
 )
-from golem_core._loop import (
+from golem_core.loop import (
     ExecuteTools,
     ModelResponded,
     RequestModel,
@@ -230,7 +230,7 @@ def test_a_turn_repeating_call_ids_runs_each_id_once_and_stays_paired(
     turn = Message.assistant(None, tool_calls=[ToolCallPart(i, n, "{}") for i, n in calls])
     executed: list[str] = []
     replies = [turn, Message.assistant("done")]
-    from golem_core._loop import Fail, Finish, OutputValid, ValidateOutput
+    from golem_core.loop import Fail, Finish, OutputValid, ValidateOutput
 
     for _ in range(10):
         command = next_command(state)

@@ -24,7 +24,7 @@ import pytest
 import typing_extensions as te
 
 from golem_core import Message, ModelRequest, ToolCallPart, ToolDefinition
-from golem_core._loop import OutputInvalid, OutputValid
+from golem_core.loop import OutputInvalid, OutputValid
 from golem_core.wire import anthropic as anthropic_wire
 from golem_core.wire import gemini as gemini_wire
 from golem_core.wire import openai as openai_wire
