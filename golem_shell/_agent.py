@@ -213,7 +213,7 @@ class Agent(Registry[DepsT, OutputT]):
         finally:
             self._overridden.reset(token)
 
-    def overridden_deps(self, deps: DepsT | None) -> DepsT | None:
+    def _deps_for(self, deps: DepsT | None) -> DepsT | None:
         """``override(deps=...)``'s deps when one is in force, else ``deps``."""
         chosen = self._overridden.get().deps
         return deps if chosen is KEEP else cast("DepsT", chosen)
@@ -248,6 +248,9 @@ class Agent(Registry[DepsT, OutputT]):
         then the run's own ``model=``, ``settings=`` and ``usage_limits=``, under any
         ``override(...)`` in force. Every runtime (asyncio, DBOS, Temporal) runs from it."""
         check_options("run_spec", options)
+        return self._spec(options)
+
+    def _spec(self, options: RunOptions[DepsT]) -> RunSpec:
         own = RunSpec(
             name=self.name,
             model=self._model,
@@ -542,8 +545,8 @@ def _set_up(
 ) -> tuple[RunSpec, RunContext[Any]]:
     """The run's set-up and context (its ids checked, or chosen)."""
     ids = run_ids(history, options.get("run_id"), options.get("conversation_id"))
-    deps = agent.overridden_deps(options.get("deps"))
-    return agent.run_spec(**options), RunContext(deps, *ids)
+    deps = agent._deps_for(options.get("deps"))
+    return agent._spec(options), RunContext(deps, *ids)
 
 
 def _a(noun: str) -> str:

@@ -143,10 +143,6 @@ class RunSpec:
         output = Output(output_type, self.output.requested, self.model)
         return attrs.evolve(self, output=output, validators=())
 
-    def tool_kinds(self) -> dict[str, str]:
-        """Each tool's kind by name (what ``waiting_calls`` needs)."""
-        return {t.name: t.kind for t in self.specs}
-
 
 def joined_instructions(
     first: InstructionsFunction | None, more: Sequence[Callable[..., Any]]

@@ -39,7 +39,7 @@ worker process before ``DBOS.launch()``, so a recovered run finds its agent.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic, TypeAlias, TypeVar
 
 from golem_core import DeferredAnswer, Message, Part, ToolCallPart
@@ -496,8 +496,10 @@ class _DBOSEffects:
         self.durable = durable
         self.spec = spec
         self.context = context
-        if not durable.steerable:  # the driver asks nothing: no recorded steps
-            self.steering = None  # type: ignore[assignment]
+        # the driver asks only a steerable run (each look is two recorded DBOS steps)
+        self.steering: Callable[[RunState], Awaitable[tuple[Message, ...]]] | None = (
+            self._steering if durable.steerable else None
+        )
         self.cause: BaseException | None = None
 
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
@@ -524,7 +526,7 @@ class _DBOSEffects:
     async def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
         return await validate_output(self.spec, candidate, self.context)
 
-    async def steering(self, state: RunState) -> tuple[Message, ...]:
+    async def _steering(self, state: RunState) -> tuple[Message, ...]:
         """The steering messages sent to the run since it last looked (``recv`` is
         recorded: a replay takes the same ones at the same point)."""
         taken: list[Message] = []
