@@ -246,3 +246,19 @@ def test_a_bad_signing_key_is_a_usage_error_saying_what_a_key_is(key: Any, says:
     with pytest.raises(UsageError, match="signing_key must be bytes") as caught:
         Agent(ScriptedModel(["x"]), signing_key=key)
     assert says in str(caught.value)
+
+
+def test_an_agent_with_a_processor_compacts_once_and_retries_a_request_too_long() -> None:
+    """Compact and retry is on for an agent with a history processor (ADR 0141); the
+    conformance suite requires DBOS and Temporal to do the same as this."""
+    from conformance import SCENARIOS
+
+    scenario = next(s for s in SCENARIOS if s.name == "compact-and-retry")
+    events: list[Any] = []
+    result = scenario.agent().run_with_history_sync(
+        scenario.history, scenario.prompt, on_event=events.append
+    )
+    assert result.output == "answered from 4 messages"
+    kinds = [type(e).__name__ for e in events]
+    assert kinds.index("RequestFailed") < kinds.index("CompactionFinished")
+    assert kinds.count("RequestFinished") == 1
