@@ -348,7 +348,8 @@ class Agent(Registry[DepsT, OutputT]):
         """Like ``run_with_history``, streaming every model answer to ``on_delta``.
 
         ``on_event`` (on every run method) receives the run's lifecycle events
-        (``golem_core._events``) and, in a stream, every ``DeltaEvent`` too, in order.
+        (``RunStarted``, ``RequestFinished``, ... : ``golem_shell.RunEvent``) and, in a
+        stream, every ``DeltaEvent`` too, in order.
         """
         handler = on_delta or _ignore
         return await _start(self, "run_stream_with_history", history, prompt, handler, options)
