@@ -11,7 +11,9 @@ fails when ``results.md`` (or the README's benchmark paragraph, between its
 ``bench/results.json`` markers) differs from what the JSON renders to.
 
 Sections, in this order: ``run`` (``bench.run``), ``cache`` (``bench.cache``),
-``durable`` (``bench.durable``). A section no command has written is left out.
+``durable`` (``bench.durable``), ``decode`` (``bench.decode``), ``compaction``
+(``bench.compaction``), ``pyodide`` (``bench.pyodide``). Each section's module owns its
+``render(data) -> str``. A section no command has written is left out.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 __all__ = ["README_BEGIN", "README_END", "load", "readme_block", "render", "write_section"]
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("run", "cache", "durable")
+SECTIONS = ("run", "cache", "durable", "decode", "compaction", "pyodide")
 README_BEGIN = "<!-- bench/results.json: written by bench/report.py, do not edit -->"
 README_END = "<!-- end of bench/results.json -->"
 
@@ -41,10 +43,13 @@ def load(path: Path) -> dict[str, Any]:
 
 def render(results: dict[str, Any]) -> str:
     """The whole Markdown report from the recorded sections."""
-    from bench import cache, durable, run
+    import importlib
 
-    renderers = {"run": run.render, "cache": cache.render, "durable": durable.render}
-    parts = [renderers[name](results[name]).strip("\n") for name in SECTIONS if name in results]
+    parts = [
+        importlib.import_module(f"bench.{name}").render(results[name]).strip("\n")
+        for name in SECTIONS
+        if name in results
+    ]
     if "run" not in results:
         parts.insert(0, "# golem benchmark results")
     return "\n\n".join(parts) + "\n"
