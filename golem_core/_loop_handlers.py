@@ -152,7 +152,8 @@ def _count_retry(state: RunState, name: str) -> tuple[RunState, bool]:
 
 
 def _spent(config: RunConfig, usage: Usage) -> str | None:
-    """Which token budget of the run ``usage`` has reached, in words, or ``None``."""
+    """Which token or cost budget of the run ``usage`` has reached, in words, or
+    ``None``."""
     checks = (
         ("input", usage.input_tokens, config.max_input_tokens),
         ("output", usage.output_tokens, config.max_output_tokens),
@@ -161,6 +162,10 @@ def _spent(config: RunConfig, usage: Usage) -> str | None:
     for kind, used, limit in checks:
         if limit is not None and used >= limit:
             return f"the run has used {used} {kind} tokens, its limit is {limit}"
+    if config.max_cost is not None and config.price is not None:
+        cost = config.price.cost(usage)
+        if cost >= config.max_cost:
+            return f"the run has cost {cost:.6g}, its limit is {config.max_cost:.6g}"
     return None
 
 

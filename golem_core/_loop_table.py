@@ -221,11 +221,25 @@ _BUILD: dict[type, Callable[[RunState], LoopCommand]] = {
 def next_command(state: RunState) -> LoopCommand:
     """What the driver must do next: the command of the state's phase in ``TRANSITIONS``
     (or ``TERMINAL``), built from the state. A run at its request limit fails instead of
-    requesting. Total and deterministic."""
+    requesting; a tool batch that would pass the tool-call limit fails instead of running.
+    Total and deterministic."""
     if state.phase is Phase.REQUEST and state.requests >= state.config.max_requests:
         return Fail(
             Stage.LIMIT,
             f"the run reached its limit of {state.config.max_requests} model requests",
+            state,
+        )
+    limit = state.config.max_tool_calls
+    if (
+        limit is not None
+        and state.phase is Phase.TOOLS
+        and state.tool_executions + len(state.to_execute) > limit
+    ):
+        return Fail(
+            Stage.LIMIT,
+            f"the model asked for {len(state.to_execute)} more tool calls after"
+            f" {state.tool_executions}; the run's limit is {limit} tool calls, so none of"
+            " them was run",
             state,
         )
     return _BUILD[_COMMAND[state.phase]](state)

@@ -21,7 +21,7 @@ from golem_core._compaction import CompactionRecord
 from golem_core._deferred import Answered, DeferredCall, DeferredError
 from golem_core._history import interrupted_result, unfinished_result
 from golem_core._ids import run_tag
-from golem_core._messages import Message, Part, Role, ToolCallPart, Usage
+from golem_core._messages import Message, Part, Price, Role, ToolCallPart, Usage
 from golem_core._model import ModelErrorKind, ModelRequest, ModelSettings, ToolDefinition
 from golem_core._prefix import HistoryChange
 from golem_core._provenance import sign_message
@@ -117,6 +117,12 @@ class RunConfig:
             (``None``: none). Checked when each answer arrives: an answer that brings the
             run's usage to a budget fails the run at stage ``limit``, its evidence kept,
             so no further request is sent.
+        max_tool_calls: the most tool calls the run may execute (``None``: no limit).
+            Checked before each batch runs: a batch that would take the run past it is
+            not run, and the run fails at stage ``limit`` (the turn that asked is kept).
+        max_cost: the most the run may cost at ``price`` (``None``: no limit), checked
+            like the token budgets as each answer arrives; it needs ``price``.
+        price: what the run's model charges (``Price``), for ``max_cost``.
         compact_on_overflow: when a provider refuses a request as too long
             (``ModelErrorKind.CONTEXT_TOO_LONG``), compact the history once
             (``CompactHistory``) and send the request again (ADR 0141).
@@ -135,6 +141,9 @@ class RunConfig:
     max_input_tokens: int | None = field(default=None, kw_only=True)
     max_output_tokens: int | None = field(default=None, kw_only=True)
     max_total_tokens: int | None = field(default=None, kw_only=True)
+    max_tool_calls: int | None = field(default=None, kw_only=True)
+    max_cost: float | None = field(default=None, kw_only=True)
+    price: Price | None = field(default=None, kw_only=True)
     compact_on_overflow: bool = field(default=False, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
@@ -161,6 +170,12 @@ class RunConfig:
             )
         if self.max_requests < 1:
             raise ValueError(f"RunConfig: max_requests must be at least 1, got {self.max_requests}")
+        if self.max_tool_calls is not None and self.max_tool_calls < 0:
+            raise ValueError(
+                f"RunConfig: max_tool_calls must be at least 0, got {self.max_tool_calls}"
+            )
+        if self.max_cost is not None and self.price is None:
+            raise ValueError("RunConfig: max_cost needs a price (RunConfig.price)")
         if self.output_retries < 0:
             raise ValueError(
                 f"RunConfig: output_retries must be at least 0, got {self.output_retries}"
@@ -416,10 +431,13 @@ class ToolCanceled:
 
 @frozen
 class ToolCrashed:
-    """The tool raised an unexpected exception."""
+    """The tool raised an unexpected exception. ``error_type`` names the exception's
+    class (``ValueError``, ``mypkg.errors.Timeout``) where the driver knows it: what
+    tracing reports as ``error.type`` without the message (which may hold content)."""
 
     call_id: str
     reason: str
+    error_type: str | None = field(default=None, kw_only=True)
 
 
 ToolOutcome: TypeAlias = ToolReturned | ToolRetry | ToolCanceled | ToolCrashed

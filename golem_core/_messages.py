@@ -28,6 +28,7 @@ __all__ = [
     "Message",
     "Part",
     "PartKind",
+    "Price",
     "Role",
     "TextPart",
     "ThinkingPart",
@@ -257,6 +258,67 @@ class Usage:
     def total_tokens(self) -> int:
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
+
+
+def _rate(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e12:
+        raise ValueError(
+            f"Price.{name} must be a finite number of at least 0 (per million tokens),"
+            f" got {value!r}"
+        )
+    return float(value)
+
+
+def _input_rate(value: object) -> float:
+    return _rate(value, "input")
+
+
+def _output_rate(value: object) -> float:
+    return _rate(value, "output")
+
+
+def _read_rate(value: object) -> float | None:
+    return None if value is None else _rate(value, "cache_read")
+
+
+def _write_rate(value: object) -> float | None:
+    return None if value is None else _rate(value, "cache_write")
+
+
+@frozen
+class Price:
+    """What a model charges, per million tokens, in one currency (the caller's: golem
+    keeps no price table, prices change).
+
+    Args:
+        input: per million input tokens that were not read from or written to a cache.
+        output: per million output tokens (reasoning included).
+        cache_read: per million input tokens read from the provider's cache (``None``:
+            charged as ``input``).
+        cache_write: per million input tokens written to the cache (``None``: as ``input``).
+    """
+
+    input: float = field(converter=_input_rate)
+    output: float = field(converter=_output_rate)
+    cache_read: float | None = field(default=None, kw_only=True, converter=_read_rate)
+    cache_write: float | None = field(default=None, kw_only=True, converter=_write_rate)
+
+    def cost(self, usage: Usage) -> float:
+        """The cost of ``usage`` at this price. ``usage.input_tokens`` counts cached tokens
+        too (``Usage``'s one meaning), so the cached ones are taken out of the input and
+        charged at their own rate."""
+        read = usage.cache_read_tokens or 0
+        write = usage.cache_write_tokens or 0
+        plain = max(usage.input_tokens - read - write, 0)
+        read_rate = self.input if self.cache_read is None else self.cache_read
+        write_rate = self.input if self.cache_write is None else self.cache_write
+        total = (
+            plain * self.input
+            + read * read_rate
+            + write * write_rate
+            + usage.output_tokens * self.output
+        )
+        return total / 1_000_000
 
 
 def _as_parts(parts: Iterable[Part]) -> tuple[Part, ...]:

@@ -377,7 +377,7 @@ class Agent(Registry[DepsT, OutputT]):
             every: RunOptions[DepsT] = {**options, "on_event": on_event}
             return await _start(self, "iter_stream", history, prompt, on_delta, every)
 
-        return EventStream(start)
+        return EventStream(start, self._spec({**options, "on_event": None}).output)
 
     @overload
     def run_sync(

@@ -15,8 +15,10 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from types import TracebackType
 from typing import Any, Generic, TypeAlias, TypeVar
 
-from golem_core import LifecycleEvent
+from golem_core import LifecycleEvent, TextDelta, ToolCallDelta
 from golem_shell._errors import PartialResult, RunError, Stage, UsageError
+from golem_shell._output import Output
+from golem_shell._partial_json import INCOMPLETE
 from golem_shell._results import DeltaEvent, RunResult, ToolResultEvent, partial_from
 
 __all__ = ["EventStream", "RunEvent"]
@@ -48,8 +50,9 @@ class EventStream(Generic[OutputT]):
       (``None`` if nothing was completed), ready for ``run_with_history``.
     """
 
-    def __init__(self, start: StartRun[OutputT]) -> None:
+    def __init__(self, start: StartRun[OutputT], output: Output | None = None) -> None:
         self._start = start
+        self._output = output
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._task: asyncio.Task[RunResult[OutputT]] | None = None
         self._error: BaseException | None = None
@@ -152,6 +155,53 @@ class EventStream(Generic[OutputT]):
                 request, shown = event.request, []
             shown.append(piece)
             yield piece if delta else "".join(shown)
+
+    async def stream_output(self) -> AsyncIterator[OutputT]:
+        """The run's output as it streams: each time the streamed answer so far is valid
+        as the output type, that value (a structured output grows field by field; the
+        field being written shows as far as it has come), and at the end the final
+        output (after the output validators, which never see a partial). A value equal
+        to the one before is not repeated. ``str`` output gives the text so far, as
+        ``stream_text()`` does. ``result`` holds the run's result once this ends.
+
+        Raises:
+            RunError: the run failed.
+            UsageError: the stream was not made by ``Agent.iter_stream``.
+        """
+        output = self._output
+        if output is None:
+            raise UsageError("stream_output needs the stream of Agent.iter_stream")
+        shown: Any = INCOMPLETE
+        request = 0
+        pieces: dict[int, list[str]] = {}  # the output's pieces by tool-call index
+        names: dict[int, str | None] = {}
+        async for event in self:
+            if not isinstance(event, DeltaEvent):
+                continue
+            if event.request != request:
+                request, pieces, names = event.request, {}, {}
+            delta = event.delta
+            if output.text or output.mode == "native":  # the answer's text is the output
+                if not isinstance(delta, TextDelta):
+                    continue
+                index, piece = -1, delta.text
+            elif isinstance(delta, ToolCallDelta) and output.definition is not None:
+                if delta.name is not None:  # a call's name comes once, with its first piece
+                    names[delta.index] = delta.name
+                if names.get(delta.index) != output.definition.name:
+                    continue
+                index, piece = delta.index, delta.arguments
+            else:
+                continue
+            pieces.setdefault(index, []).append(piece)
+            value = output.partial("".join(pieces[index]))
+            if value is not INCOMPLETE and value != shown:
+                shown = value
+                yield value
+        if self._result is not None and not self._result.paused:
+            final = self._result.output
+            if final != shown:
+                yield final
 
     # -- the outcome ----------------------------------------------------------------
 

@@ -60,7 +60,7 @@ from golem_core import (
     URLPart,
     Usage,
 )
-from golem_core.loop import DeferredCall, RunState, ToolOutcome, ToolReturned
+from golem_core.loop import DeferredCall, RunState, ToolCrashed, ToolOutcome, ToolReturned
 from golem_core.providers import profile_of, recorded_provider
 from golem_shell._errors import ModelError, RunError
 
@@ -623,11 +623,25 @@ class RunTrace:
         if span.is_recording():
             span.set_attribute("golem.tool.outcome", kind)
             if kind == "crashed":
-                span.set_attribute("error.type", "ToolCrashed")
-                span.set_status(Status(StatusCode.ERROR, "the tool raised an exception"))
+                self._tool_crashed(span, outcome)
             elif isinstance(outcome, ToolReturned) and self._setup.capture_content:
                 span.set_attribute("gen_ai.tool.call.result", _text(outcome.parts))
         span.end()
+
+    def _tool_crashed(self, span: Span, outcome: ToolOutcome) -> None:
+        """A crashed tool's span, as the conventions record an exception: ``error.type``
+        is the exception's class (``ToolCrashed`` where the driver never saw one) and an
+        ``exception`` event carries its type, and its message only when content is
+        captured (a tool's message may quote the user's data)."""
+        crashed = outcome if isinstance(outcome, ToolCrashed) else None
+        kind = (crashed.error_type if crashed is not None else None) or "ToolCrashed"
+        span.set_attribute("error.type", kind)
+        event: dict[str, str] = {"exception.type": kind}
+        description = kind
+        if self._setup.capture_content and crashed is not None:
+            event["exception.message"] = description = crashed.reason
+        span.add_event("exception", event)
+        span.set_status(Status(StatusCode.ERROR, description))
 
     def tool_interrupted(self, span: Span) -> None:
         span.set_attribute("error.type", "CancelledError")

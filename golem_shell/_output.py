@@ -35,6 +35,7 @@ from golem_core import Message, ToolCallPart, ToolDefinition
 from golem_core.loop import OutputInvalid, OutputValid
 from golem_core.wire.strict import absent_nulls_dropped
 from golem_shell._errors import UsageError
+from golem_shell._partial_json import INCOMPLETE, parse_partial
 from golem_shell._schema import SchemaError, ValidationFailed, json_schema, to_jsonable, validate
 
 __all__ = [
@@ -164,6 +165,36 @@ class Output:
             return OutputValid(self._validate(absent_nulls_dropped(dict(arguments), self.schema)))
         except ValidationFailed as e:
             return OutputInvalid(f"the output is not valid: {e}. Fix it and call again.")
+
+    def partial(self, text: str) -> Any:
+        """The output so far from ``text``, a streamed prefix of the output tool's
+        arguments (or of the native answer): the prefix's value so far
+        (``parse_partial``) when it is valid as the output type, else ``INCOMPLETE``.
+        Output validators do not run on it: they see only the final output."""
+        if self.text:
+            return text
+        stripped = text.lstrip()
+        if stripped.startswith("```"):  # a fenced answer: its body, once it has started
+            newline = stripped.find("\n")
+            stripped = "" if newline < 0 else stripped[newline + 1 :].split("```", 1)[0]
+        try:
+            value = parse_partial(stripped)
+        except ValueError:
+            return INCOMPLETE
+        if value is INCOMPLETE:
+            return INCOMPLETE
+        try:
+            if self.wrapped:
+                if isinstance(value, dict) and set(value) == {"response"}:
+                    value = value["response"]
+                elif isinstance(value, dict) and not value and self.mode == "tool":
+                    return INCOMPLETE  # `{` of the tool's arguments: no response yet
+                return validate(value, self.type, path="response")
+            if not isinstance(value, dict):
+                return INCOMPLETE
+            return validate(absent_nulls_dropped(value, self.schema), self.type)
+        except ValidationFailed:
+            return INCOMPLETE
 
     def dump(self, value: Any) -> Any:
         """The output as plain JSON (``validate`` reads it back)."""

@@ -308,7 +308,15 @@ RECORDS: tuple[Record, ...] = (
     Record("compactionDeclined", CompactionDeclined, (_f("outcome", TEXT),)),
     Record("retry", ToolRetry, (_f("call_id", TEXT), _f("reason", TEXT))),
     Record("canceled", ToolCanceled, (_f("call_id", TEXT), _f("reason", TEXT))),
-    Record("crashed", ToolCrashed, (_f("call_id", TEXT), _f("reason", TEXT))),
+    Record(
+        "crashed",
+        ToolCrashed,
+        (
+            _f("call_id", TEXT),
+            _f("reason", TEXT),
+            _f("error_type", _optional(TEXT), optional=True),
+        ),
+    ),
     Record("approved", Approved, ()),
     Record("denied", Denied, (_f("reason", TEXT),)),
     Record("external", ExternalResult, (_f("parts", PARTS), _f("failed", FLAG, optional=True))),

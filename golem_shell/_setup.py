@@ -221,6 +221,9 @@ def run_config(
         max_input_tokens=None if limits is None else limits.input_tokens_limit,
         max_output_tokens=None if limits is None else limits.output_tokens_limit,
         max_total_tokens=None if limits is None else limits.total_tokens_limit,
+        max_tool_calls=None if limits is None else limits.tool_calls_limit,
+        max_cost=None if limits is None else limits.cost_limit,
+        price=None if limits is None else limits.price,
         compact_on_overflow=spec.processor is not None,
     )
 

@@ -414,10 +414,15 @@ class Tool(Generic[DepsT]):
             return ToolCrashed(
                 call_id,
                 f"tool {self.name} raised CancelledError itself (the run was not cancelled)",
+                error_type=error_type(e),
             )
         except Exception as e:
             _record_crash(call_id, e)
-            return ToolCrashed(call_id, f"tool {self.name} raised {type(e).__name__}: {e}")
+            return ToolCrashed(
+                call_id,
+                f"tool {self.name} raised {type(e).__name__}: {e}",
+                error_type=error_type(e),
+            )
         if isinstance(value, Canceled):
             return ToolCanceled(call_id, value.reason)
         if isinstance(value, ToolFailure):
@@ -433,6 +438,15 @@ TOOL_CRASHES: ContextVar[dict[str, BaseException] | None] = ContextVar(
 )
 """Where ``Tool.execute`` leaves the exception a tool raised, by call id, so the driver
 can chain it to the ``RunError`` (the loop's outcome carries only the reason)."""
+
+
+def error_type(error: BaseException) -> str:
+    """The class of ``error`` as OpenTelemetry's ``error.type`` names it: the bare name
+    for a builtin (``ValueError``), else qualified by its module (``mypkg.errors.Timeout``)."""
+    kind = type(error)
+    if kind.__module__ == "builtins":
+        return kind.__qualname__
+    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 def _record_crash(call_id: str, error: BaseException) -> None:

@@ -125,7 +125,7 @@ from golem_shell._records import (
 from golem_shell._results import RunResult
 from golem_shell._setup import Prompt, RunSpec, compact_once, validate_output
 from golem_shell._steering import steering_message
-from golem_shell._tools import RunContext
+from golem_shell._tools import RunContext, error_type
 
 try:
     from temporalio import activity, workflow
@@ -872,7 +872,11 @@ class _TemporalEffects:
                     "golem.tool", {**shared, "call": CALL[0](call)}
                 )
             except ActivityError as e:
-                return ToolCrashed(str(call.id), f"the tool activity failed: {e.cause or e}")
+                return ToolCrashed(
+                    str(call.id),
+                    f"the tool activity failed: {e.cause or e}",
+                    error_type=error_type(e.cause or e),
+                )
             outcome: ToolOutcome = decode(
                 unstash(self.durable.blobs, recorded, "tool outcome"), "tool outcome"
             )

@@ -299,10 +299,46 @@ async def test_a_crashing_tool_marks_its_span_and_the_run(otel: Telemetry) -> No
     run, chat, crashed = otel.spans
     assert crashed.status.status_code is StatusCode.ERROR
     assert attrs_of(crashed)["golem.tool.outcome"] == "crashed"
-    assert attrs_of(crashed)["error.type"] == "ToolCrashed"
+    # the exception's class, as the conventions record it; its message is content
+    assert attrs_of(crashed)["error.type"] == "ValueError"
+    (event,) = crashed.events
+    assert event.name == "exception"
+    assert dict(event.attributes or {}) == {"exception.type": "ValueError"}
+    assert crashed.status.description == "ValueError"
     assert attrs_of(run)["golem.run.stage"] == "tool"
     assert attrs_of(chat)["gen_ai.provider.name"] == "function"
     assert_no_secrets(otel)  # the tool's exception text is content: not recorded
+
+
+class QuotaExceeded(Exception):
+    """An exception class of the user's own (its module qualifies its name)."""
+
+
+async def test_a_crashed_tool_records_its_exception_message_only_when_content_is_captured(
+    otel: Telemetry,
+) -> None:
+    def boom(x: int) -> str:
+        """Explode."""
+        raise QuotaExceeded(f"quota for {PROMPT}")
+
+    def model(request: ModelRequest) -> Message:
+        return Message.assistant(tool_calls=[ToolCallPart("c1", "boom", '{"x": 1}')])
+
+    uninstrument()
+    instrument(
+        tracer_provider=otel.tracer_provider,
+        meter_provider=otel.meter_provider,
+        capture_content=True,
+    )
+    with pytest.raises(RunError):
+        await Agent(FunctionModel(model), tools=[boom]).run(PROMPT)
+    (crashed,) = otel.named("execute_tool")
+    assert attrs_of(crashed)["error.type"] == f"{__name__}.QuotaExceeded"
+    (event,) = crashed.events
+    attributes = dict(event.attributes or {})
+    assert attributes["exception.type"] == f"{__name__}.QuotaExceeded"
+    assert f"quota for {PROMPT}" in str(attributes["exception.message"])
+    assert f"quota for {PROMPT}" in str(crashed.status.description)
 
 
 async def test_a_streamed_run(otel: Telemetry, fault_server: FaultServer) -> None:

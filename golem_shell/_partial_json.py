@@ -1,0 +1,154 @@
+"""The value a prefix of a JSON document stands for so far: what ``stream_output`` shows.
+
+Owns ``parse_partial``: a streamed structured answer arrives as a growing prefix of one
+JSON document (``{"city": "Par``). Its value so far is the prefix with every open
+container closed: an unfinished string is kept as far as it goes (``"Par"``), an
+unfinished key, a key without its value, or an unfinished literal (``tru``, ``-``) is left
+out, and so is a dangling comma. A complete document parses to exactly what
+``json.loads`` gives. Pure: no state between calls, so each delta parses the whole prefix
+again (answers are small; the output, not the transport, is what is parsed).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["INCOMPLETE", "parse_partial"]
+
+INCOMPLETE: Any = type("Incomplete", (), {"__repr__": lambda self: "INCOMPLETE"})()
+"""What ``parse_partial`` returns when the prefix holds no value yet (``""``, ``{"a``
+inside a bare literal, ``tru``)."""
+
+_TOKEN = re.compile(
+    r"""\s*(?:
+        (?P<punct>[{}\[\],:])
+      | "(?P<string>(?:[^"\\]|\\.)*\\?)(?P<closed>")?
+      | (?P<bare>[^\s{}\[\],:"]+)
+    )""",
+    re.VERBOSE | re.DOTALL,
+)
+_HALF_ESCAPE = re.compile(r"(\\+)(u[0-9a-fA-F]{0,3})?$")
+
+
+class _Stop(Exception):
+    """The prefix ended inside the value being read."""
+
+
+class _Tokens:
+    def __init__(self, text: str) -> None:
+        self.items: list[tuple[str, str, bool]] = []  # (kind, text, complete)
+        position = 0
+        while position < len(text):
+            match = _TOKEN.match(text, position)
+            if match is None or match.end() == position:
+                if text[position:].strip():
+                    raise ValueError(f"not JSON at offset {position}: {text[position:][:20]!r}")
+                break
+            position = match.end()
+            if match["punct"] is not None:
+                self.items.append(("punct", match["punct"], True))
+            elif match["string"] is not None:
+                self.items.append(("string", match["string"], match["closed"] is not None))
+            elif match["bare"] is not None:
+                self.items.append(("bare", match["bare"], position < len(text)))
+        self.index = 0
+
+    def peek(self) -> tuple[str, str, bool]:
+        if self.index >= len(self.items):
+            raise _Stop
+        return self.items[self.index]
+
+    def take(self) -> tuple[str, str, bool]:
+        item = self.peek()
+        self.index += 1
+        return item
+
+
+def _string(body: str, complete: bool) -> str:
+    if not complete:  # an escape cut off at the end (`\\`, `\\u12`) is left out
+        half = _HALF_ESCAPE.search(body)
+        if half is not None and len(half.group(1)) % 2 == 1:
+            body = body[: half.end(1) - 1]
+    value: str = json.loads(f'"{body}"')
+    return value
+
+
+def _value(tokens: _Tokens) -> Any:
+    kind, text, complete = tokens.take()
+    if kind == "string":
+        return _string(text, complete)
+    if kind == "bare":
+        try:
+            return json.loads(text)
+        except ValueError:
+            if complete:
+                raise ValueError(f"not a JSON value: {text!r}") from None
+            raise _Stop from None  # `tru`, `-`, `1e` at the end of the prefix
+    if text == "{":
+        return _object(tokens)
+    if text == "[":
+        return _array(tokens)
+    raise ValueError(f"unexpected {text!r}")
+
+
+def _after_item(tokens: _Tokens, close: str) -> bool:
+    """Read what follows an item: ``True`` at the container's end, ``False`` at a comma."""
+    kind, text, _ = tokens.take()
+    if kind == "punct" and text in (close, ","):
+        return text == close
+    raise ValueError(f"expected ',' or {close!r}, got {text!r}")
+
+
+def _object(tokens: _Tokens) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    try:
+        if tokens.peek()[1] == "}":
+            tokens.take()
+            return out
+        while True:
+            kind, text, complete = tokens.take()
+            if kind != "string":
+                raise ValueError(f"expected a key, got {text!r}")
+            if not complete:
+                return out  # an unfinished key is left out
+            key = _string(text, True)
+            if tokens.take()[1] != ":":
+                raise ValueError(f"expected ':' after key {key!r}")
+            out[key] = _value(tokens)
+            if _after_item(tokens, "}"):
+                return out
+    except _Stop:
+        return out
+
+
+def _array(tokens: _Tokens) -> list[Any]:
+    out: list[Any] = []
+    try:
+        if tokens.peek()[1] == "]":
+            tokens.take()
+            return out
+        while True:
+            out.append(_value(tokens))
+            if _after_item(tokens, "]"):
+                return out
+    except _Stop:
+        return out
+
+
+def parse_partial(text: str) -> Any:
+    """The value of ``text``, a prefix of one JSON document, so far (``INCOMPLETE`` when
+    it holds none yet).
+
+    Raises:
+        ValueError: ``text`` is not the beginning of a JSON document.
+    """
+    tokens = _Tokens(text)
+    try:
+        value = _value(tokens)
+    except _Stop:
+        return INCOMPLETE
+    if tokens.index < len(tokens.items):
+        raise ValueError(f"text after the JSON value: {tokens.items[tokens.index][1]!r}")
+    return value
