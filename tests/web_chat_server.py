@@ -3,6 +3,8 @@
 ``serve_web_chat(db, delay=...)`` starts it in a thread on a free port and returns a
 ``WebChatServer`` (``url``, ``app``, ``db``, ``close()``), for the HTTP and browser tests.
 ``DroppingProxy`` sits in front of it and cuts connections on demand (a network drop).
+``gate_weather(server)`` makes its ``get_weather`` tool wait until the test releases it
+(steering: a message typed while a tool runs).
 """
 
 from __future__ import annotations
@@ -70,6 +72,47 @@ def serve_web_chat(db: Path, *, delay: float = 0.01, key: bytes | None = None) -
     """Start the example on a free port of 127.0.0.1 with its SQLite file at ``db``."""
     example = load_example()
     return WebChatServer(example.make_app(str(db), delay=delay, key=key), str(db))
+
+
+class ToolGate:
+    """Holds the example's ``get_weather`` while it runs: ``started`` is set when a call
+    begins, the call returns once ``release`` is set (threading events: the server runs
+    in a thread of its own)."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.calls = 0
+
+
+def gate_weather(server: WebChatServer, *, delay: float = 0.01) -> ToolGate:
+    """Give ``server`` the example's offline agent with a ``get_weather`` that waits on
+    the returned gate (the same model, tools and signing key otherwise)."""
+    from golem_shell import Agent, FunctionModel
+
+    example = load_example()
+    gate = ToolGate()
+
+    async def get_weather(city: str) -> str:
+        """The weather of a city.
+
+        Args:
+            city: the city's name.
+        """
+        gate.calls += 1
+        gate.started.set()
+        if not await asyncio.to_thread(gate.release.wait, 60):
+            raise RuntimeError("the test never released get_weather")
+        return f"sunny, 21 C in {city}"
+
+    chat = server.chat
+    chat.agent = Agent(
+        FunctionModel(stream_function=example.offline_stream(delay), name="offline"),
+        instructions="You are a helpful, terse assistant.",
+        tools=[get_weather, example.send_money],
+        signing_key=chat.key,
+    )
+    return gate
 
 
 class DroppingProxy:

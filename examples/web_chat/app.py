@@ -16,7 +16,11 @@ reload, another server process or a restarted one resumes it (``GET
 /api/chat/{id}/stream`` with ``Last-Event-ID``). With ``--durable`` each turn is a
 DBOS workflow (``DurableAgent``): a server killed mid-turn resumes the run when it
 restarts, and the browser's stream goes on from where it was. Editing a message
-regenerates from there on a branch (a fork of the conversation). The server trusts its
+regenerates from there on a branch (a fork of the conversation). A message sent while
+a turn streams steers it (ADR 0094): ``POST /api/chat`` answers 202 ``{"steered": true}``,
+the run takes the message at its next safe point and the stream reports it
+(``data-steered``); one that comes after the run's last look starts the turn's next
+run in the same stream, or, once the turn has closed, a new turn. The server trusts its
 store, never the client's copy of the history: of what a client posts it reads only
 the newest message (a prompt, or approvals), sanitized. ``POST /agui`` serves the same
 agent statelessly as AG-UI events: there the client holds the history, signatures
@@ -66,6 +70,7 @@ from golem_shell import (
     FunctionModel,
     RunResult,
     SQLiteHistoryStore,
+    Steering,
     new_id,
     tool,
 )
@@ -77,6 +82,7 @@ from golem_shell.store import (
     StreamLog,
 )
 from golem_shell.ui import (
+    DONE,
     UI_MESSAGE_STREAM_HEADERS,
     AGUIStream,
     Refused,
@@ -85,6 +91,7 @@ from golem_shell.ui import (
     StoredRun,
     StoredRuns,
     StreamTap,
+    TurnSteering,
     VercelStream,
     accept_history,
     agui_answers,
@@ -504,6 +511,10 @@ class ChatServer:
                 return await self._answer_durable(
                     uid, cid, requested or MAIN, messages, *waiting, answers
                 )
+        if newest["role"] == "user":
+            steered = await self.steer(uid, cid, requested, messages, read)
+            if steered is not None:
+                return steered
         branch, history, position = await self.place(uid, cid, requested, messages)
         assert isinstance(cid, str)
         if await self.runs.running(f"{uid}/{cid}/{branch}") is not None:
@@ -511,6 +522,65 @@ class ChatServer:
         if newest["role"] == "assistant":
             return await self._answer(uid, cid, branch, history, answers)
         return await self._prompt(uid, cid, branch, history, read, position)
+
+    async def steer(
+        self,
+        uid: str,
+        cid: object,
+        requested: str | None,
+        messages: list[Any],
+        read: Sequence[Message],
+    ) -> Response | None:
+        """Give the person's newest message to the turn streaming on the client's branch
+        (``None``: no turn streams there, the message starts one as usual).
+
+        The client's list must begin with the conversation as it was when the turn
+        began (what it shows of the turn in flight, and any message it sent since, is
+        its own); the message is sanitized like a prompt. The turn takes it (202
+        ``{"steered": true}``): its run at the next safe point, or its next run. A turn
+        that has just closed takes nothing: the message then starts the next turn once
+        that stream has ended (the answer is that turn's stream).
+
+        Raises:
+            Refused: the list does not fit the conversation (409), the turn is written
+                by another process or is a durable run (409: no steering there), or
+                nothing is left of the message after sanitizing (400).
+        """
+        if not isinstance(cid, str) or not cid:
+            return None
+        names = [requested] if requested is not None else [MAIN]
+        if requested is None:
+            names += [b.name for b in await self.store.branches(uid, cid) if b.name != MAIN]
+        for name in names:
+            key = f"{uid}/{cid}/{name}"
+            run = await self.runs.running(key)
+            if run is None:
+                continue
+            history = await self.load(uid, cid, name)
+            shown = history_to_ui_messages(history[: run.info.get("base", len(history))])
+            prior = messages[:-1]
+            if len(prior) < len(shown) or not all(map(_same, prior, shown)):
+                if requested is None:
+                    continue  # another branch's list: try the next
+                raise Refused("the messages do not match this conversation: reload it", 409)
+            if run.steering is None:
+                raise Refused(
+                    "a run of this conversation is in flight and takes no steering here"
+                    " (a durable run, or one another server process writes): resume its"
+                    " stream, then send",
+                    409,
+                )
+            prompt, _ = self._sanitized(read)
+            if run.steering.send(prompt):
+                return SafeJSONResponse(
+                    {"steered": True, "id": cid, "branch": name}, status_code=202
+                )
+            await self.runs.wait(key)  # the turn closed just now: the next turn follows it
+            history = await self.load(uid, cid, name)
+            return await self._prompt(
+                uid, cid, name, history, read, len(history_to_ui_messages(history))
+            )
+        return None
 
     async def place(
         self, uid: str, cid: object, requested: str | None, messages: list[Any]
@@ -552,6 +622,16 @@ class ChatServer:
             409,
         )
 
+    def _sanitized(self, read: Sequence[Message]) -> tuple[Message, Any]:
+        """The person's message as the run will see it, and the sanitize report."""
+        clean, report = accept_history(read, key=self.key)
+        if not clean or clean[-1].role is not Role.USER or not clean[-1].parts:
+            raise Refused(
+                "nothing is left of the message after sanitizing: "
+                + json.dumps(report_json(report))
+            )
+        return clean[-1], report
+
     async def _prompt(
         self,
         uid: str,
@@ -561,13 +641,7 @@ class ChatServer:
         read: Sequence[Message],
         position: int,
     ) -> Response:
-        clean, report = accept_history(read, key=self.key)
-        if not clean or clean[-1].role is not Role.USER or not clean[-1].parts:
-            raise Refused(
-                "nothing is left of the message after sanitizing: "
-                + json.dumps(report_json(report))
-            )
-        prompt = clean[-1]
+        prompt, report = self._sanitized(read)
         shown = history_to_ui_messages(history)
         if position < len(shown):  # an edit: regenerate from there on a new branch
             at = int(shown[position]["id"][1:])
@@ -584,13 +658,27 @@ class ChatServer:
         if self.durable is not None:
             return await self._start_durable(uid, cid, branch, history, first)
         stream = VercelStream(f"m{len(history)}")
+        return await self._start(
+            uid, cid, branch, history, stream, self._continue(history, cid), first
+        )
 
-        def start(on_delta: Any, on_event: Any) -> Awaitable[RunResult[str]]:
-            return self.agent.run_stream_with_history(
-                history, None, on_delta=on_delta, on_event=on_event, conversation_id=cid
-            )
+    def _continue(self, history: tuple[Message, ...], cid: str) -> Callable[[Steering], StartRun]:
+        """A run that answers ``history`` (it ends with the person's message)."""
 
-        return await self._start(uid, cid, branch, history, stream, start, first)
+        def run(steering: Steering) -> StartRun:
+            def start(on_delta: Any, on_event: Any) -> Awaitable[RunResult[str]]:
+                return self.agent.run_stream_with_history(
+                    history,
+                    None,
+                    on_delta=on_delta,
+                    on_event=on_event,
+                    conversation_id=cid,
+                    steering=steering,
+                )
+
+            return start
+
+        return run
 
     async def _answer(
         self,
@@ -612,10 +700,18 @@ class ChatServer:
         turn = max((i + 1 for i, m in enumerate(history) if m.role is Role.USER), default=0)
         stream = VercelStream(f"m{turn}", prior=history[turn:], answered=answers)
 
-        def start(on_delta: Any, on_event: Any) -> Awaitable[RunResult[str]]:
-            return self.agent.run_with_deferred_results(
-                history, answers, issued=waiting, on_delta=on_delta, on_event=on_event
-            )
+        def start(steering: Steering) -> StartRun:
+            def run(on_delta: Any, on_event: Any) -> Awaitable[RunResult[str]]:
+                return self.agent.run_with_deferred_results(
+                    history,
+                    answers,
+                    issued=waiting,
+                    on_delta=on_delta,
+                    on_event=on_event,
+                    steering=steering,
+                )
+
+            return run
 
         first = [{"type": "data-conversation", "data": {"id": cid, "branch": branch}}]
         return await self._start(uid, cid, branch, history, stream, start, first)
@@ -627,20 +723,71 @@ class ChatServer:
         branch: str,
         history: tuple[Message, ...],
         stream: VercelStream,
-        start: StartRun,
+        start: Callable[[Steering], StartRun],
         first: list[dict[str, Any]],
     ) -> Response:
-        async def store(ended: RunEnded) -> None:
-            if ended.result is not None:
-                added = ended.result.new_messages
-                await self.store.append(uid, cid, added, len(history), branch=branch)
+        """Stream a turn: its run, steered by what the person sends meanwhile
+        (``TurnSteering``), then a next run for each batch of messages that came after
+        a run's last look, in the same stream, each stored as it ends."""
+        turn = TurnSteering()
 
-        def frames(run: StoredRun) -> AsyncIterator[str]:
-            return vercel_frames(stream, run_items(start), first=first, on_end=store)
+        async def frames(run: StoredRun) -> AsyncIterator[str]:
+            now, out, opening, begin = history, stream, first, start
+            while True:
+                steering = turn.run()
+                ended: list[RunEnded] = []
+
+                store = self._store_turn(uid, cid, branch, len(now), steering, turn, ended)
+                items = run_items(begin(steering), steering=steering)
+                async for data in vercel_frames(out, items, first=opening, on_end=store):
+                    if data != DONE:
+                        yield data
+                if not ended or ended[0].result is None or ended[0].result.paused:
+                    # failed (what came is stored), or waits for approval: a message
+                    # after a call without its result cannot be stored, so it goes back
+                    back = turn.close()
+                    if back:
+                        returned = out.steered(0, back)["data"]
+                        yield json.dumps(out.data("steering-returned", returned))
+                    break
+                late = turn.late()
+                if not late:
+                    break  # closed: what comes now starts a new turn
+                now = (*now, *ended[0].result.new_messages)
+                await self.store.append(uid, cid, late, len(now), branch=branch)
+                yield json.dumps(out.steered(0, late))
+                now = (*now, *late)
+                out, begin = VercelStream(f"m{len(now)}"), self._continue(now, cid)
+                opening = [{"type": "data-conversation", "data": {"id": cid, "branch": branch}}]
+            yield DONE
 
         key = f"{uid}/{cid}/{branch}"
-        run = await self.runs.start(key, frames, info={"base": len(history)})
+        run = await self.runs.start(key, frames, info={"base": len(history)}, steering=turn)
         return self._follow(run, 0)
+
+    def _store_turn(
+        self,
+        uid: str,
+        cid: str,
+        branch: str,
+        base: int,
+        steering: Steering,
+        turn: TurnSteering,
+        ended: list[RunEnded],
+    ) -> Callable[[RunEnded], Awaitable[None]]:
+        """What stores a run of a turn as it ends (before the stream's ``finish``): what
+        it added; if it failed, what the person sent meanwhile (never lost)."""
+
+        async def store(end: RunEnded) -> None:
+            if end.result is None:
+                kept = (*steering.taken, *turn.close())
+                if kept:
+                    await self.store.append(uid, cid, kept, base, branch=branch)
+                return
+            await self.store.append(uid, cid, end.result.new_messages, base, branch=branch)
+            ended.append(end)
+
+        return store
 
     # -- durable turns (DBOS): the run is a workflow, its frames come from StreamTap ----------
 

@@ -6,6 +6,7 @@ and passes ``sanitize_history`` (``accept_history``) before a run sees it. ``Liv
 keeps a run going when the browser drops, and replays it to a reconnecting client
 from its ``Last-Event-ID``; ``StoredRuns`` keeps the frames in the conversation store,
 so any process serves them, after a restart too (``StreamTap`` for a durable run).
+``TurnSteering`` carries what the person sends while a turn streams into its run.
 See ``docs/web-chat.md`` and ``examples/web_chat/``.
 """
 
@@ -33,12 +34,14 @@ from golem_shell.ui._run import (
     RunEnded,
     RunItem,
     StartRun,
+    Steered,
     ToolResults,
     UIFold,
     UIStep,
     failure_text,
     run_items,
 )
+from golem_shell.ui._steer import TurnSteering
 from golem_shell.ui._stored import StoredRun, StoredRuns
 from golem_shell.ui._tap import StreamTap, end_stream, pause_stream
 from golem_shell.ui._vercel import (
@@ -64,10 +67,12 @@ __all__ = [
     "RunEnded",
     "RunItem",
     "StartRun",
+    "Steered",
     "StoredRun",
     "StoredRuns",
     "StreamTap",
     "ToolResults",
+    "TurnSteering",
     "UIFold",
     "UIStep",
     "UI_MESSAGE_STREAM_HEADERS",

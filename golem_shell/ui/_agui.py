@@ -5,7 +5,10 @@ Owns both directions of the AG-UI protocol (types from the ``ag_ui.core`` packag
 - ``AGUIStream`` translates a run's items into events, in the protocol's order:
   ``RUN_STARTED``; per model answer ``TEXT_MESSAGE_START``/``_CONTENT``/``_END``,
   ``REASONING_START``/``REASONING_MESSAGE_*``/``REASONING_END``, ``TOOL_CALL_START``/
-  ``_ARGS``/``_END``; ``TOOL_CALL_RESULT`` per result; then ``RUN_FINISHED`` (outcome
+  ``_ARGS``/``_END``; ``TOOL_CALL_RESULT`` per result; a steering message the run took
+  (the person wrote while it worked) as a ``TEXT_MESSAGE_*`` of role ``user`` where it
+  joined (AG-UI has no steering event; a text message may have any text role); then
+  ``RUN_FINISHED`` (outcome
   ``success``, or ``interrupt`` with one ``Interrupt`` per call that waits for
   approval, whose id is the call id), preceded by a ``MESSAGES_SNAPSHOT`` of the whole
   history, or ``RUN_ERROR`` (code ``run_failed``, a generic message and an error id;
@@ -86,6 +89,7 @@ from golem_shell.ui._run import (
     CallStarted,
     RunEnded,
     RunItem,
+    Steered,
     StepEnded,
     StepStarted,
     UIFold,
@@ -191,6 +195,15 @@ class AGUIStream:
                 ]
             case ApprovalRequested():
                 return []  # the interrupts come with RUN_FINISHED
+            case Steered(request=n, messages=messages):
+                out: list[BaseEvent] = []
+                for k, m in enumerate(messages):
+                    block = f"{self.run_id}-u{n}.{k}"
+                    out.append(TextMessageStartEvent(message_id=block, role="user"))
+                    if m.text:  # a file alone has no text to stream: the snapshot holds it
+                        out.append(TextMessageContentEvent(message_id=block, delta=m.text))
+                    out.append(TextMessageEndEvent(message_id=block))
+                return out
             case RunEnded():
                 if step.result is None:
                     return [self._end(step)]

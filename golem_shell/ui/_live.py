@@ -9,7 +9,8 @@ turn). While a run for a key is in flight a second one is refused (``Refused``, 
 ``resume`` is what a reconnect gets: the run in flight, or ``None`` once it has finished
 (the server answers 204 and the client reads the store, which holds the whole turn). A
 finished run's frames stay in ``get`` for ``linger`` seconds, for a server that wants
-to show them (ADR 0111).
+to show them (ADR 0111). A run started with a ``TurnSteering`` takes what the person
+sends while it streams (``LiveRun.steering``, ADR 0094).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from golem_shell.ui._boundary import Refused
+from golem_shell.ui._steer import TurnSteering
 
 __all__ = ["LiveRun", "LiveRuns"]
 
@@ -34,11 +36,15 @@ class LiveRun:
         info: what the server wants to remember with it (e.g. where its messages start).
         frames: the data of every frame so far; frame ``n`` is ``frames[n - 1]``.
         done: whether the run has streamed its last frame.
+        steering: the turn's steering, if it was started with one.
     """
 
-    def __init__(self, key: str, info: dict[str, Any]) -> None:
+    def __init__(
+        self, key: str, info: dict[str, Any], steering: TurnSteering | None = None
+    ) -> None:
         self.key = key
         self.info = info
+        self.steering = steering
         self.frames: list[str] = []
         self.done = False
         self.task: asyncio.Task[None] | None = None
@@ -127,8 +133,10 @@ class LiveRuns:
         frames: Callable[[LiveRun], AsyncIterator[str]],
         *,
         info: dict[str, Any] | None = None,
+        steering: TurnSteering | None = None,
     ) -> LiveRun:
-        """Start streaming ``frames(run)`` under ``key`` in a task of its own.
+        """Start streaming ``frames(run)`` under ``key`` in a task of its own;
+        ``steering`` is the turn's (``running(key).steering`` while it streams).
 
         Raises:
             Refused: a run under ``key`` is still in flight (409): resume it instead.
@@ -139,7 +147,7 @@ class LiveRuns:
                 " (GET .../stream with Last-Event-ID) instead of sending again",
                 409,
             )
-        run = LiveRun(key, info or {})
+        run = LiveRun(key, info or {}, steering)
         self._runs[key] = run
 
         async def produce() -> None:

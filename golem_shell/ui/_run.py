@@ -5,8 +5,9 @@ Owns what both protocol adapters (``_vercel``, ``_agui``) read from a run:
 - ``run_items(start)`` drives one run (streamed) in a task of its own and yields, in
   order, its ``RunEvent``s, the ``ToolResults`` the run produced (each as soon as the
   tool finished: a streamed run reports ``ToolResultEvent``; whatever the run added
-  without one, e.g. an answer to an approval, at the end), and finally a ``RunEnded``
-  with the result or the error.
+  without one, e.g. an answer to an approval, at the end), a ``Steered`` with the
+  person's messages each time the run took some it was sent while it worked (given
+  its ``Steering``), and finally a ``RunEnded`` with the result or the error.
 - ``failure_text(error)`` is what a client is shown of a failed run (a generic
   sentence and an error id; the detail goes to the ``golem.ui`` log).
 - ``UIFold`` turns those items into protocol-neutral ``UIStep``s (steps, text and
@@ -30,6 +31,7 @@ from golem_core import (
     RequestFinished,
     Role,
     RunPaused,
+    RunSteered,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
@@ -40,6 +42,7 @@ from golem_shell import (  # the public API only: the agent's internals may chan
     EventHandler,
     RunEvent,
     RunResult,
+    Steering,
     ToolResultEvent,
     new_id,
     partial_from,
@@ -57,6 +60,7 @@ __all__ = [
     "RunEnded",
     "RunItem",
     "StartRun",
+    "Steered",
     "StepEnded",
     "StepStarted",
     "ToolResults",
@@ -84,7 +88,17 @@ class RunEnded:
     error: BaseException | None = None
 
 
-RunItem: TypeAlias = RunEvent | ToolResults | RunEnded
+@frozen
+class Steered:
+    """The person's ``messages``, sent while the run worked, joined it before its model
+    request ``request`` (steering: ``RunSteered`` with what was taken). Both a run item
+    and a UI step: a chat shows them where they joined, between a step and the next."""
+
+    request: int
+    messages: tuple[Message, ...]
+
+
+RunItem: TypeAlias = RunEvent | ToolResults | Steered | RunEnded
 """What ``run_items`` yields."""
 
 StartRun: TypeAlias = Callable[
@@ -99,16 +113,23 @@ def _ignore(_: DeltaEvent) -> None:
     return None
 
 
-async def run_items(start: StartRun) -> AsyncIterator[RunItem]:
+async def run_items(start: StartRun, *, steering: Steering | None = None) -> AsyncIterator[RunItem]:
     """Drive a run and yield its items in order, ending with exactly one ``RunEnded``.
 
     The run goes on in its own task while the consumer is slow; if the consumer
-    leaves early (closes this generator), the run is cancelled.
+    leaves early (closes this generator), the run is cancelled. With the ``steering``
+    the run was started with, each ``RunSteered`` is followed by a ``Steered`` holding
+    the messages it took (the event counts them; the ``Steering`` holds them).
     """
     queue: asyncio.Queue[RunItem] = asyncio.Queue()
     done = object()
 
     def on_event(event: RunEvent) -> None:
+        if isinstance(event, RunSteered) and steering is not None:
+            queue.put_nowait(event)
+            taken = steering.taken  # the run takes, then reports: the newest are these
+            queue.put_nowait(Steered(event.request, taken[len(taken) - event.messages :]))
+            return
         if isinstance(event, ToolResultEvent):
             result = Message.tool_result(
                 event.call_id, event.name, event.parts, failed=event.failed
@@ -251,6 +272,7 @@ UIStep: TypeAlias = (
     | CallReady
     | CallResult
     | ApprovalRequested
+    | Steered
     | RunEnded
 )
 """One step of a run as a chat UI shows it."""
@@ -303,6 +325,13 @@ class UIFold:
             return self._results(item.messages)
         if isinstance(item, RequestFinished):
             return self._ready(item.request)
+        if isinstance(item, Steered):  # between one step and the next, never inside one
+            out = self._close()
+            if self._request is not None:
+                out.append(StepEnded())
+                self._request = None
+            out.append(item)
+            return out
         if isinstance(item, RunPaused):
             out = self._close()
             for deferred in item.deferred:

@@ -15,7 +15,9 @@ writer:
   the recorded step, keyed so that a replayed step adds nothing twice). A durable stream
   never goes stale: its run resumes when its worker restarts, and the stream with it.
 
-Readers in the writer's process wake at once; others poll every ``poll`` seconds.
+Readers in the writer's process wake at once; others poll every ``poll`` seconds. A
+plain turn started with a ``TurnSteering`` is steered through the process that writes
+it (``StoredRun.steering``; ``None`` in any other process).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 from golem_shell import new_id
 from golem_shell.store import StreamBusy, StreamLog, StreamRecord, StreamState
 from golem_shell.ui._boundary import Refused
+from golem_shell.ui._steer import TurnSteering
 from golem_shell.ui._vercel import DONE
 
 __all__ = ["StoredRun", "StoredRuns"]
@@ -44,6 +47,7 @@ class StoredRun:
         stream: its id in the log.
         run_id: the run that writes it.
         info: what the server stored with it.
+        steering: the turn's steering, when this process writes it (``start``).
     """
 
     def __init__(self, runs: StoredRuns, record: StreamRecord) -> None:
@@ -53,6 +57,7 @@ class StoredRun:
         self.run_id = record.run_id
         self.info = record.info
         self.task: asyncio.Task[None] | None = None
+        self.steering: TurnSteering | None = runs._steerings.get(record.stream)
 
     def __repr__(self) -> str:
         return f"StoredRun({self.key!r}, {self.stream!r})"
@@ -91,6 +96,7 @@ class StoredRuns:
         self.stale_after = stale_after
         self._wakes: dict[str, asyncio.Future[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._steerings: dict[str, TurnSteering] = {}
 
     def __repr__(self) -> str:
         return f"StoredRuns({self.log!r})"
@@ -210,15 +216,19 @@ class StoredRuns:
         frames: Callable[[StoredRun], AsyncIterator[str]],
         *,
         info: dict[str, Any] | None = None,
+        steering: TurnSteering | None = None,
     ) -> StoredRun:
         """Stream ``frames(run)`` from a task of this process into a new stream of ``key``
         (frame keys are their numbers; the stream ends with its ``[DONE]`` frame, in
-        the same write); the writer beats every ``stale_after / 3`` s.
+        the same write); the writer beats every ``stale_after / 3`` s. ``steering`` is
+        the turn's (``running(key).steering`` in this process while it streams).
 
         Raises:
             Refused: a stream of ``key`` is open (409).
         """
         run = await self.open(key, info=info, durable=False)
+        if steering is not None:
+            self._steerings[run.stream] = run.steering = steering
 
         async def beat() -> None:
             while True:
@@ -241,6 +251,7 @@ class StoredRuns:
                 _log.exception("the stream of run %r failed", key)
             finally:
                 beating.cancel()
+                self._steerings.pop(run.stream, None)
                 with contextlib.suppress(Exception):
                     await self.end(run.stream, state)
 

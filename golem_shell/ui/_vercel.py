@@ -9,7 +9,9 @@ Owns both directions of the protocol a React ``useChat`` front end speaks:
   ``tool-output-available`` (``tool-output-error`` for a failed result,
   ``tool-output-denied`` for a call the person refused, which a rendered history shows
   as ``output-denied`` too); ``tool-approval-request`` for
-  each call that waits for approval; ``error`` when the run failed (``failure_text``: a
+  each call that waits for approval; ``data-steered`` (transient: the AI SDK has no
+  steering chunk) where the person's messages sent while the run worked joined it;
+  ``error`` when the run failed (``failure_text``: a
   generic sentence and an error id, the detail in the log); ``finish`` (with
   ``messageMetadata``: the run's golem messages as JSON) and ``[DONE]``.
 - ``history_to_ui_messages`` renders a golem history as ``UIMessage``s (a user message;
@@ -24,6 +26,9 @@ Owns both directions of the protocol a React ``useChat`` front end speaks:
 What a client sends is untrusted: ``ui_messages_to_history`` refuses malformed input
 with ``Refused`` naming the path, and the adapter runs ``sanitize_history`` on the result
 (``golem_shell.ui._boundary``) before a run sees it.
+
+Over 600 lines because it holds both directions of one protocol, whose writer and
+reader must agree part by part.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ from golem_shell.ui._run import (
     CallStarted,
     RunEnded,
     RunItem,
+    Steered,
     StepEnded,
     StepStarted,
     UIFold,
@@ -220,9 +226,17 @@ class VercelStream:
                 return [
                     {"type": "tool-approval-request", "approvalId": call.id, "toolCallId": call.id}
                 ]
+            case Steered():
+                return [self.steered(step.request, step.messages)]
             case RunEnded():
                 return self._end(step)
         assert_never(step)
+
+    def steered(self, request: int, messages: Sequence[Message]) -> Chunk:
+        """The ``data-steered`` chunk: ``messages`` (the person's, as UI messages' parts)
+        joined the run before its model request ``request``."""
+        shown = [{"role": "user", "parts": _user_parts(m)} for m in messages]
+        return self.data("steered", {"request": request, "messages": shown})
 
     def _end(self, ended: RunEnded) -> list[Chunk]:
         out = self._finish(ended)

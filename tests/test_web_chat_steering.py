@@ -1,0 +1,249 @@
+"""Steering in the web chat (issue 36 items 1 and 5, ADR 0094): a message sent while a turn
+streams joins its run; one that comes too late starts the turn's next run or the next
+turn; never lost. Over HTTP against the example (uvicorn on 127.0.0.1, offline model,
+a ``get_weather`` the test holds), and the adapters' steering events."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from web_chat_server import WebChatServer, gate_weather, serve_web_chat
+
+from golem_core import Message, Role, ToolCallPart, check_pairing
+from golem_shell import Agent, FunctionModel, SQLiteHistoryStore, Steering, UsageError
+from golem_shell.ui import (
+    AGUIStream,
+    Steered,
+    TurnSteering,
+    VercelStream,
+    run_items,
+)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[WebChatServer]:
+    served = serve_web_chat(tmp_path / "chat.db", delay=0.005)
+    yield served
+    served.close()
+
+
+def _client(server: WebChatServer) -> httpx.Client:
+    client = httpx.Client(base_url=server.url, timeout=60)
+    assert client.get("/").status_code == 200
+    return client
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"id": "client-" + text[:8], "role": "user", "parts": [{"type": "text", "text": text}]}
+
+
+def _chunks(response: httpx.Response) -> list[dict[str, Any]]:
+    out = []
+    for line in response.iter_lines():
+        if line.startswith("data: ") and line[6:] != "[DONE]":
+            out.append(json.loads(line[6:]))
+    return out
+
+
+def _stored(server: WebChatServer, client: httpx.Client, cid: str) -> tuple[Message, ...]:
+    with SQLiteHistoryStore(server.db) as store:
+        return store.load_sync(client.cookies["uid"], cid)
+
+
+class _Turn:
+    """A turn streamed in a thread of its own (the test sends while it runs)."""
+
+    def __init__(self, client: httpx.Client, cid: str, messages: list[Any]) -> None:
+        self.chunks: list[dict[str, Any]] = []
+        self.status = 0
+
+        def read() -> None:
+            with client.stream("POST", "/api/chat", json={"id": cid, "messages": messages}) as r:
+                self.status = r.status_code
+                self.chunks = _chunks(r)
+
+        self.thread = threading.Thread(target=read, daemon=True)
+        self.thread.start()
+
+    def join(self) -> list[dict[str, Any]]:
+        self.thread.join(60)
+        assert not self.thread.is_alive() and self.status == 200
+        return self.chunks
+
+
+def test_a_message_sent_while_a_tool_runs_steers_the_turn(server: WebChatServer) -> None:
+    gate = gate_weather(server)
+    client = _client(server)
+    cid = client.post("/api/conversations").json()["id"]
+    first = _user("weather in Oslo")
+    turn = _Turn(client, cid, [first])
+    assert gate.started.wait(30)
+    # what a page sends: its list (the prompt, the turn so far as it shows it) and the message
+    shown = {"id": "m1", "role": "assistant", "parts": [{"type": "text", "text": "Let me"}]}
+    steer = client.post(
+        "/api/chat", json={"id": cid, "messages": [first, shown, _user("actually, Paris")]}
+    )
+    assert steer.status_code == 202
+    assert steer.json() == {"steered": True, "id": cid, "branch": "main"}
+    gate.release.set()
+    chunks = turn.join()
+
+    history = _stored(server, client, cid)
+    roles = [m.role for m in history]
+    assert roles == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.USER, Role.ASSISTANT]
+    assert history[3].text == "actually, Paris"  # between the tool result and the answer
+    # stamped by the run that took it (the core stamps no created_at on it yet: reported)
+    assert history[3].run_id == history[4].run_id is not None
+    assert history[3].conversation_id == cid
+    assert history[4].text.startswith("You said: actually, Paris")
+    assert [m.text for m in history].count("actually, Paris") == 1  # stored once
+    assert check_pairing(history) == ()
+    assert gate.calls == 1  # one run: the tool ran once
+    # the stream reports it where it joined: after the step with the tool, before the next
+    types = [c["type"] for c in chunks]
+    at = types.index("data-steered")
+    assert types[at - 1] == "finish-step" and types[at + 1] == "start-step"
+    assert chunks[at]["data"]["messages"] == [
+        {"role": "user", "parts": [{"type": "text", "text": "actually, Paris"}]}
+    ]
+    assert types.count("start") == 1 and types.count("finish") == 1  # one turn
+    # the page's reload shows it in order
+    view = client.get(f"/api/conversations/{cid}").json()
+    assert [m["role"] for m in view["messages"]] == ["user", "assistant", "user", "assistant"]
+
+
+def test_a_message_after_the_turn_starts_the_next_turn(server: WebChatServer) -> None:
+    client = _client(server)
+    cid = client.post("/api/conversations").json()["id"]
+    with client.stream("POST", "/api/chat", json={"id": cid, "messages": [_user("hi")]}) as r:
+        _chunks(r)
+    view = client.get(f"/api/conversations/{cid}").json()
+    with client.stream(
+        "POST", "/api/chat", json={"id": cid, "messages": [*view["messages"], _user("again")]}
+    ) as r:
+        assert r.status_code == 200  # no turn streams: a new turn, not a steer
+        assert [c["type"] for c in _chunks(r)].count("data-steered") == 0
+    assert [m.text for m in _stored(server, client, cid) if m.role is Role.USER] == ["hi", "again"]
+
+
+def test_a_message_after_the_runs_last_look_starts_the_turns_next_run(
+    server: WebChatServer,
+) -> None:
+    """The run has ended (its messages are being stored) but the stream is still open: the
+    message is kept, stored after the run's, and the turn's next run answers it."""
+    client = _client(server)
+    cid = client.post("/api/conversations").json()["id"]
+    chat = server.chat
+    storing, go_on = threading.Event(), threading.Event()
+    append = chat.store.append
+
+    async def slow_append(*args: Any, **kwargs: Any) -> Any:
+        if args[3] > 0 and not go_on.is_set():  # the run's messages, not the prompt
+            storing.set()
+            await asyncio.to_thread(go_on.wait, 30)
+        return await append(*args, **kwargs)
+
+    chat.store.append = slow_append
+    first = _user("hello")
+    turn = _Turn(client, cid, [first])
+    assert storing.wait(30)
+    late = client.post("/api/chat", json={"id": cid, "messages": [first, _user("and more")]})
+    assert late.status_code == 202
+    go_on.set()
+    chunks = turn.join()
+    texts = [m.text for m in _stored(server, client, cid)]
+    assert texts[2] == "and more" and texts[3].startswith("You said: and more")
+    types = [c["type"] for c in chunks]
+    assert types.count("data-steered") == 1 and types.count("start") == 2  # one stream
+
+
+def test_a_steer_that_fits_no_conversation_is_refused(server: WebChatServer) -> None:
+    gate = gate_weather(server)
+    client = _client(server)
+    cid = client.post("/api/conversations").json()["id"]
+    turn = _Turn(client, cid, [_user("weather in Rome")])
+    assert gate.started.wait(30)
+    wrong = client.post(
+        "/api/chat",
+        json={"id": cid, "branch": "main", "messages": [_user("other"), _user("x")]},
+    )
+    assert wrong.status_code == 409 and "reload" in wrong.json()["error"]
+    gate.release.set()
+    turn.join()
+
+
+# -- the adapters: where a steering message joined ---------------------------------------
+
+
+def _steered_run() -> tuple[Any, Steering]:
+    steering = Steering()
+
+    def answer(request: Any) -> Message | str:
+        if not any(m.role is Role.TOOL for m in request.messages):
+            return Message(Role.ASSISTANT, (ToolCallPart("c1", "charge", "{}"),))
+        return "noted: " + request.messages[-1].text
+
+    async def charge() -> str:
+        """Charge."""
+        steering.send("use the EU account")
+        return "charged"
+
+    agent = Agent(FunctionModel(answer), tools=[charge])
+
+    def start(on_delta: Any, on_event: Any) -> Any:
+        return agent.run_stream("charge me", on_event=on_event, steering=steering)
+
+    return start, steering
+
+
+@pytest.mark.anyio
+async def test_the_vercel_stream_reports_steering_between_two_steps() -> None:
+    start, steering = _steered_run()
+    stream = VercelStream("m0")
+    items = [i async for i in run_items(start, steering=steering)]
+    assert [i.messages[0].text for i in items if isinstance(i, Steered)] == ["use the EU account"]
+    chunks = [c for i in items for c in stream.item(i)]
+    types = [c["type"] for c in chunks]
+    at = types.index("data-steered")
+    assert types[at - 1] == "finish-step" and types[at + 1] == "start-step"
+    assert chunks[at]["data"]["request"] == 2 and chunks[at]["transient"] is True
+
+
+@pytest.mark.anyio
+async def test_agui_reports_steering_as_a_user_text_message() -> None:
+    start, steering = _steered_run()
+    stream = AGUIStream("t", "r")
+    events = [
+        e for i in [i async for i in run_items(start, steering=steering)] for e in stream.item(i)
+    ]
+    kinds = [(e.type.value, getattr(e, "role", None), getattr(e, "delta", None)) for e in events]
+    at = kinds.index(("TEXT_MESSAGE_START", "user", None))
+    assert kinds[at + 1] == ("TEXT_MESSAGE_CONTENT", None, "use the EU account")
+    assert kinds[at + 2][0] == "TEXT_MESSAGE_END"
+    assert kinds.index(("TOOL_CALL_RESULT", "tool", None)) < at  # after the tool's result
+    snapshot = next(e for e in events if e.type.value == "MESSAGES_SNAPSHOT")
+    assert [m.role for m in snapshot.messages] == ["user", "assistant", "tool", "user", "assistant"]
+
+
+def test_turn_steering_hands_late_messages_on_and_then_closes() -> None:
+    turn = TurnSteering()
+    steering = turn.run()
+    assert turn.send(Message.user("a"))  # taken by the run (pending until its next look)
+    assert steering.left[0].text == "a"
+    steering._end()  # the run ended without another look
+    assert turn.send(Message.user("b"))  # too late for the run: the turn's next run
+    assert [m.text for m in turn.late()] == ["a", "b"]
+    assert turn.send(Message.user("c"))  # between two runs: the next run takes it
+    assert [m.text for m in turn.run().left] == ["c"]
+    with pytest.raises(UsageError, match="user message"):
+        turn.send(Message.assistant("x"))
+    turn.run()._end()
+    assert turn.late() == () and turn.closed
+    assert not turn.send(Message.user("d"))  # closed: the caller starts a new turn
