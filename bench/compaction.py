@@ -19,9 +19,11 @@ within ``bench.cache.BUDGET`` tokens, all in one process:
   ``history_processors=[...]`` became in pydantic-ai 2) (``messages[-N:]``, the largest
   ``N`` that keeps every request here within the budget), what its model receives recorded;
 - the OpenAI Agents SDK: ``OpenAIResponsesCompactionSession`` over an in-memory
-  ``SQLiteSession``, its ``responses.compact`` answered by the same simulated server, run
-  after each turn with a token trigger at the budget (the documented
-  ``should_trigger_compaction`` hook) and with its default (10 candidate items);
+  ``SQLiteSession``, its ``responses.compact`` answered by the same simulated server;
+  ``run_compaction()`` after each turn, as its ``Runner`` calls it (here in its manual form,
+  ``compaction_mode="input"``: the whole stored history is compacted and replaced), with
+  a token trigger at the budget (the documented ``should_trigger_compaction`` hook) and
+  with its default (10 candidate items);
 - langchain-core: ``trim_messages(strategy="last", start_on="human", include_system=True)``
   before every request, with the same budget and counts.
 
@@ -50,7 +52,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 from returns.result import Result, Success
@@ -403,7 +405,7 @@ async def pydantic_ai_trace(conversation: Sequence[Turn], budget: int) -> Trace 
     for tool in (lookup, search):
         # real types, not this module's postponed strings: pydantic-ai reads them
         tool.__annotations__ = {"ctx": RunContext[None], "q": str, "return": str}
-        agent.tool(tool)
+        agent.tool(cast(Any, tool))
     history: list[Any] = []
     for turn in conversation:
         current.append(turn)
@@ -487,11 +489,11 @@ async def agents_sdk_trace(
         )
         for t, turn in enumerate(conversation, 1):
             recorder.turn = t
-            stored = list(await session.get_items())
+            stored: list[Any] = list(await session.get_items())
             user, exchange, answer = _turn_items(turn)
             trace.requests.append(_from_responses_items([*stored, *user]))
             trace.requests.append(_from_responses_items([*stored, *user, *exchange]))
-            await session.add_items([*user, *exchange, answer])
+            await session.add_items(cast(Any, [*user, *exchange, answer]))
             await session.run_compaction()
         session.underlying_session.close()  # type: ignore[attr-defined]
     trace.calls = list(recorder.calls)
