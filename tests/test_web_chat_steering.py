@@ -14,7 +14,13 @@ from typing import Any
 
 import httpx
 import pytest
-from web_chat_server import WebChatServer, gate_weather, serve_web_chat
+from web_chat_server import (
+    WebChatServer,
+    gate_weather,
+    js_clients_or_skip,
+    run_node,
+    serve_web_chat,
+)
 
 from golem_core import Message, Role, ToolCallPart, check_pairing
 from golem_shell import Agent, FunctionModel, SQLiteHistoryStore, Steering, UsageError
@@ -24,6 +30,7 @@ from golem_shell.ui import (
     TurnSteering,
     VercelStream,
     run_items,
+    vercel_frames,
 )
 
 
@@ -247,3 +254,70 @@ def test_turn_steering_hands_late_messages_on_and_then_closes() -> None:
     turn.run()._end()
     assert turn.late() == () and turn.closed
     assert not turn.send(Message.user("d"))  # closed: the caller starts a new turn
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("sdk", [5, 6])
+async def test_the_ai_package_reads_a_steered_stream(sdk: Any) -> None:
+    """The real ``ai`` package (tests/js) reads the stream: ``data-steered`` is one of its
+    own data chunks, and the UIMessage it builds is valid."""
+    js_clients_or_skip()
+    start, steering = _steered_run()
+    stream = VercelStream("m0", sdk_version=sdk)
+    frames = [f async for f in vercel_frames(stream, run_items(start, steering=steering))]
+    assert any('"data-steered"' in f for f in frames)
+    result = run_node(
+        "check_streams.mjs", stdin={"streams": [{"name": "steered", "sdk": sdk, "frames": frames}]}
+    )
+    [checked] = result["streams"]
+    assert checked["invalid"] == [] and checked["errors"] == [], checked
+    assert checked["messageInvalid"] is None, checked
+    texts = [p.get("text") for p in checked["message"]["parts"] if p["type"] == "text"]
+    assert texts == ["noted: use the EU account"]  # transient: not a part of the message
+
+
+def test_use_chat_sending_while_it_streams_steers_the_turn(server: WebChatServer) -> None:
+    """useChat's engine (AbstractChat, ai 6) sends a second message while the answer
+    streams: the server steers the turn (202, an empty body to the transport), the first
+    request's stream carries the rest of the turn and ``data-steered``."""
+    js_clients_or_skip()
+    gate = gate_weather(server)
+    chat = server.chat
+    delivered = threading.Event()
+    steer = chat.steer
+
+    async def steer_and_tell(*args: Any) -> Any:
+        response = await steer(*args)
+        if response is not None and response.status_code == 202:
+            delivered.set()
+        return response
+
+    chat.steer = steer_and_tell
+    box: list[Any] = []
+    node = threading.Thread(target=lambda: box.append(run_node("steer_client.mjs", server.url)))
+    node.start()
+    assert delivered.wait(60)
+    gate.release.set()
+    node.join(90)
+    [result] = box
+    assert result["errors"] == [] and result["error"] is None, result
+    assert result["statusWhenSent"] == "streaming"
+    posts = [r["status"] for r in result["requests"] if r["method"] == "POST"]
+    assert posts == [200, 202, 200]  # the turn, the steer, and the next turn
+    assert [d["type"] for d in result["data"]] == [
+        "data-conversation",
+        "data-steered",
+        "data-conversation",
+    ]
+    # useChat holds the turn in one message and the steering message after it (the AI SDK
+    # has no steering chunk); the server reads that list as this conversation's
+    assert [m["role"] for m in result["turn"]] == ["user", "assistant", "user"]
+    client = httpx.Client(base_url=server.url, cookies={"uid": result["uid"]}, timeout=30)
+    history = _stored(server, client, result["id"])
+    assert [m.text for m in history if m.role is Role.USER] == [
+        "weather in Oslo",
+        "actually, use Paris",
+        "thanks",
+    ]
+    assert history[4].text.startswith("You said: actually, use Paris")
+    assert history[-1].text.startswith("You said: thanks")

@@ -289,11 +289,36 @@ def _fit(prior: Sequence[Any], newest: Any, history: Sequence[Message]) -> int |
             and newest.get("id") == shown[-1]["id"]
         )
         return n if ok else None
+    held = _as_steering_client_holds(history)
+    if held != shown and n == len(held) and all(map(_same, prior, held)):
+        return len(shown)  # a useChat list after it steered a turn: continues it
     if n > len(shown) or not all(map(_same, prior, shown)):
         return None
     if n < len(shown) and shown[n]["role"] != "user":
         return None  # only a person's message can be edited
     return n
+
+
+def _as_steering_client_holds(history: Sequence[Message]) -> list[dict[str, Any]]:
+    """The conversation as useChat holds it after it steered a turn: the turn's stream
+    went on into one assistant message, and what the person sent meanwhile follows it
+    (the AI SDK has no steering chunk; the store keeps each message where it joined). A
+    steering message is a user message its run stamped (``run_id``; a prompt is stored,
+    unstamped, before its run). Total; equal to the rendering when nothing was steered.
+    """
+    out: list[dict[str, Any]] = []
+    moved: list[dict[str, Any]] = []
+    for m in history_to_ui_messages(history):
+        steered = m["role"] == "user" and history[int(m["id"][1:])].run_id is not None
+        if steered and out and out[-1]["role"] == "assistant":
+            moved.append(m)
+        elif m["role"] == "assistant" and moved:
+            out[-1] = {**out[-1], "parts": [*out[-1]["parts"], *m["parts"]]}
+        else:
+            out.extend(moved)
+            moved = []
+            out.append(m)
+    return [*out, *moved]
 
 
 def _kept_after_failure(prior: Sequence[Any], history: Sequence[Message]) -> bool:
