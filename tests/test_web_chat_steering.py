@@ -186,6 +186,23 @@ def test_a_steer_that_fits_no_conversation_is_refused(server: WebChatServer) -> 
     turn.join()
 
 
+def test_a_turn_this_process_cannot_steer_answers_409(server: WebChatServer) -> None:
+    """A turn another server process writes (or a durable one) has no steering here: the
+    message is refused, as before, never taken and dropped."""
+    gate = gate_weather(server)
+    client = _client(server)
+    cid = client.post("/api/conversations").json()["id"]
+    first = _user("weather in Rome")
+    turn = _Turn(client, cid, [first])
+    assert gate.started.wait(30)
+    server.chat.runs._steerings.clear()  # as a reader in another process sees the stream
+    refused = client.post("/api/chat", json={"id": cid, "messages": [first, _user("x")]})
+    assert refused.status_code == 409 and "takes no steering" in refused.json()["error"]
+    gate.release.set()
+    turn.join()
+    assert "x" not in [m.text for m in _stored(server, client, cid)]
+
+
 # -- the adapters: where a steering message joined ---------------------------------------
 
 
