@@ -11,8 +11,10 @@ import asyncio
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from browser import Browser, BrowserUnavailable, start_browser
@@ -135,3 +137,104 @@ async def test_a_message_typed_while_a_tool_runs_steers_the_turn(
         Role.ASSISTANT,
     ]
     assert kept[3].text == "actually, use Paris" and kept[3].run_id == kept[4].run_id
+
+
+async def test_a_message_too_late_for_the_run_or_the_turn_is_answered_next(
+    server: WebChatServer, browser: Browser, tmp_path: Path
+) -> None:
+    """Sent while the run's messages are being stored: the turn's next run answers it in
+    the same stream. Sent while the stream's last frame is being written (the turn has
+    closed): it starts the next turn, which the page follows by itself."""
+    chat = server.chat
+    hold_store, hold_end = threading.Event(), threading.Event()
+    holding: list[str] = []
+    append, write = chat.store.append, chat.runs.write
+
+    async def held_append(*args: Any, **kwargs: Any) -> Any:
+        if args[3] > 0 and not hold_store.is_set():  # a run's messages (not a prompt)
+            holding.append("store")
+            await asyncio.to_thread(hold_store.wait, 30)
+        return await append(*args, **kwargs)
+
+    async def held_write(stream: str, frames: Any, **kwargs: Any) -> Any:
+        if any(data == "[DONE]" for _, data in frames) and not hold_end.is_set():
+            holding.append("end")
+            await asyncio.to_thread(hold_end.wait, 30)
+        return await write(stream, frames, **kwargs)
+
+    steered: list[int | None] = []  # what the steering route answered each message
+    steer = chat.steer
+
+    async def told(*args: Any) -> Any:
+        response = await steer(*args)
+        steered.append(None if response is None else response.status_code)
+        return response
+
+    chat.store.append, chat.runs.write, chat.steer = held_append, held_write, told
+    page = await browser.page()
+    await page.goto(server.url + "/")
+    await page.wait_for("document.querySelector('#status').textContent === 'idle'")
+
+    # 1. too late for the run: the turn's next run, one stream
+    hold_end.set()
+    await page.evaluate(_type("hello"))
+    while "store" not in holding:
+        await asyncio.sleep(0.02)
+    await page.evaluate(_type("and more"))
+    await page.wait_for("!!document.querySelector('.message.user[data-pending=sent]')")
+    hold_store.set()
+    await page.wait_for(
+        "[...document.querySelectorAll('.message[data-role=assistant] .text')]"
+        ".some(t => t.textContent.startsWith('You said: and more'))"
+    )
+    await page.wait_for(
+        "document.querySelector('#status').textContent === 'idle'"
+        " && !document.querySelector('.message.pending')"
+    )
+    tail = " (offline model; set OPENAI_API_KEY for a real one)"
+    assert await page.evaluate(_messages()) == [
+        ["user", "hello"],
+        ["assistant", "You said: hello" + tail],
+        ["user", "and more"],
+        ["assistant", "You said: and more" + tail],
+    ]
+
+    # 2. too late for the turn: the next turn
+    holding.clear()
+    hold_end.clear()
+    await page.evaluate(_type("bye"))
+    while "end" not in holding:
+        await asyncio.sleep(0.02)
+    await page.evaluate(_type("one more"))
+    await page.wait_for("!!document.querySelector('.message.user[data-pending=sending]')")
+    hold_end.set()
+    await page.wait_for(
+        "[...document.querySelectorAll('.message[data-role=assistant] .text')]"
+        ".some(t => t.textContent.startsWith('You said: one more'))"
+    )
+    await page.wait_for("document.querySelector('#status').textContent === 'idle'")
+    shown = await page.evaluate(_messages())
+    assert shown[4:] == [
+        ["user", "bye"],
+        ["assistant", "You said: bye" + tail],
+        ["user", "one more"],
+        ["assistant", "You said: one more" + tail],
+    ]
+
+    # hello, bye: no turn streamed; and more: steered (202); one more: the next turn (200)
+    assert steered == [None, 202, None, 200]
+    cid = await page.evaluate("state.id")
+    uid = next(c["value"] for c in (await page.send("Network.getCookies"))["cookies"])
+    server.close()
+    with SQLiteHistoryStore(str(tmp_path / "chat.db")) as store:
+        kept = store.load_sync(uid, cid)
+    assert [m.text for m in kept if m.role is Role.USER] == ["hello", "and more", "bye", "one more"]
+    with sqlite3.connect(tmp_path / "chat.db") as db:
+        (streams,) = db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%\\_streams'"
+            " ESCAPE '\\'"
+        ).fetchone()
+        (turns,) = db.execute(
+            f"SELECT count(*) FROM {streams} WHERE skey = ?", (f"{uid}/{cid}/main",)
+        ).fetchone()
+    assert turns == 3  # hello (two runs, one stream), bye, one more
