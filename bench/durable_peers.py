@@ -8,6 +8,31 @@ golem ``Agent.run`` and ``DurableAgent.run`` (the public API only), pydantic-ai
 the plain run of the same library; per effect, it is divided by the steps each records
 (golem: every model request and every tool call, 5; pydantic-ai: its model requests, 3,
 its function tools run inside the workflow unrecorded). Prints JSON and a Markdown table.
+
+``--long`` (issue 34) adds one long run per library and engine, the measurement of
+``bench/durable.py``'s long runs (whose children it runs for golem's figures, from the
+same machine state): ``--long-steps`` steps (default 1,000), each a model request calling
+the tool ``step``; the scripted model (golem's ``FunctionModel``, pydantic-ai's
+``FunctionModel``) reads the step number from the newest message in constant time, so
+its own cost is flat. pydantic-ai runs through its wrappers, ``DBOSAgent`` (DBOS on
+SQLite-WAL, DBOS's default serializer: pydantic-ai's steps return its own types) and
+``TemporalAgent`` (a ``sandboxed=False`` workflow holding it in
+``__pydantic_ai_agents__``, the client with ``PydanticAIPlugin``, the worker with
+``AgentPlugin``: the setup pydantic-ai documents; golem's workflow is unsandboxed too),
+against the tests' Temporal dev server (``tests/temporal_server.py``), one server per
+library. Figures: per-step time (median of steps 6-25 against the last 20); the largest
+recorded payload (DBOS: any row of ``workflow_input``, ``workflow_output``,
+``operation_outputs``; Temporal: the data of any ``Payloads`` in any history event, over
+every execution) against the largest message (golem's codec; pydantic-ai's
+``ModelMessagesTypeAdapter``); the system database's size after the run (WAL
+checkpointed); on Temporal the event-history bytes at steps 50-500 with the exponent of
+a log-log fit. A Temporal run that stops before its last step (a server limit, or
+``--temporal-timeout`` seconds) is recorded with the step it reached and the error: a
+finding, not a failure of the benchmark. ``--write bench/results.md`` records the short
+and the long figures as the ``durable_peers`` section; ``--quick`` runs small sizes.
+
+Over 600 lines because it holds both comparisons (short and long, DBOS and Temporal),
+their child processes and the section's ``render``: one benchmark, one module.
 """
 
 from __future__ import annotations
@@ -15,6 +40,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -22,13 +48,13 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from bench.timing import Record
 
 ROOT = Path(__file__).resolve().parents[1]
 
-__all__ = ["main"]
+__all__ = ["durable_records", "long_rows", "main", "render"]
 
 
 def _golem() -> tuple[Any, Any]:
@@ -125,6 +151,346 @@ async def _measure(db: str, runs: int, rounds: int) -> dict[str, Any]:
     }
 
 
+# -- long runs (issue 34) -------------------------------------------------------------------
+
+PAI_LONG_NAME = "bench_long_pai"
+
+
+def _pai_long_agent(steps: int, times: list[float]) -> Any:
+    """pydantic-ai's agent for a run of ``steps`` steps: each a model request calling
+    ``step``, timed by it; the model reads the step from the newest message."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last, done = messages[-1], 0
+        if isinstance(last, ModelRequest):
+            for part in last.parts:  # the newest request's parts only: constant time
+                if isinstance(part, ToolReturnPart):
+                    done = int(part.tool_call_id.removeprefix("call_")) + 1
+        if done >= steps:
+            return ModelResponse(parts=[TextPart(f"done {done}")])
+        call = ToolCallPart("step", {"n": done}, tool_call_id=f"call_{done}")
+        return ModelResponse(parts=[call])
+
+    agent = Agent(FunctionModel(answer), name=PAI_LONG_NAME)
+
+    @agent.tool_plain
+    async def step(n: int) -> str:
+        """Do step n."""
+        times.append(time.perf_counter())
+        return f"step {n} done"
+
+    return agent
+
+
+def _pai_largest_message(messages: Sequence[Any]) -> int:
+    """The largest message as pydantic-ai stores it (``ModelMessagesTypeAdapter``)."""
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    return max(len(ModelMessagesTypeAdapter.dump_json([m])) - 2 for m in messages)  # no [ ]
+
+
+def _pai_limits(steps: int) -> Any:
+    from pydantic_ai.usage import UsageLimits
+
+    return UsageLimits(request_limit=steps + 5)  # pydantic-ai's default stops at 50
+
+
+def _wal(db: str) -> None:
+    import sqlite3
+
+    with sqlite3.connect(db.removeprefix("sqlite:///")) as c:  # before DBOS opens it
+        c.execute("PRAGMA journal_mode=WAL")
+
+
+def _dbos_payloads(db: str) -> int:
+    """The largest row DBOS recorded: a workflow's input or output, a step's output."""
+    import sqlite3
+
+    with sqlite3.connect(db.removeprefix("sqlite:///")) as c:
+        return max(
+            len(v or "")
+            for table, column in (
+                ("workflow_input", "inputs"),
+                ("workflow_output", "output"),
+                ("operation_outputs", "output"),
+            )
+            for (v,) in c.execute(f"SELECT {column} FROM {table}")
+        )
+
+
+def _db_bytes(db: str) -> int:
+    """The system database's size once its WAL is checkpointed into it."""
+    import sqlite3
+
+    path = db.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as c:
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return os.path.getsize(path)
+
+
+async def _pai_long_dbos(db: str, steps: int) -> dict[str, Any]:
+    import warnings
+
+    from dbos import DBOS
+    from pydantic_ai.durable_exec.dbos import DBOSAgent
+
+    from bench.durable import _per_step
+
+    _wal(db)
+    times: list[float] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # DBOSAgent is deprecated for DBOSDurability in 2.x
+        durable = DBOSAgent(_pai_long_agent(steps, times))
+    config: Any = {
+        "name": "golem-bench-durable-peers-long",
+        "system_database_url": db,
+        "executor_id": "long",
+        "log_level": "WARNING",
+    }
+    DBOS(config=config)
+    DBOS.launch()
+    start = time.perf_counter()
+    result = await durable.run("go", usage_limits=_pai_limits(steps))
+    seconds = time.perf_counter() - start
+    assert result.output == f"done {steps}", result.output
+    return {
+        **_per_step(times),
+        "seconds": seconds,
+        "largest_payload": _dbos_payloads(db),
+        "largest_message": _pai_largest_message(result.all_messages()),
+    }
+
+
+def _history_figures(executions: list[list[Any]], is_step: Any) -> dict[str, Any]:
+    """History figures over every execution (oldest first): bytes so far at steps 50-500,
+    the exponent of their log-log fit, the largest ``Payloads`` and event. ``is_step``
+    says, of an activity type's name, whether its completion ends a step."""
+    from bench.durable import _exponent, _payload_sizes
+
+    series: dict[int, int] = {}
+    total = done = 0
+    for events in executions:
+        names: dict[int, str] = {}
+        for e in events:
+            total += e.ByteSize()
+            if e.HasField("activity_task_scheduled_event_attributes"):
+                names[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
+            if e.HasField("activity_task_completed_event_attributes"):
+                scheduled = e.activity_task_completed_event_attributes.scheduled_event_id
+                if is_step(names.get(scheduled, "")):
+                    done += 1
+                    series[done] = total
+    marks: list[tuple[int, int]] = [
+        (n, series[n]) for n in (50, 100, 200, 300, 400, 500) if n in series
+    ]
+    everything = [e for events in executions for e in events]
+    return {
+        "largest_payload": max(size for e in everything for size in _payload_sizes(e)),
+        "largest_event": max(e.ByteSize() for e in everything),
+        "executions": len(executions),
+        "history_bytes": total,
+        "history_events": len(everything),
+        "history_points": marks,
+        "history_exponent": _exponent(marks),
+    }
+
+
+async def _executions(client: Any, workflow_id: str) -> list[list[Any]]:
+    """Every execution's events of ``workflow_id``, oldest execution first."""
+    executions: list[list[Any]] = []
+    run_id: str | None = None
+    while True:
+        handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+        events = [e async for e in handle.fetch_history_events()]
+        executions.append(events)
+        run_id = events[0].workflow_execution_started_event_attributes.continued_execution_run_id
+        if not run_id:
+            break
+    executions.reverse()
+    return executions
+
+
+def _why(executions: list[list[Any]]) -> str:
+    """What the history says stopped a run: a termination, a failure, a failed task."""
+    reasons: list[str] = []
+    for e in executions[-1]:
+        if e.HasField("workflow_execution_terminated_event_attributes"):
+            terminated = e.workflow_execution_terminated_event_attributes
+            reasons.append(f"terminated: {terminated.reason}")
+        if e.HasField("workflow_execution_failed_event_attributes"):
+            failed = e.workflow_execution_failed_event_attributes
+            reasons.append(f"failed: {failed.failure.message}")
+        if e.HasField("workflow_task_failed_event_attributes"):
+            failure = e.workflow_task_failed_event_attributes.failure.message
+            if f"workflow task failed: {failure}" not in reasons:
+                reasons.append(f"workflow task failed: {failure}")
+    return "; ".join(reasons)
+
+
+async def _pai_long_temporal(address: str, steps: int, timeout: float) -> dict[str, Any]:
+    import warnings
+
+    from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPlugin, TemporalAgent
+    from temporalio.client import Client
+    from temporalio.worker import Worker
+
+    from bench.durable import _per_step
+
+    times: list[float] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # TemporalAgent is deprecated for TemporalDurability
+        durable = TemporalAgent(_pai_long_agent(steps, times))
+    assert _PaiLongRun is not None
+    LongRun = _PaiLongRun
+    LongRun.__pydantic_ai_agents__ = [durable]  # pydantic-ai's convention for its plugin
+    LongRun.limits = _pai_limits(steps)
+    client = await Client.connect(address, plugins=[PydanticAIPlugin()])
+    worker = Worker(
+        client, task_queue="bench-long-pai", workflows=[LongRun], plugins=[AgentPlugin(durable)]
+    )
+    # never shut down: the child exits with os._exit once the figures are out
+    running = asyncio.create_task(worker.run())
+    handle = await client.start_workflow(
+        LongRun.run, "go", id="pai-long", task_queue="bench-long-pai"
+    )
+    start = time.perf_counter()
+    error: str | None = None
+    largest_message: int | None = None
+    try:
+        output, largest_message = json.loads(await asyncio.wait_for(handle.result(), timeout))
+        assert output == f"done {steps}", output
+    except TimeoutError:
+        error = f"no result after {timeout:.0f} s"
+        await handle.terminate("the benchmark's timeout")
+    except Exception as exc:  # the run's failure is a finding: record it
+        cause = exc.__cause__
+        error = f"{type(exc).__name__}: {exc}" + (
+            f" ({type(cause).__name__}: {cause})" if cause else ""
+        )
+    seconds = time.perf_counter() - start
+    executions = await _executions(client, "pai-long")
+    if error is not None:
+        why = _why(executions)
+        error = f"{error}; history: {why}" if why else error
+    if largest_message is None:  # the run stopped: the messages of a plain run of 50 steps
+        plain = await _pai_long_agent(50, []).run("go", usage_limits=_pai_limits(50))
+        largest_message = _pai_largest_message(plain.all_messages())
+    assert not running.done() or running.exception() is None
+    return {
+        **_per_step(times),
+        "seconds": seconds,
+        "largest_message": largest_message,
+        "error": error,
+        **_history_figures(executions, lambda name: name.endswith("__call_tool")),
+    }
+
+
+_workflow: Any
+try:
+    from temporalio import workflow as _workflow
+except ImportError:  # Temporal is optional: the DBOS figures need none of this
+    _workflow = None
+
+_PaiLongRun: Any = None
+if _workflow is not None:
+
+    @_workflow.defn(name="BenchLongPai", sandboxed=False)  # as golem's workflow: no sandbox
+    class _PaiLongRunWorkflow:
+        """pydantic-ai's long run as a workflow (Temporal refuses a class defined in a
+        function, so the agent and its limits are set on the class before the worker starts)."""
+
+        __pydantic_ai_agents__: ClassVar[list[Any]] = []
+        limits: ClassVar[Any] = None
+
+        @_workflow.run  # type: ignore[untyped-decorator]
+        async def run(self, prompt: str) -> str:
+            (agent,) = self.__pydantic_ai_agents__
+            result = await agent.run(prompt, usage_limits=self.limits)
+            return json.dumps([result.output, _pai_largest_message(result.all_messages())])
+
+    _PaiLongRun = _PaiLongRunWorkflow
+
+
+def _run_child(argv: list[str], timeout: float) -> dict[str, Any]:
+    """Run ``python -m <argv>`` from the repository; its last stdout line, as JSON."""
+    proc = subprocess.run(
+        [sys.executable, "-m", *argv],
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise RuntimeError(
+            f"the child {' '.join(argv)} failed ({proc.returncode}): {proc.stderr[-3000:]}"
+        )
+    figures: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def long_rows(
+    steps: int, temporal_steps: int, *, temporal: bool = True, temporal_timeout: float = 1800
+) -> list[dict[str, Any]]:
+    """The long runs, golem's and pydantic-ai's on each engine, one child process each
+    (golem's: ``bench.durable``'s own long-run children); one row each, printed as it
+    comes: ``library``, ``engine``, ``steps_requested``, ``completed``, ``error`` and the
+    child's figures (DBOS adds ``db_bytes``)."""
+    rows: list[dict[str, Any]] = []
+
+    def add(library: str, engine: str, requested: int, figures: dict[str, Any]) -> None:
+        error = figures.pop("error", None)
+        rows.append(
+            {
+                "library": library,
+                "engine": engine,
+                "steps_requested": requested,
+                "completed": error is None and figures["steps"] == requested,
+                "error": error,
+                **figures,
+            }
+        )
+        print(json.dumps(rows[-1]), flush=True)
+
+    for library, module, flag in (
+        ("golem", "bench.durable", "--long-dbos"),
+        ("pydantic-ai", "bench.durable_peers", "--pai-long-dbos"),
+    ):
+        with tempfile.TemporaryDirectory() as tmp:
+            db = f"sqlite:///{tmp}/long.sqlite"
+            figures = _run_child([module, flag, db, "--long-steps", str(steps)], 3600)
+            add(library, "dbos", steps, {**figures, "db_bytes": _db_bytes(db)})
+    if not temporal:
+        return rows
+    if str(ROOT / "tests") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests"))
+    from temporal_server import start_temporal  # type: ignore[import-not-found]
+
+    for library, argv in (
+        ("golem", ["bench.durable", "--long-temporal"]),
+        ("pydantic-ai", ["bench.durable_peers", "--pai-long-temporal"]),
+    ):
+        with tempfile.TemporaryDirectory() as tmp, start_temporal(Path(tmp)) as server:
+            extra = ["--long-dir", tmp] if library == "golem" else []
+            extra += ["--temporal-timeout", str(temporal_timeout)] if library != "golem" else []
+            figures = _run_child(
+                [*argv, server.address, "--long-steps", str(temporal_steps), *extra],
+                temporal_timeout + 600,
+            )
+            add(library, "temporal", temporal_steps, figures)
+    return rows
+
+
 def durable_records(runs: int = 20, rounds: int = 5) -> list[Record]:
     """For ``python -m bench``: the overhead per recorded step (CPU) of each library, as
     records (``durable_overhead_per_step``) and per run (``durable_overhead_per_run``);
@@ -168,40 +534,202 @@ def _child_result(runs: int, rounds: int) -> dict[str, Any] | None:
     return result
 
 
+def _child_exit(figures: dict[str, Any]) -> None:
+    """Print a child's figures and leave at once: DBOS's and the Temporal SDK's shutdown
+    (native runtime threads) can abort the interpreter after the work is done."""
+    print(json.dumps(figures))
+    sys.stdout.flush()
+    os._exit(0)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.durable_peers", description=__doc__)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--long", action="store_true", help="the long runs too (issue 34)")
+    parser.add_argument("--long-steps", type=int, default=1000, help="steps of each long run")
+    parser.add_argument(
+        "--temporal-steps", type=int, default=1000, help="steps of the Temporal long runs"
+    )
+    parser.add_argument(
+        "--temporal-timeout", type=float, default=1800, help="seconds a Temporal run may take"
+    )
+    parser.add_argument("--no-temporal", action="store_true", help="long runs on DBOS only")
+    parser.add_argument("--no-short", action="store_true", help="with --long: no short run")
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument(
+        "--write", type=Path, help="record the figures in the report's JSON sibling, render it"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--pai-long-dbos", metavar="DB", help=argparse.SUPPRESS)
+    parser.add_argument("--pai-long-temporal", metavar="ADDRESS", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(asyncio.run(_measure(args.child, args.runs, args.rounds))))
-        return 0
-    result = _child_result(args.runs, args.rounds)
-    if result is None:
-        print("DBOS or pydantic-ai is not installed, or the child failed", file=sys.stderr)
-        return 1
-    print(json.dumps(result))
-    print()
-    print(
-        "| library | plain CPU ms/run | durable CPU ms/run | overhead ms/run "
-        "| overhead wall ms/run | steps | ms/step |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for lib, key in (("golem", "golem"), ("pydantic-ai", "pydantic_ai")):
-        plain, durable = result[f"{key}_plain_cpu_ms"], result[f"{key}_durable_cpu_ms"]
-        print(
-            f"| {lib} | {plain:.2f} | {durable:.2f} "
-            f"| {result[f'{key}_overhead_ms']:.2f} | {result[f'{key}_overhead_wall_ms']:.2f} "
-            f"| {result[f'{key}_steps']} "
-            f"| {result[f'{key}_per_step_ms']:.2f} |"
+        _child_exit(asyncio.run(_measure(args.child, args.runs, args.rounds)))
+    if args.pai_long_dbos:
+        _child_exit(asyncio.run(_pai_long_dbos(args.pai_long_dbos, args.long_steps)))
+    if args.pai_long_temporal:
+        _child_exit(
+            asyncio.run(
+                _pai_long_temporal(args.pai_long_temporal, args.long_steps, args.temporal_timeout)
+            )
         )
-    print()
-    print(
-        f"golem/pydantic-ai overhead: per run {result['per_run_ratio']:.2f}, "
-        f"per recorded step {result['per_step_ratio']:.2f}"
+    if args.quick:
+        args.runs, args.rounds, args.long_steps, args.temporal_steps = 5, 2, 60, 60
+    result = None
+    if not (args.long and args.no_short):
+        result = _child_result(args.runs, args.rounds)
+        if result is None:
+            print("DBOS or pydantic-ai is not installed, or the child failed", file=sys.stderr)
+            return 1
+        print(json.dumps(result))
+    rows = (
+        long_rows(
+            args.long_steps,
+            args.temporal_steps,
+            temporal=not args.no_temporal,
+            temporal_timeout=args.temporal_timeout,
+        )
+        if args.long
+        else []
     )
+    shown = list(sys.argv[1:] if argv is None else argv)
+    if "--write" in shown:
+        at = shown.index("--write")
+        del shown[at : at + 2]
+    data = {
+        "command": " ".join(["python -m bench.durable_peers", *shown]),
+        "machine": {
+            "nproc": os.cpu_count(),
+            "python": sys.version.split()[0],
+            "load_average_end": round(os.getloadavg()[0], 1),
+        },
+        "versions": _versions(),
+        "short": result,
+        "long": rows,
+    }
+    print()
+    print(render(data))
+    if args.write is not None:
+        from bench.report import write_section
+
+        write_section(args.write, "durable_peers", data)
     return 0
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in ("pydantic-ai-slim", "dbos", "temporalio"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "-"
+    return found
+
+
+def render(data: dict[str, Any]) -> str:
+    """This benchmark's section of the report, from its record in ``bench/results.json``."""
+    machine, versions = data["machine"], data["versions"]
+    lines = [
+        f"## Durable runs against pydantic-ai (`{data['command']}`)",
+        "",
+        "golem's durable agents beside pydantic-ai's (`DBOSAgent`, `TemporalAgent`), offline"
+        " `FunctionModel`s (`bench/durable_peers.py`).",
+        f"pydantic-ai-slim {versions['pydantic-ai-slim']}, dbos {versions['dbos']},"
+        f" temporalio {versions['temporalio']}; machine: nproc {machine['nproc']},"
+        f" python {machine['python']}, load average {machine['load_average_end']:.1f} at the end.",
+    ]
+    if data.get("short"):
+        lines += ["", *_short_markdown(data["short"])]
+    if data.get("long"):
+        lines += ["", *_long_markdown(data["long"])]
+    return "\n".join(lines) + "\n"
+
+
+def _short_markdown(result: dict[str, Any]) -> list[str]:
+    lines = [
+        "Overhead of durability on DBOS/SQLite (3 model requests and 2 tool calls per run;"
+        " durable run minus plain run, CPU; per step: divided by the steps each records,"
+        f" golem {result['golem_steps']}, pydantic-ai {result['pydantic_ai_steps']}):",
+        "",
+        "| library | plain CPU ms/run | durable CPU ms/run | overhead ms/run"
+        " | overhead wall ms/run | steps | ms/step |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for lib, key in (("golem", "golem"), ("pydantic-ai", "pydantic_ai")):
+        lines.append(
+            f"| {lib} | {result[f'{key}_plain_cpu_ms']:.2f}"
+            f" | {result[f'{key}_durable_cpu_ms']:.2f}"
+            f" | {result[f'{key}_overhead_ms']:.2f} | {result[f'{key}_overhead_wall_ms']:.2f}"
+            f" | {result[f'{key}_steps']} | {result[f'{key}_per_step_ms']:.2f} |"
+        )
+    lines += [
+        "",
+        f"golem / pydantic-ai overhead: per run {result['per_run_ratio']:.2f},"
+        f" per recorded step {result['per_step_ratio']:.2f}.",
+    ]
+    return lines
+
+
+def _cell(value: Any, spec: str = "") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _long_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "Long runs (one run each, a model request calling a tool per step; issue 34): per-step"
+        " time at the start (median of steps 6-25) and at the end (last 20); the largest"
+        " recorded payload (DBOS: a row of its tables; Temporal: a `Payloads` in the event"
+        " history) against the largest message; the system database after the run; on"
+        " Temporal the event history and the exponent of its growth over steps 50-500"
+        " (1.0: linear).",
+        "",
+        "| engine | library | steps | seconds | step ms (6-25) | step ms (last 20)"
+        " | late / early | largest payload B | largest message B | payload / message"
+        " | database MB | history MB | exponent | outcome |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        history = r.get("history_bytes")
+        database = r.get("db_bytes")
+        lines.append(
+            f"| {r['engine']} | {r['library']} | {r['steps']} of {r['steps_requested']}"
+            f" | {r['seconds']:.1f} | {r['early_step_ms']:.2f} | {r['late_step_ms']:.2f}"
+            f" | {r['late_over_early']:.2f} | {r['largest_payload']} | {r['largest_message']}"
+            f" | {r['largest_payload'] / r['largest_message']:.1f}"
+            f" | {_cell(None if database is None else database / 1e6, '.2f')}"
+            f" | {_cell(None if history is None else history / 1e6, '.2f')}"
+            f" | {_cell(r.get('history_exponent'), '.2f')}"
+            f" | {'completed' if r['completed'] else 'stopped: ' + str(r['error'])} |"
+        )
+    verdicts = [v for engine in ("dbos", "temporal") if (v := _verdict(rows, engine))]
+    return [*lines, "", *verdicts]
+
+
+def _verdict(rows: list[dict[str, Any]], engine: str) -> str:
+    """One generated sentence comparing the two libraries' long runs on ``engine``."""
+    pair = {r["library"]: r for r in rows if r["engine"] == engine}
+    if set(pair) != {"golem", "pydantic-ai"}:
+        return ""
+    g, p = pair["golem"], pair["pydantic-ai"]
+    name = {"dbos": "DBOS", "temporal": "Temporal"}[engine]
+    sentence = (
+        f"On {name}, a step at the end of the run costs {g['late_over_early']:.2f}x one at the"
+        f" start in golem and {p['late_over_early']:.2f}x in pydantic-ai; the largest"
+        f" payload is {g['largest_payload'] / g['largest_message']:.1f}x the largest message"
+        f" in golem and {p['largest_payload'] / p['largest_message']:.1f}x in pydantic-ai"
+    )
+    if g.get("history_exponent") is not None and p.get("history_exponent") is not None:
+        sentence += (
+            f"; the event history grows with exponent {g['history_exponent']:.2f} in golem"
+            f" and {p['history_exponent']:.2f} in pydantic-ai"
+        )
+    for who, r in (("golem", g), ("pydantic-ai", p)):
+        if not r["completed"]:
+            sentence += f"; {who}'s run stopped at step {r['steps']} of {r['steps_requested']}"
+    return sentence + "."
 
 
 if __name__ == "__main__":
