@@ -33,6 +33,7 @@ __all__ = [
     "RunError",
     "Stage",
     "UsageError",
+    "error_type",
 ]
 
 
@@ -171,3 +172,12 @@ class RunError(GolemError):
 
     def __repr__(self) -> str:
         return f"RunError({self.stage.value!r}, {self.message!r})"
+
+
+def error_type(error: BaseException) -> str:
+    """The class of ``error`` as OpenTelemetry's ``error.type`` names it: the bare name
+    for a builtin (``ValueError``), else qualified by its module (``mypkg.errors.Timeout``)."""
+    kind = type(error)
+    if kind.__module__ == "builtins":
+        return kind.__qualname__
+    return f"{kind.__module__}.{kind.__qualname__}"

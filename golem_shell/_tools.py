@@ -57,7 +57,7 @@ from golem_core.loop import (
     ToolSpec,
 )
 from golem_core.wire.strict import absent_nulls_dropped
-from golem_shell._errors import GolemError, UsageError
+from golem_shell._errors import GolemError, UsageError, error_type
 from golem_shell._schema import (
     NO_DEFAULT,
     SchemaError,
@@ -438,15 +438,6 @@ TOOL_CRASHES: ContextVar[dict[str, BaseException] | None] = ContextVar(
 )
 """Where ``Tool.execute`` leaves the exception a tool raised, by call id, so the driver
 can chain it to the ``RunError`` (the loop's outcome carries only the reason)."""
-
-
-def error_type(error: BaseException) -> str:
-    """The class of ``error`` as OpenTelemetry's ``error.type`` names it: the bare name
-    for a builtin (``ValueError``), else qualified by its module (``mypkg.errors.Timeout``)."""
-    kind = type(error)
-    if kind.__module__ == "builtins":
-        return kind.__qualname__
-    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 def _record_crash(call_id: str, error: BaseException) -> None:

@@ -106,7 +106,7 @@ from golem_shell._engine import (
     set_up,
     waiting_of,
 )
-from golem_shell._errors import DeferredResultsError, RunError, Stage, UsageError
+from golem_shell._errors import DeferredResultsError, RunError, Stage, UsageError, error_type
 from golem_shell._observe import EventHandler, observe_run
 from golem_shell._records import (
     CALL,
@@ -125,7 +125,7 @@ from golem_shell._records import (
 from golem_shell._results import RunResult
 from golem_shell._setup import Prompt, RunSpec, compact_once, validate_output
 from golem_shell._steering import steering_message
-from golem_shell._tools import RunContext, error_type
+from golem_shell._tools import RunContext
 
 try:
     from temporalio import activity, workflow
@@ -332,7 +332,8 @@ async def request_activity(payload: JSON) -> JSON:
     """Send one model request (its messages named by their chain's head); a failure
     comes back as a recorded ``ModelFailed``."""
     durable, payload = _arrived(payload)
-    request = _CONVERTER.structure({**payload["request"], "messages": []}, ModelRequest)
+    set_up = unstash(durable.blobs, payload["request"], "model request")
+    request = _CONVERTER.structure({**set_up, "messages": []}, ModelRequest)
     request = attrs.evolve(request, messages=_history(durable, payload))
     effects = AgentEffects(durable.agent.run_spec(), _context(durable, payload), None)
 
@@ -830,6 +831,7 @@ class _TemporalEffects:
         self.journal = journal
         self.chain = chain
         self.cause: BaseException | None = None
+        self._request: tuple[JSON, JSON] | None = None  # (a request's set-up, its reference)
 
     def _ids(self, state: RunState) -> JSON:
         config = state.config
@@ -840,13 +842,25 @@ class _TemporalEffects:
         self.chain = run_chain(self.durable.blobs, state, self.chain)
         return self.chain.head
 
+    def _set_up(self, request: JSON) -> JSON:
+        """A request without its messages (instructions, tool definitions, settings, the
+        output schema), by reference: stored once as a blob, since it is the same at
+        every step of a run, so an activity's input is bounded by what a step adds, not
+        by the size of the agent's tools (ADR 0125)."""
+        if self._request is None or self._request[0] != request:
+            self._request = (request, stash(self.durable.blobs, request, limit=0))
+        return self._request[1]
+
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
         if self.journal.due():
             await self.journal.continue_as_new()
         request = _CONVERTER.unstructure(command.request)
         del request["messages"]  # named by the chain's head
         payload = self.durable._payload(
-            self._ids(state), request=request, history=self._head(state), requests=state.requests
+            self._ids(state),
+            request=self._set_up(request),
+            history=self._head(state),
+            requests=state.requests,
         )
         try:
             recorded = await self.journal.effect("golem.request", payload)
