@@ -25,7 +25,7 @@ import attrs
 import pytest
 
 from golem_core import Message, Role, TextPart, ToolCallPart, encode_message
-from golem_shell import Agent, FunctionModel, RunError, Stage, tool
+from golem_shell import Agent, FunctionModel, RunError, Stage, Tool, tool
 from golem_shell._blobs import (
     LOG_CHAIN,
     MESSAGE_CHAIN,
@@ -156,6 +156,27 @@ T_LONG = TemporalAgent(
 LARGEST = _size(Message.tool_result("c9", "fetch", f"document 9: {'x' * BIG}"))
 
 
+def _lookup(key: str) -> str:
+    return f"value of {key}"
+
+
+MANY_TOOLS = [
+    Tool.from_function(_lookup, name=f"lookup_{i}", description=f"Tool {i}. " + "y" * 2_000)
+    for i in range(30)
+]
+
+
+def _uses_tool_3(request: Any) -> Message | str:
+    if request.messages[-1].role is Role.TOOL:
+        return f"found: {request.messages[-1].text}"
+    return Message.assistant(tool_calls=[ToolCallPart("c1", "lookup_3", '{"key": "k"}')])
+
+
+T_TOOLS = TemporalAgent(
+    Agent(FunctionModel(_uses_tool_3), tools=MANY_TOOLS), name="t-tools", task_queue=QUEUE
+)
+
+
 async def _events(client: Client, run_id: str) -> list[Any]:
     handle = client.get_workflow_handle(run_id)
     return [e async for e in handle.fetch_history_events()]
@@ -176,6 +197,41 @@ async def test_temporal_700kB_tool_results_complete_with_bounded_payloads(
     largest_event = max(e.ByteSize() for e in events)
     assert largest_event <= 2 * LARGEST, (largest_event, LARGEST)
     assert sum(e.ByteSize() for e in events) <= 2 * LARGEST  # nothing carries the conversation
+
+
+def _payload_bytes(event: Any) -> int:
+    """The data bytes of an activity's input or result in ``event`` (0 for other events)."""
+    if event.HasField("activity_task_scheduled_event_attributes"):
+        payloads = event.activity_task_scheduled_event_attributes.input
+    elif event.HasField("activity_task_completed_event_attributes"):
+        payloads = event.activity_task_completed_event_attributes.result
+    else:
+        return 0
+    return sum(len(p.data) for p in payloads.payloads)
+
+
+@pytest.mark.anyio
+async def test_temporal_a_requests_set_up_goes_by_reference_once(temporal_server: Any) -> None:
+    """Thirty tools of 2 kB each: the request activity's input names the request's set-up
+    (instructions, tool definitions) by its blob, so no activity input carries them."""
+    client = await Client.connect(temporal_server.address)
+    run_id = f"tools-{uuid.uuid4()}"
+    async with T_TOOLS.worker(client):
+        result = await asyncio.wait_for(T_TOOLS.run(client, "look it up", run_id=run_id), 60)
+        events = await _events(client, run_id)
+    assert result.output == "found: value of k"
+    definitions = sum(len(t.definition.description or "") for t in MANY_TOOLS)
+    assert definitions >= 60_000
+    largest = max(_payload_bytes(e) for e in events)
+    assert largest < 2_000, largest  # no payload holds the tool definitions
+    scheduled = [e for e in events if e.HasField("activity_task_scheduled_event_attributes")]
+    inputs = [
+        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)
+        for e in scheduled
+        if e.activity_task_scheduled_event_attributes.activity_type.name == "golem.request"
+    ]
+    assert len(inputs) == 2 and all(i["request"]["type"] == "golemBlob" for i in inputs)
+    assert inputs[0]["request"] == inputs[1]["request"]  # one set-up, stored once
 
 
 @pytest.mark.anyio
