@@ -46,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -109,7 +109,7 @@ async def _measure(db: str, runs: int, rounds: int) -> dict[str, Any]:
     async def pai_run(agent: Any) -> str:
         return str((await agent.run("go")).output)
 
-    ops = {
+    ops: dict[str, Callable[[], Awaitable[str]]] = {
         "golem_plain": lambda: golem_run(golem_plain),
         "golem_durable": lambda: golem_run(golem_durable),
         "pydantic_ai_plain": lambda: pai_run(pai_plain),
@@ -169,17 +169,21 @@ def _pai_long_agent(steps: int, times: list[float]) -> Any:
         ToolReturnPart,
     )
     from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.usage import RequestUsage
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        # the usage is given: without it ``FunctionModel`` estimates it from every
+        # message, a cost growing with the run that is the test model's, not pydantic-ai's
+        usage = RequestUsage(input_tokens=1, output_tokens=1)
         last, done = messages[-1], 0
         if isinstance(last, ModelRequest):
             for part in last.parts:  # the newest request's parts only: constant time
                 if isinstance(part, ToolReturnPart):
                     done = int(part.tool_call_id.removeprefix("call_")) + 1
         if done >= steps:
-            return ModelResponse(parts=[TextPart(f"done {done}")])
+            return ModelResponse(parts=[TextPart(f"done {done}")], usage=usage)
         call = ToolCallPart("step", {"n": done}, tool_call_id=f"call_{done}")
-        return ModelResponse(parts=[call])
+        return ModelResponse(parts=[call], usage=usage)
 
     agent = Agent(FunctionModel(answer), name=PAI_LONG_NAME)
 
@@ -236,6 +240,24 @@ def _db_bytes(db: str) -> int:
     with sqlite3.connect(path) as c:
         c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return os.path.getsize(path)
+
+
+async def _plain_long(library: str, steps: int) -> dict[str, Any]:
+    """A long run without durability (``Agent.run``): each library's own per-step cost,
+    against which its durable runs' figures read."""
+    from bench.durable import _largest_message, _long_agent, _per_step
+
+    times: list[float] = []
+    start = time.perf_counter()
+    if library == "golem":
+        result = await _long_agent(steps, times).run("go")
+        largest = _largest_message(result)
+    else:
+        result = await _pai_long_agent(steps, times).run("go", usage_limits=_pai_limits(steps))
+        largest = _pai_largest_message(result.all_messages())
+    seconds = time.perf_counter() - start
+    assert result.output == f"done {steps}", result.output
+    return {**_per_step(times), "seconds": seconds, "largest_message": largest}
 
 
 async def _pai_long_dbos(db: str, steps: int) -> dict[str, Any]:
@@ -462,6 +484,9 @@ def long_rows(
         )
         print(json.dumps(rows[-1]), flush=True)
 
+    for library in ("golem", "pydantic-ai"):
+        argv = ["bench.durable_peers", "--plain-long", library, "--long-steps", str(steps)]
+        add(library, "plain", steps, _run_child(argv, 3600))
     for library, module, flag in (
         ("golem", "bench.durable", "--long-dbos"),
         ("pydantic-ai", "bench.durable_peers", "--pai-long-dbos"),
@@ -474,7 +499,7 @@ def long_rows(
         return rows
     if str(ROOT / "tests") not in sys.path:
         sys.path.insert(0, str(ROOT / "tests"))
-    from temporal_server import start_temporal  # type: ignore[import-not-found]
+    from temporal_server import start_temporal  # type: ignore[import-not-found,unused-ignore]
 
     for library, argv in (
         ("golem", ["bench.durable", "--long-temporal"]),
@@ -561,11 +586,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--write", type=Path, help="record the figures in the report's JSON sibling, render it"
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--plain-long", metavar="LIBRARY", help=argparse.SUPPRESS)
     parser.add_argument("--pai-long-dbos", metavar="DB", help=argparse.SUPPRESS)
     parser.add_argument("--pai-long-temporal", metavar="ADDRESS", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         _child_exit(asyncio.run(_measure(args.child, args.runs, args.rounds)))
+    if args.plain_long:
+        _child_exit(asyncio.run(_plain_long(args.plain_long, args.long_steps)))
     if args.pai_long_dbos:
         _child_exit(asyncio.run(_pai_long_dbos(args.pai_long_dbos, args.long_steps)))
     if args.pai_long_temporal:
@@ -679,7 +707,8 @@ def _cell(value: Any, spec: str = "") -> str:
 
 def _long_markdown(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "Long runs (one run each, a model request calling a tool per step; issue 34): per-step"
+        "Long runs (one run each, a model request calling a tool per step; issue 34; engine"
+        " `plain`: `Agent.run`, no durability, each library's own cost): per-step"
         " time at the start (median of steps 6-25) and at the end (last 20); the largest"
         " recorded payload (DBOS: a row of its tables; Temporal: a `Payloads` in the event"
         " history) against the largest message; the system database after the run; on"
@@ -694,17 +723,19 @@ def _long_markdown(rows: list[dict[str, Any]]) -> list[str]:
     for r in rows:
         history = r.get("history_bytes")
         database = r.get("db_bytes")
+        payload = r.get("largest_payload")
+        ratio = None if payload is None else payload / r["largest_message"]
         lines.append(
             f"| {r['engine']} | {r['library']} | {r['steps']} of {r['steps_requested']}"
             f" | {r['seconds']:.1f} | {r['early_step_ms']:.2f} | {r['late_step_ms']:.2f}"
-            f" | {r['late_over_early']:.2f} | {r['largest_payload']} | {r['largest_message']}"
-            f" | {r['largest_payload'] / r['largest_message']:.1f}"
+            f" | {r['late_over_early']:.2f} | {_cell(payload)} | {r['largest_message']}"
+            f" | {_cell(ratio, '.1f')}"
             f" | {_cell(None if database is None else database / 1e6, '.2f')}"
             f" | {_cell(None if history is None else history / 1e6, '.2f')}"
             f" | {_cell(r.get('history_exponent'), '.2f')}"
             f" | {'completed' if r['completed'] else 'stopped: ' + str(r['error'])} |"
         )
-    verdicts = [v for engine in ("dbos", "temporal") if (v := _verdict(rows, engine))]
+    verdicts = [v for engine in ("plain", "dbos", "temporal") if (v := _verdict(rows, engine))]
     return [*lines, "", *verdicts]
 
 
@@ -714,6 +745,12 @@ def _verdict(rows: list[dict[str, Any]], engine: str) -> str:
     if set(pair) != {"golem", "pydantic-ai"}:
         return ""
     g, p = pair["golem"], pair["pydantic-ai"]
+    if engine == "plain":
+        return (
+            f"Without durability (`Agent.run`), a step at the end of the run costs"
+            f" {g['late_over_early']:.2f}x one at the start in golem and"
+            f" {p['late_over_early']:.2f}x in pydantic-ai."
+        )
     name = {"dbos": "DBOS", "temporal": "Temporal"}[engine]
     sentence = (
         f"On {name}, a step at the end of the run costs {g['late_over_early']:.2f}x one at the"

@@ -1,0 +1,136 @@
+"""``bench/durable_peers.py --long`` (issue 34 item 4) at a tiny size: the structural facts
+its figures rest on.
+
+Twelve steps without durability, then on DBOS/SQLite for golem (``bench.durable``'s own
+long-run child) and for pydantic-ai's ``DBOSAgent``, each in a child process: every step
+is timed, the payloads
+and messages are measured, the database is measured, and the section renders from its
+rows with the comparing sentence. The Temporal path's history walk is checked on a
+synthetic history (a model request and a ``call_tool`` activity per step), so the test
+needs no Temporal server. Skipped when DBOS or pydantic-ai is not importable.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # bench/ is not part of the wheel
+    sys.path.insert(0, str(ROOT))
+
+from bench import durable_peers  # noqa: E402
+
+STEPS = 12
+
+needs_dbos = pytest.mark.skipif(
+    importlib.util.find_spec("dbos") is None
+    or importlib.util.find_spec("pydantic_ai") is None
+    or importlib.util.find_spec("pydantic_ai.durable_exec.dbos") is None,
+    reason="DBOS or pydantic-ai's DBOS integration is not installed",
+)
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict[str, Any]]:
+    return durable_peers.long_rows(STEPS, STEPS, temporal=False)
+
+
+@needs_dbos
+def test_both_libraries_run_every_step_on_dbos(rows: list[dict[str, Any]]) -> None:
+    assert [(r["library"], r["engine"]) for r in rows] == [
+        ("golem", "plain"),
+        ("pydantic-ai", "plain"),
+        ("golem", "dbos"),
+        ("pydantic-ai", "dbos"),
+    ]
+    for r in rows:
+        assert r["completed"], r
+        assert r["error"] is None
+        assert r["steps"] == r["steps_requested"] == STEPS
+        assert r["early_step_ms"] > 0 and r["late_step_ms"] > 0 and r["late_over_early"] > 0
+        assert r["seconds"] > 0
+
+
+@needs_dbos
+def test_payloads_messages_and_the_database_are_measured(rows: list[dict[str, Any]]) -> None:
+    for r in rows[:2]:  # the plain runs record nothing
+        assert r["largest_message"] > 0, r
+        assert "largest_payload" not in r and "db_bytes" not in r
+    rows = rows[2:]
+    for r in rows:
+        assert r["largest_payload"] > 0, r
+        assert r["largest_message"] > 0, r
+        assert r["db_bytes"] > 0, r
+    # pydantic-ai's largest row is its workflow's output, the run's result: it carries
+    # every message, so it is larger than any one of them
+    pai = rows[1]
+    assert pai["largest_payload"] > 2 * pai["largest_message"]
+
+
+@needs_dbos
+def test_the_section_renders_both_rows_and_the_comparison(rows: list[dict[str, Any]]) -> None:
+    data = {
+        "command": "python -m bench.durable_peers --long",
+        "machine": {"nproc": 2, "python": "3.11", "load_average_end": 1.0},
+        "versions": {"pydantic-ai-slim": "x", "dbos": "y", "temporalio": "z"},
+        "short": None,
+        "long": rows,
+    }
+    text = durable_peers.render(data)
+    assert "| plain | golem | 12 of 12 |" in text
+    assert "| dbos | golem | 12 of 12 |" in text
+    assert "| dbos | pydantic-ai | 12 of 12 |" in text
+    assert "Without durability (`Agent.run`), a step at the end" in text
+    assert "On DBOS, a step at the end of the run costs" in text
+    assert "On Temporal" not in text  # no Temporal rows: no Temporal sentence
+
+
+def _event(event_id: int, **attributes: Any) -> Any:
+    from temporalio.api.history.v1 import HistoryEvent
+
+    return HistoryEvent(event_id=event_id, **attributes)
+
+
+def test_the_history_walk_counts_steps_by_tool_activities() -> None:
+    pytest.importorskip("temporalio")
+    from temporalio.api.common.v1 import ActivityType, Payload, Payloads
+    from temporalio.api.history.v1 import (
+        ActivityTaskCompletedEventAttributes,
+        ActivityTaskScheduledEventAttributes,
+    )
+
+    events = []
+    next_id = 1
+    for step in range(1, 121):
+        for kind in ("model_request", "toolset__f__call_tool"):
+            scheduled = next_id
+            data = b"x" * (step if kind == "model_request" else 3)  # the request grows
+            events.append(
+                _event(
+                    scheduled,
+                    activity_task_scheduled_event_attributes=ActivityTaskScheduledEventAttributes(
+                        activity_type=ActivityType(name=f"agent__a__{kind}"),
+                        input=Payloads(payloads=[Payload(data=data)]),
+                    ),
+                )
+            )
+            events.append(
+                _event(
+                    scheduled + 1,
+                    activity_task_completed_event_attributes=ActivityTaskCompletedEventAttributes(
+                        scheduled_event_id=scheduled
+                    ),
+                )
+            )
+            next_id += 2
+    figures = durable_peers._history_figures([events], lambda n: n.endswith("__call_tool"))
+    assert [n for n, _ in figures["history_points"]] == [50, 100]
+    assert figures["largest_payload"] == 120
+    assert figures["history_events"] == 480
+    assert figures["history_bytes"] == sum(e.ByteSize() for e in events)
+    assert figures["history_exponent"] > 1.0  # the requests grow: faster than linear
