@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import attrs
 
 from golem_core import Message, Part, Role
 from golem_shell._errors import UsageError
@@ -19,19 +22,22 @@ __all__ = ["Steering", "steering_message"]
 
 
 def steering_message(prompt: str | Sequence[Part]) -> Message:
-    """The user message a steering prompt is (text, or parts).
+    """The user message a steering prompt is (text, or parts), stamped with the time it
+    was sent (``created_at``: the sender's clock, carried in what a durable engine
+    records, so a replay gives the same stamp); the run stamps its ids where it takes it.
 
     Raises:
         UsageError: an empty prompt, or something else than text or parts.
     """
+    now = datetime.now(UTC)
     if isinstance(prompt, str):
         if not prompt.strip():
             raise UsageError("a steering message needs some text")
-        return Message.user(prompt)
+        return attrs.evolve(Message.user(prompt), created_at=now)
     parts = tuple(prompt)
     if not parts or any(isinstance(p, str) for p in parts):
         raise UsageError("a steering message is text or a non-empty sequence of parts")
-    return Message(Role.USER, parts)
+    return Message(Role.USER, parts, created_at=now)
 
 
 class Steering:

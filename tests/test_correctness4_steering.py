@@ -52,6 +52,12 @@ async def test_a_message_sent_while_a_tool_runs_joins_before_the_next_request() 
     roles = [m.role for m in result.messages]
     assert roles == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.USER, Role.ASSISTANT]
     assert check_pairing(result.messages) == ()  # never between a call and its result
+    prompt, joined, answer = result.messages[0], result.messages[3], result.messages[4]
+    # its own stamps: the run's ids where it joined, the time it was sent
+    assert (joined.run_id, joined.conversation_id) == (result.run_id, result.conversation_id)
+    assert joined.created_at is not None and prompt.created_at is not None
+    assert answer.created_at is not None
+    assert prompt.created_at <= joined.created_at <= answer.created_at
     steered = [e for e in events if isinstance(e, RunSteered)]
     assert [(e.request, e.messages) for e in steered] == [(2, 1)]
     assert [m.text for m in steering.taken] == [result.messages[3].text] and not steering.left
