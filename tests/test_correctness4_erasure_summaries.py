@@ -204,3 +204,38 @@ def test_prune_makes_summaries_elsewhere_stale(backend: Backend) -> None:
     assert_summaries(receipt, {("new", "main", (0,))})
     assert store.list_conversations_sync(OWNER) == ("new",)
     assert not holds_canary(everything(store, OWNER))
+
+
+def test_erase_drops_a_provider_compaction_item_built_from_the_message(store: Store) -> None:
+    """OpenAI's ``/responses/compact`` returns an encrypted compaction item: a summary no
+    one can read or rewrite. Erasing a message it was built from must not leave it to
+    be sent back: the stale summary keeps its place and record, and the item is gone."""
+    from golem_core import SUMMARY_KEY, CompactionRecord, with_compaction
+    from golem_core.wire.openai_responses import COMPACTION_CONTENT_KEY, compaction_part
+
+    history = originals()
+    folded = history[:6]  # the canary's turn among them
+    item = compaction_part("cmp_1", f"gAAAAB-encrypted-{CANARY}")  # what the server folded
+    marker = Message(
+        Role.ASSISTANT,
+        (item,),
+        provider="openai",
+        endpoint="responses",
+        extra=((SUMMARY_KEY, '{"messages":0}'),),
+    )
+    record = CompactionRecord(
+        "native_compaction(OpenAIResponsesModel)",
+        replaced=tuple(message_ref(m) for m in folded),
+    )
+    compacted = (with_compaction(marker, record), *history[6:])
+    store.append_sync(OWNER, "c1", history, 0)
+    store.branch_sync(OWNER, "c1", 0, name="compacted")
+    store.append_sync(OWNER, "c1", compacted, 0, branch="compacted")
+
+    receipt = store.erase_sync(OWNER, "c1", 2)  # the canary's question
+    assert_summaries(receipt, {("c1", "compacted", (0,))})
+    (stale, *rest) = store.load_sync(OWNER, "c1", branch="compacted")
+    assert_stale(stale, compacted[0])
+    assert all(COMPACTION_CONTENT_KEY not in dict(p.extra) for p in stale.parts)
+    assert not holds_canary(everything(store, OWNER))
+    assert check_pairing((stale, *rest)) == ()
