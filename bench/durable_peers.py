@@ -28,7 +28,11 @@ every execution) against the largest message (golem's codec; pydantic-ai's
 checkpointed); on Temporal the event-history bytes at steps 50-500 with the exponent of
 a log-log fit. A Temporal run that stops before its last step (a server limit, or
 ``--temporal-timeout`` seconds) is recorded with the step it reached and the error: a
-finding, not a failure of the benchmark. ``--write bench/results.md`` records the short
+finding, not a failure of the benchmark. ``--continued`` adds pydantic-ai's
+``TemporalDurability`` capability (``TemporalAgent``'s successor in pydantic-ai 2.x) with a
+``continue_as_new`` handler carrying the run's messages into the next execution whenever
+Temporal suggests it. ``engine`` ``plain``: each library's ``Agent.run`` without
+durability, its own per-step cost. ``--write bench/results.md`` records the short
 and the long figures as the ``durable_peers`` section; ``--quick`` runs small sizes.
 
 Over 600 lines because it holds both comparisons (short and long, DBOS and Temporal),
@@ -46,7 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -156,7 +160,7 @@ async def _measure(db: str, runs: int, rounds: int) -> dict[str, Any]:
 PAI_LONG_NAME = "bench_long_pai"
 
 
-def _pai_long_agent(steps: int, times: list[float]) -> Any:
+def _pai_long_agent(steps: int, times: list[float], capabilities: Sequence[Any] = ()) -> Any:
     """pydantic-ai's agent for a run of ``steps`` steps: each a model request calling
     ``step``, timed by it; the model reads the step from the newest message."""
     from pydantic_ai import Agent
@@ -185,7 +189,7 @@ def _pai_long_agent(steps: int, times: list[float]) -> Any:
         call = ToolCallPart("step", {"n": done}, tool_call_id=f"call_{done}")
         return ModelResponse(parts=[call], usage=usage)
 
-    agent = Agent(FunctionModel(answer), name=PAI_LONG_NAME)
+    agent = Agent(FunctionModel(answer), name=PAI_LONG_NAME, capabilities=list(capabilities))
 
     @agent.tool_plain
     async def step(n: int) -> str:
@@ -293,59 +297,86 @@ async def _pai_long_dbos(db: str, steps: int) -> dict[str, Any]:
     }
 
 
-def _history_figures(executions: list[list[Any]], is_step: Any) -> dict[str, Any]:
-    """History figures over every execution (oldest first): bytes so far at steps 50-500,
-    the exponent of their log-log fit, the largest ``Payloads`` and event. ``is_step``
-    says, of an activity type's name, whether its completion ends a step."""
-    from bench.durable import _exponent, _payload_sizes
+class _History:
+    """History figures, fed one execution's events at a time (oldest first), so a long
+    run's history is never held whole: bytes so far at steps 50-500, the exponent of
+    their log-log fit, the largest ``Payloads`` and event. ``is_step`` says, of an
+    activity type's name, whether its completion ends a step."""
 
-    series: dict[int, int] = {}
-    total = done = 0
-    for events in executions:
-        names: dict[int, str] = {}
+    def __init__(self, is_step: Callable[[str], bool]) -> None:
+        self.is_step = is_step
+        self.series: dict[int, int] = {}
+        self.total = self.done = self.events = self.executions = 0
+        self.largest_payload = self.largest_event = 0
+        self.last: list[Any] = []  # the newest execution's events
+
+    def add(self, events: list[Any]) -> None:
+        from bench.durable import _payload_sizes
+
+        names: dict[int, str] = {}  # event ids start again in each execution
         for e in events:
-            total += e.ByteSize()
+            size = e.ByteSize()
+            self.total += size
+            self.largest_event = max(self.largest_event, size)
+            self.largest_payload = max(self.largest_payload, *_payload_sizes(e))
             if e.HasField("activity_task_scheduled_event_attributes"):
                 names[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
             if e.HasField("activity_task_completed_event_attributes"):
                 scheduled = e.activity_task_completed_event_attributes.scheduled_event_id
-                if is_step(names.get(scheduled, "")):
-                    done += 1
-                    series[done] = total
-    marks: list[tuple[int, int]] = [
-        (n, series[n]) for n in (50, 100, 200, 300, 400, 500) if n in series
-    ]
-    everything = [e for events in executions for e in events]
-    return {
-        "largest_payload": max(size for e in everything for size in _payload_sizes(e)),
-        "largest_event": max(e.ByteSize() for e in everything),
-        "executions": len(executions),
-        "history_bytes": total,
-        "history_events": len(everything),
-        "history_points": marks,
-        "history_exponent": _exponent(marks),
-    }
+                if self.is_step(names.get(scheduled, "")):
+                    self.done += 1
+                    self.series[self.done] = self.total
+        self.events += len(events)
+        self.executions += 1
+        self.last = events
+
+    def figures(self) -> dict[str, Any]:
+        from bench.durable import _exponent
+
+        marks: list[tuple[int, int]] = [
+            (n, self.series[n]) for n in (50, 100, 200, 300, 400, 500) if n in self.series
+        ]
+        return {
+            "largest_payload": self.largest_payload,
+            "largest_event": self.largest_event,
+            "executions": self.executions,
+            "history_bytes": self.total,
+            "history_events": self.events,
+            "history_points": marks,
+            "history_exponent": _exponent(marks),
+        }
 
 
-async def _executions(client: Any, workflow_id: str) -> list[list[Any]]:
-    """Every execution's events of ``workflow_id``, oldest execution first."""
-    executions: list[list[Any]] = []
+def _history_figures(
+    executions: Iterable[list[Any]], is_step: Callable[[str], bool]
+) -> dict[str, Any]:
+    """The figures of :class:`_History` over ``executions`` (oldest first)."""
+    history = _History(is_step)
+    for events in executions:
+        history.add(events)
+    return history.figures()
+
+
+async def _read_history(client: Any, workflow_id: str, history: _History) -> None:
+    """Feed every execution of ``workflow_id`` to ``history``, oldest first, one at a time."""
+    run_ids: list[str | None] = []
     run_id: str | None = None
-    while True:
+    while True:  # newest first: each execution names the one it continued
+        run_ids.append(run_id)
         handle = client.get_workflow_handle(workflow_id, run_id=run_id)
-        events = [e async for e in handle.fetch_history_events()]
-        executions.append(events)
-        run_id = events[0].workflow_execution_started_event_attributes.continued_execution_run_id
+        first = await anext(aiter(handle.fetch_history_events()))
+        run_id = first.workflow_execution_started_event_attributes.continued_execution_run_id
         if not run_id:
             break
-    executions.reverse()
-    return executions
+    for run_id in reversed(run_ids):
+        handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+        history.add([e async for e in handle.fetch_history_events()])
 
 
-def _why(executions: list[list[Any]]) -> str:
-    """What the history says stopped a run: a termination, a failure, a failed task."""
+def _why(events: list[Any]) -> str:
+    """What an execution's events say stopped it: a termination, a failure, a failed task."""
     reasons: list[str] = []
-    for e in executions[-1]:
+    for e in events:
         if e.HasField("workflow_execution_terminated_event_attributes"):
             terminated = e.workflow_execution_terminated_event_attributes
             reasons.append(f"terminated: {terminated.reason}")
@@ -359,31 +390,49 @@ def _why(executions: list[list[Any]]) -> str:
     return "; ".join(reasons)
 
 
-async def _pai_long_temporal(address: str, steps: int, timeout: float) -> dict[str, Any]:
+async def _pai_long_temporal(
+    address: str, steps: int, timeout: float, *, continued: bool = False
+) -> dict[str, Any]:
+    """pydantic-ai's long run on Temporal: its ``TemporalAgent`` wrapper, or with
+    ``continued`` its ``TemporalDurability`` capability continuing as new when Temporal
+    suggests it (``_pai_continue``)."""
     import warnings
 
-    from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPlugin, TemporalAgent
+    from pydantic_ai.durable_exec.temporal import (
+        AgentPlugin,
+        PydanticAIPlugin,
+        TemporalAgent,
+        TemporalDurability,
+    )
     from temporalio.client import Client
     from temporalio.worker import Worker
 
     from bench.durable import _per_step
 
     times: list[float] = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # TemporalAgent is deprecated for TemporalDurability
-        durable = TemporalAgent(_pai_long_agent(steps, times))
-    assert _PaiLongRun is not None
-    LongRun = _PaiLongRun
-    LongRun.__pydantic_ai_agents__ = [durable]  # pydantic-ai's convention for its plugin
-    LongRun.limits = _pai_limits(steps)
+    if continued:
+        durability = TemporalDurability(continue_as_new=_pai_continue)
+        durable = _pai_long_agent(steps, times, capabilities=[durability])
+        workflow_class, args = _PaiLongContinued, ["go", None]
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # deprecated for TemporalDurability in 2.x
+            durable = TemporalAgent(_pai_long_agent(steps, times))
+        workflow_class, args = _PaiLongRun, ["go"]
+    assert workflow_class is not None
+    workflow_class.__pydantic_ai_agents__ = [durable]  # pydantic-ai's convention
+    workflow_class.limits = _pai_limits(steps)
     client = await Client.connect(address, plugins=[PydanticAIPlugin()])
     worker = Worker(
-        client, task_queue="bench-long-pai", workflows=[LongRun], plugins=[AgentPlugin(durable)]
+        client,
+        task_queue="bench-long-pai",
+        workflows=[workflow_class],
+        plugins=[AgentPlugin(durable)],
     )
     # never shut down: the child exits with os._exit once the figures are out
     running = asyncio.create_task(worker.run())
     handle = await client.start_workflow(
-        LongRun.run, "go", id="pai-long", task_queue="bench-long-pai"
+        workflow_class.run, args=args, id="pai-long", task_queue="bench-long-pai"
     )
     start = time.perf_counter()
     error: str | None = None
@@ -400,9 +449,10 @@ async def _pai_long_temporal(address: str, steps: int, timeout: float) -> dict[s
             f" ({type(cause).__name__}: {cause})" if cause else ""
         )
     seconds = time.perf_counter() - start
-    executions = await _executions(client, "pai-long")
+    history = _History(lambda name: name.endswith("__call_tool"))
+    await _read_history(client, "pai-long", history)
     if error is not None:
-        why = _why(executions)
+        why = _why(history.last)
         error = f"{error}; history: {why}" if why else error
     if largest_message is None:  # the run stopped: the messages of a plain run of 50 steps
         plain = await _pai_long_agent(50, []).run("go", usage_limits=_pai_limits(50))
@@ -413,7 +463,7 @@ async def _pai_long_temporal(address: str, steps: int, timeout: float) -> dict[s
         "seconds": seconds,
         "largest_message": largest_message,
         "error": error,
-        **_history_figures(executions, lambda name: name.endswith("__call_tool")),
+        **history.figures(),
     }
 
 
@@ -424,6 +474,7 @@ except ImportError:  # Temporal is optional: the DBOS figures need none of this
     _workflow = None
 
 _PaiLongRun: Any = None
+_PaiLongContinued: Any = None
 if _workflow is not None:
 
     @_workflow.defn(name="BenchLongPai", sandboxed=False)  # as golem's workflow: no sandbox
@@ -441,6 +492,34 @@ if _workflow is not None:
             return json.dumps([result.output, _pai_largest_message(result.all_messages())])
 
     _PaiLongRun = _PaiLongRunWorkflow
+
+    @_workflow.defn(name="BenchLongPaiContinued", sandboxed=False)
+    class _PaiLongContinuedWorkflow:
+        """pydantic-ai's long run on its ``TemporalDurability`` capability with a
+        ``continue_as_new`` handler (:func:`_pai_continue`): when Temporal suggests it, the
+        run continues as new carrying its messages, and resumes from them."""
+
+        __pydantic_ai_agents__: ClassVar[list[Any]] = []
+        limits: ClassVar[Any] = None
+
+        @_workflow.run  # type: ignore[untyped-decorator]
+        async def run(self, prompt: str | None, history: str | None) -> str:
+            from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+            (agent,) = self.__pydantic_ai_agents__
+            carried = None if history is None else ModelMessagesTypeAdapter.validate_json(history)
+            result = await agent.run(prompt, message_history=carried, usage_limits=self.limits)
+            return json.dumps([result.output, _pai_largest_message(result.all_messages())])
+
+    _PaiLongContinued = _PaiLongContinuedWorkflow
+
+
+def _pai_continue(ctx: Any) -> None:
+    """pydantic-ai's ``continue_as_new`` handler: the messages so far, carried as new."""
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    history = ModelMessagesTypeAdapter.dump_json(ctx.messages).decode()
+    _workflow.continue_as_new(args=[None, history])
 
 
 def _run_child(argv: list[str], timeout: float) -> dict[str, Any]:
@@ -461,20 +540,33 @@ def _run_child(argv: list[str], timeout: float) -> dict[str, Any]:
     return figures
 
 
+CONTINUED = "TemporalDurability, continue_as_new"
+
+
 def long_rows(
-    steps: int, temporal_steps: int, *, temporal: bool = True, temporal_timeout: float = 1800
+    steps: int,
+    temporal_steps: int,
+    *,
+    temporal: bool = True,
+    temporal_timeout: float = 1800,
+    continued: bool = False,
 ) -> list[dict[str, Any]]:
-    """The long runs, golem's and pydantic-ai's on each engine, one child process each
-    (golem's: ``bench.durable``'s own long-run children); one row each, printed as it
-    comes: ``library``, ``engine``, ``steps_requested``, ``completed``, ``error`` and the
-    child's figures (DBOS adds ``db_bytes``)."""
+    """The long runs, golem's and pydantic-ai's without durability and on each engine,
+    one child process each (golem's durable ones: ``bench.durable``'s own long-run
+    children); with ``continued``, pydantic-ai's ``TemporalDurability`` continuing as new
+    too. One row each, printed as it comes: ``library``, ``variant`` (pydantic-ai's API),
+    ``engine``, ``steps_requested``, ``completed``, ``error`` and the child's figures
+    (DBOS adds ``db_bytes``)."""
     rows: list[dict[str, Any]] = []
 
-    def add(library: str, engine: str, requested: int, figures: dict[str, Any]) -> None:
+    def add(
+        library: str, variant: str | None, engine: str, requested: int, figures: dict[str, Any]
+    ) -> None:
         error = figures.pop("error", None)
         rows.append(
             {
                 "library": library,
+                "variant": variant,
                 "engine": engine,
                 "steps_requested": requested,
                 "completed": error is None and figures["steps"] == requested,
@@ -486,33 +578,37 @@ def long_rows(
 
     for library in ("golem", "pydantic-ai"):
         argv = ["bench.durable_peers", "--plain-long", library, "--long-steps", str(steps)]
-        add(library, "plain", steps, _run_child(argv, 3600))
-    for library, module, flag in (
-        ("golem", "bench.durable", "--long-dbos"),
-        ("pydantic-ai", "bench.durable_peers", "--pai-long-dbos"),
+        add(library, None, "plain", steps, _run_child(argv, 3600))
+    for library, variant, module, flag in (
+        ("golem", None, "bench.durable", "--long-dbos"),
+        ("pydantic-ai", "DBOSAgent", "bench.durable_peers", "--pai-long-dbos"),
     ):
         with tempfile.TemporaryDirectory() as tmp:
             db = f"sqlite:///{tmp}/long.sqlite"
             figures = _run_child([module, flag, db, "--long-steps", str(steps)], 3600)
-            add(library, "dbos", steps, {**figures, "db_bytes": _db_bytes(db)})
+            add(library, variant, "dbos", steps, {**figures, "db_bytes": _db_bytes(db)})
     if not temporal:
         return rows
     if str(ROOT / "tests") not in sys.path:
         sys.path.insert(0, str(ROOT / "tests"))
     from temporal_server import start_temporal  # type: ignore[import-not-found,unused-ignore]
 
-    for library, argv in (
-        ("golem", ["bench.durable", "--long-temporal"]),
-        ("pydantic-ai", ["bench.durable_peers", "--pai-long-temporal"]),
-    ):
+    timeout = ["--temporal-timeout", str(temporal_timeout)]
+    runs: list[tuple[str, str | None, list[str]]] = [
+        ("golem", None, ["bench.durable", "--long-temporal"]),
+        ("pydantic-ai", "TemporalAgent", ["bench.durable_peers", "--pai-long-temporal"]),
+    ]
+    if continued:
+        runs.append(("pydantic-ai", CONTINUED, ["bench.durable_peers", "--pai-long-temporal"]))
+    for library, variant, argv in runs:
         with tempfile.TemporaryDirectory() as tmp, start_temporal(Path(tmp)) as server:
-            extra = ["--long-dir", tmp] if library == "golem" else []
-            extra += ["--temporal-timeout", str(temporal_timeout)] if library != "golem" else []
+            extra = ["--long-dir", tmp] if library == "golem" else timeout
+            extra += ["--continued"] if variant == CONTINUED else []
             figures = _run_child(
                 [*argv, server.address, "--long-steps", str(temporal_steps), *extra],
                 temporal_timeout + 600,
             )
-            add(library, "temporal", temporal_steps, figures)
+            add(library, variant, "temporal", temporal_steps, figures)
     return rows
 
 
@@ -589,6 +685,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--plain-long", metavar="LIBRARY", help=argparse.SUPPRESS)
     parser.add_argument("--pai-long-dbos", metavar="DB", help=argparse.SUPPRESS)
     parser.add_argument("--pai-long-temporal", metavar="ADDRESS", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--continued",
+        action="store_true",
+        help="pydantic-ai's TemporalDurability continuing as new, too (a Temporal long run)",
+    )
     args = parser.parse_args(argv)
     if args.child:
         _child_exit(asyncio.run(_measure(args.child, args.runs, args.rounds)))
@@ -599,7 +700,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.pai_long_temporal:
         _child_exit(
             asyncio.run(
-                _pai_long_temporal(args.pai_long_temporal, args.long_steps, args.temporal_timeout)
+                _pai_long_temporal(
+                    args.pai_long_temporal,
+                    args.long_steps,
+                    args.temporal_timeout,
+                    continued=args.continued,
+                )
             )
         )
     if args.quick:
@@ -617,6 +723,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.temporal_steps,
             temporal=not args.no_temporal,
             temporal_timeout=args.temporal_timeout,
+            continued=args.continued,
         )
         if args.long
         else []
@@ -726,7 +833,7 @@ def _long_markdown(rows: list[dict[str, Any]]) -> list[str]:
         payload = r.get("largest_payload")
         ratio = None if payload is None else payload / r["largest_message"]
         lines.append(
-            f"| {r['engine']} | {r['library']} | {r['steps']} of {r['steps_requested']}"
+            f"| {r['engine']} | {_who(r)} | {r['steps']} of {r['steps_requested']}"
             f" | {r['seconds']:.1f} | {r['early_step_ms']:.2f} | {r['late_step_ms']:.2f}"
             f" | {r['late_over_early']:.2f} | {_cell(payload)} | {r['largest_message']}"
             f" | {_cell(ratio, '.1f')}"
@@ -739,9 +846,16 @@ def _long_markdown(rows: list[dict[str, Any]]) -> list[str]:
     return [*lines, "", *verdicts]
 
 
+def _who(row: dict[str, Any]) -> str:
+    variant = row.get("variant")
+    return row["library"] if not variant else f"{row['library']} (`{variant}`)"
+
+
 def _verdict(rows: list[dict[str, Any]], engine: str) -> str:
     """One generated sentence comparing the two libraries' long runs on ``engine``."""
-    pair = {r["library"]: r for r in rows if r["engine"] == engine}
+    pair = {
+        r["library"]: r for r in rows if r["engine"] == engine and r.get("variant") != CONTINUED
+    }
     if set(pair) != {"golem", "pydantic-ai"}:
         return ""
     g, p = pair["golem"], pair["pydantic-ai"]
@@ -766,7 +880,23 @@ def _verdict(rows: list[dict[str, Any]], engine: str) -> str:
     for who, r in (("golem", g), ("pydantic-ai", p)):
         if not r["completed"]:
             sentence += f"; {who}'s run stopped at step {r['steps']} of {r['steps_requested']}"
-    return sentence + "."
+    sentence += "."
+    for r in rows:
+        if r["engine"] == engine and r.get("variant") == CONTINUED:
+            outcome = (
+                f"completed its {r['steps']} steps"
+                if r["completed"]
+                else f"stopped at step {r['steps']} of {r['steps_requested']}"
+            )
+            sentence += (
+                f" pydantic-ai continuing as new (`{CONTINUED}`) {outcome} over"
+                f" {r['executions']} executions, its largest payload"
+                f" {r['largest_payload'] / r['largest_message']:.1f}x its largest message"
+            )
+            if r.get("history_exponent") is not None:
+                sentence += f", its history's exponent {r['history_exponent']:.2f}"
+            sentence += "."
+    return sentence
 
 
 if __name__ == "__main__":

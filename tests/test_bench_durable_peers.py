@@ -84,7 +84,7 @@ def test_the_section_renders_both_rows_and_the_comparison(rows: list[dict[str, A
     text = durable_peers.render(data)
     assert "| plain | golem | 12 of 12 |" in text
     assert "| dbos | golem | 12 of 12 |" in text
-    assert "| dbos | pydantic-ai | 12 of 12 |" in text
+    assert "| dbos | pydantic-ai (`DBOSAgent`) | 12 of 12 |" in text
     assert "Without durability (`Agent.run`), a step at the end" in text
     assert "On DBOS, a step at the end of the run costs" in text
     assert "On Temporal" not in text  # no Temporal rows: no Temporal sentence
@@ -134,3 +134,39 @@ def test_the_history_walk_counts_steps_by_tool_activities() -> None:
     assert figures["history_events"] == 480
     assert figures["history_bytes"] == sum(e.ByteSize() for e in events)
     assert figures["history_exponent"] > 1.0  # the requests grow: faster than linear
+
+
+def test_a_stopped_run_and_the_continued_variant_render() -> None:
+    def row(library: str, variant: str | None, steps: int, error: str | None) -> dict[str, Any]:
+        return {
+            "library": library,
+            "variant": variant,
+            "engine": "temporal",
+            "steps_requested": 1000,
+            "completed": error is None,
+            "error": error,
+            "steps": steps,
+            "seconds": 10.0,
+            "early_step_ms": 100.0,
+            "late_step_ms": 110.0,
+            "late_over_early": 1.1,
+            "largest_payload": 300,
+            "largest_message": 200,
+            "largest_event": 400,
+            "executions": 3,
+            "history_bytes": 1_000_000,
+            "history_events": 9000,
+            "history_points": [[50, 1000], [100, 2000]],
+            "history_exponent": 1.0,
+        }
+
+    rows = [
+        row("golem", None, 1000, None),
+        row("pydantic-ai", "TemporalAgent", 260, "history size exceeds limit"),
+        row("pydantic-ai", durable_peers.CONTINUED, 1000, None),
+    ]
+    text = "\n".join(durable_peers._long_markdown(rows))
+    assert "| temporal | pydantic-ai (`TemporalAgent`) | 260 of 1000 |" in text
+    assert "stopped: history size exceeds limit |" in text
+    assert "pydantic-ai's run stopped at step 260 of 1000" in text
+    assert "continuing as new (`TemporalDurability, continue_as_new`) completed" in text
