@@ -1,54 +1,121 @@
 """Where ``decode_history`` spends its time: ``python -m bench.profile_decode``.
 
-In one process, interleaved (``bench/timing.py``, CPU clock), on the benchmark's bytes at
-1,000 and 10,000 messages: stdlib ``json.loads``; orjson's parse alone; golem's fast
-decoder alone on the parsed value (building the frozen messages and parts); and
-``decode_history`` (orjson parse + build, in 64 KiB chunks). Then a ``cProfile`` of
-``decode_history`` at 10,000 messages, by function. Prints Markdown for
-``bench/results.md``.
+Two tables, then a profile; Markdown for issues and ADRs (``bench/decode.py`` owns the
+report's figures):
+
+1. The collector (ADR 0093): on both workloads of ``bench/decode.py`` at 1,000, 10,000
+   and 100,000 messages, microseconds per message of the decode with the cyclic
+   collector left on throughout (``_decode_history``, the body as it was before ADR
+   0093) and of ``decode_history`` (collector paused), the collections of each
+   generation that the decode's own allocations triggered, and ``json.loads`` for
+   scale. Medians of a few interleaved calls on the CPU clock, after ``gc.freeze`` of
+   everything alive before (as ``bench/timing.py`` does).
+2. The parts at 1,000 and 10,000 messages (``bench/timing.py``, interleaved): stdlib
+   ``json.loads``; orjson's parse alone; golem's build alone on the parsed value
+   (``history_from_jsonable``); and ``decode_history``.
+3. A ``cProfile`` of ``decode_history`` on the agentic workload at 10,000 messages.
 """
 
 from __future__ import annotations
 
+import argparse
 import cProfile
 import gc
 import io
 import json
 import pstats
+import statistics
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
-from bench.convert import to_golem
+from bench.decode import _inputs
 from bench.timing import CLOCKS, Op, measure
-from bench.workload import conversation
-from golem_core import decode_history, encode_history
-from golem_core._json_compiled import fast_messages
+from golem_core import _json as codec
+from golem_core import decode_history, history_from_jsonable
 
 __all__ = ["main"]
 
 
-def main() -> int:
+def _collections(fn: Callable[[], Any]) -> tuple[float, list[int]]:
+    """CPU seconds of one ``fn()`` and the collections of each generation it triggered."""
+    counts = [0, 0, 0]
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            counts[info["generation"]] += 1
+
+    gc.collect()
+    gc.freeze()
+    gc.callbacks.append(count)
+    try:
+        start = time.process_time()
+        result = fn()
+        seconds = time.process_time() - start
+    finally:
+        gc.callbacks.remove(count)
+        gc.unfreeze()
+    del result
+    return seconds, counts
+
+
+def collector_table(sizes: list[int], rounds: int) -> list[str]:
+    lines = [
+        "| workload | messages | collector on µs/msg | collections (gen 0/1/2) "
+        "| paused µs/msg | json.loads µs/msg |",
+        "|---|---:|---:|---|---:|---:|",
+    ]
+    for name in ("chat", "agentic"):
+        for n in sizes:
+            data, _ = _inputs(name, n, None)
+            on: list[float] = []
+            paused: list[float] = []
+            loads: list[float] = []
+            counts: list[int] = []
+            for _ in range(rounds):
+                seconds, counts = _collections(partial(codec._decode_history, data))
+                on.append(seconds)
+                paused.append(_collections(partial(decode_history, data))[0])
+                loads.append(_collections(partial(json.loads, data))[0])
+            per = 1e6 / n
+            lines.append(
+                f"| {name} | {n:,} | {statistics.median(on) * per:.2f} "
+                f"| {'/'.join(str(c) for c in counts)} | {statistics.median(paused) * per:.2f} "
+                f"| {statistics.median(loads) * per:.2f} |"
+            )
+    return lines
+
+
+def parts_table() -> list[str]:
     import orjson
 
-    print(
-        "| n | json.loads ms | orjson parse ms | build ms | decode_history ms "
-        "| decode / json.loads |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|")
-    for n in (1_000, 10_000):
-        data = encode_history(to_golem(conversation(n)))
-        value = orjson.loads(data)
-        ops = [
-            Op("stdlib", "loads", n, lambda d=data: json.loads(d)),
-            Op("orjson", "parse", n, lambda d=data: orjson.loads(d)),
-            Op("golem", "build", n, lambda v=value: fast_messages(v)),
-            Op("golem", "decode", n, lambda d=data: decode_history(d)),
-        ]
-        r = {x.op: x.median_s * 1e3 for x in measure(ops, 7, 0.02, CLOCKS["cpu"])}
-        share = r["decode"] / r["loads"]
-        print(
-            f"| {n:,} | {r['loads']:.2f} | {r['parse']:.2f} | {r['build']:.2f} "
-            f"| {r['decode']:.2f} | {share:.2f} |"
-        )
-    data = encode_history(to_golem(conversation(10_000)))
+    lines = [
+        "| workload | n | json.loads ms | orjson parse ms | build ms | decode_history ms "
+        "| decode / json.loads |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name in ("chat", "agentic"):
+        for n in (1_000, 10_000):
+            data, _ = _inputs(name, n, None)
+            value = orjson.loads(data)
+            ops = [
+                Op("stdlib", "loads", n, lambda d=data: json.loads(d)),
+                Op("orjson", "parse", n, lambda d=data: orjson.loads(d)),
+                Op("golem", "build", n, lambda v=value: history_from_jsonable(v)),
+                Op("golem", "decode", n, lambda d=data: decode_history(d)),
+            ]
+            r = {x.op: x.median_s * 1e3 for x in measure(ops, 7, 0.02, CLOCKS["cpu"])}
+            share = r["decode"] / r["loads"]
+            lines.append(
+                f"| {name} | {n:,} | {r['loads']:.2f} | {r['parse']:.2f} | {r['build']:.2f} "
+                f"| {r['decode']:.2f} | {share:.2f} |"
+            )
+    return lines
+
+
+def profile_lines() -> list[str]:
+    data, _ = _inputs("agentic", 10_000, None)
     gc.collect()
     profile = cProfile.Profile()
     profile.enable()
@@ -56,13 +123,23 @@ def main() -> int:
         decode_history(data)
     profile.disable()
     out = io.StringIO()
-    pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(6)
-    print()
-    print("```")
+    pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(8)
     text = out.getvalue()
     rows = text[text.index("ncalls") :].splitlines()
-    print("\n".join(row for row in rows if row.strip()))
-    print("```")
+    return ["```", *(row for row in rows if row.strip()), "```"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.profile_decode", description=__doc__)
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print("\n".join(collector_table(sizes, args.rounds)))
+    print()
+    print("\n".join(parts_table()))
+    print()
+    print("\n".join(profile_lines()))
     return 0
 
 

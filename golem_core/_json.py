@@ -30,10 +30,10 @@ fast path to its reference (the fast path raises ``Unhandled``, nothing else).
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from collections.abc import Callable, Sequence
-from itertools import repeat
 from typing import Any, Final, NoReturn
 
 import cattrs
@@ -43,6 +43,7 @@ from golem_core._json_compiled import (
     INEXACT_NUMBERS,
     Unhandled,
     fast_message,
+    fast_message_list,
     fast_messages,
     message_text,
     unstructure_message,
@@ -209,7 +210,7 @@ def _accelerated(data: bytes | bytearray | memoryview | str) -> tuple[Message, .
     out: list[Message] = []
     end = len(data)
     start = 0
-    fast = fast_message
+    build = fast_message_list
     while True:
         cut = data.find(split, start + _CHUNK) if end - start > _CHUNK else -1  # type: ignore[arg-type]
         if cut < 0:
@@ -225,7 +226,7 @@ def _accelerated(data: bytes | bytearray | memoryview | str) -> tuple[Message, .
         if type(value) is not list:
             return None
         try:
-            out += map(fast, value, repeat(names))
+            out += build(value, names)
         except Unhandled:
             return None
         if cut < 0:
@@ -343,8 +344,17 @@ def history_to_jsonable(history: Sequence[Message]) -> list[JSONObject]:
 
 
 def history_from_jsonable(value: object) -> Result[tuple[Message, ...], DecodeError]:
-    """Build a history from an already parsed JSON value (a list of message objects)."""
-    return _structured(value)
+    """Build a history from an already parsed JSON value (a list of message objects).
+
+    Like ``decode_history``, it builds with the cyclic collector paused (ADR 0093).
+    """
+    if not gc.isenabled():
+        return _structured(value)
+    gc.disable()
+    try:
+        return _structured(value)
+    finally:
+        gc.enable()
 
 
 def encode_history(history: Sequence[Message]) -> bytes:
@@ -371,7 +381,24 @@ def decode_history(
     Total: never raises. Returns ``Failure(DecodeError)`` naming the JSON path and the
     problem for bytes that are not UTF-8 or not standard JSON, a top level that is not
     an array, an unknown role, a missing or mistyped field, or bad base64.
+
+    The cyclic garbage collector is paused while the history is built and restored as
+    it was (also when decoding fails or raises): decoding creates no reference cycles,
+    and a collection triggered by its own allocations would only scan, again and again,
+    the objects it is building (ADR 0093).
     """
+    if not gc.isenabled():
+        return _decode_history(data)
+    gc.disable()
+    try:
+        return _decode_history(data)
+    finally:
+        gc.enable()
+
+
+def _decode_history(
+    data: bytes | bytearray | memoryview | str,
+) -> Result[tuple[Message, ...], DecodeError]:
     if _ORJSON is not None:
         accelerated = _accelerated(data)
         if accelerated is not None:

@@ -10,6 +10,8 @@ as attrs and cattrs compile their ``__init__`` and hooks:
   is not allowed, bad base64 or timestamp, an unknown field the reference would
   refuse), and the caller then runs the reference decoder, which reports the error or
   builds the very same value. It never raises anything else on JSON input.
+  ``fast_message_list(array, names)`` is the same for each element of an array, with
+  the message's body (and a single part's) inlined in the loop: no call per message.
 - ``unstructure_message(m)`` / ``unstructure_part(p)`` / ``unstructure_usage(u)``: the
   JSON object of a value (the dict path; values are copied as they are).
 - ``message_text(m)``: the compact JSON text of a message, exactly
@@ -32,7 +34,6 @@ import json.encoder
 import linecache
 from collections.abc import Callable
 from datetime import datetime
-from itertools import repeat
 from typing import Any, Final, TypeAlias, get_args
 
 from golem_core._json_fields import MESSAGE, NO_DEFAULT, PART_RECORDS, USAGE, Kind, Record
@@ -44,6 +45,7 @@ __all__ = [
     "SOURCE",
     "Unhandled",
     "fast_message",
+    "fast_message_list",
     "fast_messages",
     "message_text",
     "unstructure_message",
@@ -136,40 +138,43 @@ def _not_a_part(p: object) -> Any:
 
 _RAISE: Final = "raise _Unhandled"
 
-_FAST: Final[dict[Kind, Callable[[str, bool], list[str]]]] = {
-    Kind.ROLE: lambda x, shared: [
-        f"{x} = _ROLES.get(v) if type(v) is str else None",
+_FAST: Final[dict[Kind, Callable[[str, bool, str], list[str]]]] = {
+    Kind.ROLE: lambda x, shared, v: [
+        f"{x} = _ROLES.get({v}) if type({v}) is str else None",
         f"if {x} is None: {_RAISE}",
     ],
-    Kind.PARTS: lambda x, shared: [
-        f"if type(v) is not list: {_RAISE}",
-        f"{x} = _fast_parts(v, names)",
+    Kind.PARTS: lambda x, shared, v: [
+        f"if type({v}) is not list: {_RAISE}",
+        f"{x} = _fast_parts({v}, names)",
     ],
-    Kind.STR: lambda x, shared: [
-        f"if type(v) is not str: {_RAISE}",
-        f"{x} = names.setdefault(v, v)" if shared else f"{x} = v",
+    Kind.STR: lambda x, shared, v: [
+        f"if type({v}) is not str: {_RAISE}",
+        f"{x} = names.setdefault({v}, {v})" if shared else f"{x} = {v}",
     ],
-    Kind.FLAG: lambda x, shared: [f"if type(v) is not bool: {_RAISE}", f"{x} = v"],
-    Kind.TIMESTAMP: lambda x, shared: [
-        f"if type(v) is not str: {_RAISE}",
+    Kind.FLAG: lambda x, shared, v: [f"if type({v}) is not bool: {_RAISE}", f"{x} = {v}"],
+    Kind.TIMESTAMP: lambda x, shared, v: [
+        f"if type({v}) is not str: {_RAISE}",
         "try:",
-        f"    {x} = _fromisoformat(v)",
+        f"    {x} = _fromisoformat({v})",
         "except ValueError:",
         f"    {_RAISE} from None",
     ],
-    Kind.COUNT: lambda x, shared: [f"if type(v) is not int or v < 0: {_RAISE}", f"{x} = v"],
-    Kind.USAGE: lambda x, shared: [
-        f"if type(v) is not dict: {_RAISE}",
-        f"{x} = _fast_Usage(v, names)",
+    Kind.COUNT: lambda x, shared, v: [
+        f"if type({v}) is not int or {v} < 0: {_RAISE}",
+        f"{x} = {v}",
     ],
-    Kind.PART_KIND: lambda x, shared: [
-        f"if type(v) is not str or v not in _PART_KINDS: {_RAISE}",
-        f"{x} = v",
+    Kind.USAGE: lambda x, shared, v: [
+        f"if type({v}) is not dict: {_RAISE}",
+        f"{x} = _fast_Usage({v}, names)",
     ],
-    Kind.BASE64: lambda x, shared: [
-        f"if type(v) is not str: {_RAISE}",
+    Kind.PART_KIND: lambda x, shared, v: [
+        f"if type({v}) is not str or {v} not in _PART_KINDS: {_RAISE}",
+        f"{x} = {v}",
+    ],
+    Kind.BASE64: lambda x, shared, v: [
+        f"if type({v}) is not str: {_RAISE}",
         "try:",
-        f"    {x} = _b64decode(v, validate=True)",
+        f"    {x} = _b64decode({v}, validate=True)",
         "except ValueError:",
         f"    {_RAISE} from None",
     ],
@@ -250,60 +255,77 @@ def _indent(lines: list[str], levels: int = 1) -> list[str]:
     return ["    " * levels + line for line in lines]
 
 
-def _build(src: _Source, record: Record, values: list[str]) -> list[str]:
-    """Lines building ``o``, an instance of the record's class, from ``values`` (one
+def _build(src: _Source, record: Record, values: list[str], p: str = "") -> list[str]:
+    """Lines building ``{p}o``, an instance of the record's class, from ``values`` (one
     expression per field, then ``extra``), setting its slots directly on a twin
     (``_twin``): the fields have no converters or validators, so this equals the
     constructor (a property holds it)."""
     cls = record.cls
     name = src.name(cls.__name__, cls)
     twin = src.name(f"_Building{name}", _twin(cls))
-    out = [f"o = _new({twin})"]
+    o = f"{p}o"
+    out = [f"{o} = _new({twin})"]
     for a, value in zip([*(f.attr for f in record.fields), "extra"], values, strict=True):
-        out.append(f"o.{a} = {value}")
-    out.append(f"o.__class__ = {name}")
+        out.append(f"{o}.{a} = {value}")
+    out.append(f"{o}.__class__ = {name}")
     return out
 
 
-def _fast_body(src: _Source, record: Record, finish: list[str]) -> list[str]:
-    """Lines reading ``d`` (a dict; ``get = d.get``, ``n = len(d)``) into ``o``, an
-    instance of the record's class; ``finish`` follows each place where ``o`` is done."""
+def _fast_body(src: _Source, record: Record, finish: list[str], p: str = "") -> list[str]:
+    """Lines reading ``{p}d`` (a dict; ``{p}get = {p}d.get``, ``{p}n = len({p}d)``) into
+    ``{p}o``, an instance of the record's class; ``finish`` follows each place where it
+    is done. The prefix ``p`` names the variables of a body inlined in another's."""
     known = src.name(f"_KNOWN_{record.cls.__name__}", record.known)
     not_null = src.name(
         f"_NOT_NULL_{record.cls.__name__}",
         tuple(f.key for f in record.fields if not f.kind.nullable),
     )
+    v, seen_, n = f"{p}v", f"{p}seen", f"{p}n"
     out: list[str] = []
     seen: int | None = 1 if record.tag is not None else 0  # a number until a field is optional
     required_left = sum(1 for d in record.defaults if d is NO_DEFAULT)
     values: list[str] = []
     count = len(record.fields)
     for i, (f, default) in enumerate(zip(record.fields, record.defaults, strict=True)):
-        x = f"x{i}"
+        x = f"{p}x{i}"
         values.append(x)
-        out.append(f"v = get({f.key!r})")
-        read = _FAST[f.kind](x, f.shared)
+        out.append(f"{v} = {p}get({f.key!r})")
+        fast = _FAST[f.kind]
+        read = _inline_parts(src, x, v) if f.kind is Kind.PARTS else fast(x, f.shared, v)
         if default is NO_DEFAULT:
             out += read
             required_left -= 1
             if seen is None:
-                out.append("seen += 1")
+                out.append(f"{seen_} += 1")
             else:
                 seen += 1
         else:
             if seen is not None:
-                out.append(f"seen = {seen}")
+                out.append(f"{seen_} = {seen}")
                 seen = None
-            out += ["if v is None:", f"    {x} = {src.literal(default)}", "else:"]
-            out += _indent([*read, "seen += 1"])
+            out += [f"if {v} is None:", f"    {x} = {src.literal(default)}", "else:"]
+            out += _indent([*read, f"{seen_} += 1"])
         if required_left == 0 and i < count - 1:  # no other key: the rest at their defaults
             rest = [src.literal(d) for d in record.defaults[i + 1 :]]
-            test = f"n == {seen}" if seen is not None else "seen == n"
+            test = f"{n} == {seen}" if seen is not None else f"{seen_} == {n}"
             out.append(f"if {test}:")
-            out += _indent([*_build(src, record, [*values, *rest, "()"]), *finish])
-    test = f"n == {seen}" if seen is not None else "seen == n"
-    out.append(f"extra = () if {test} else _leftovers(d, {known}, {not_null}, names)")
-    out += [*_build(src, record, [*values, "extra"]), *finish]
+            out += _indent([*_build(src, record, [*values, *rest, "()"], p), *finish])
+    test = f"{n} == {seen}" if seen is not None else f"{seen_} == {n}"
+    extra = f"{p}extra"
+    out.append(f"{extra} = () if {test} else _leftovers({p}d, {known}, {not_null}, names)")
+    out += [*_build(src, record, [*values, extra], p), *finish]
+    return out
+
+
+def _inline_parts(src: _Source, x: str, v: str) -> list[str]:
+    """Lines reading the parts array ``v`` into ``x``: one part (the usual case) read
+    inline (variables prefixed ``p``; a one-pass loop that ``break`` leaves when the
+    part is done), more than one by ``_fast_parts``. The same part bodies either way."""
+    out = [f"if type({v}) is not list: {_RAISE}", f"if len({v}) == 1:", f"    pd = {v}[0]"]
+    out += _indent(["for _ in _ONCE:"])
+    unknown = f"{x} = (_unknown_part(pd, names),)"
+    out += _indent(_part_dispatch(src, None, [f"{x} = (po,)", "break"], unknown, "p"), 2)
+    out += ["else:", f"    {x} = _fast_parts({v}, names)"]
     return out
 
 
@@ -313,13 +335,22 @@ def _write_fast(src: _Source) -> None:
         src.emit([f"def _fast_{name}(d, names):"], 0)
         src.emit([f"if type(d) is not dict: {_RAISE}", "get = d.get", "n = len(d)"], 1)
         src.emit(_fast_body(src, record, ["return o"]), 1)
+    # a history: the message body inlined in the loop (no call per message), from the
+    # same body as ``_fast_Message``, so the two cannot disagree
+    src.emit(["def _fast_Messages(raw, names):"], 0)
+    src.emit(["out = []", "append = out.append", "for d in raw:"], 1)
+    src.emit([f"if type(d) is not dict: {_RAISE}", "get = d.get", "n = len(d)"], 2)
+    src.emit(_fast_body(src, MESSAGE, ["append(o)", "continue"]), 2)
+    src.emit(["return out"], 1)
     # a message's parts: one part (the usual case) read straight into a 1-tuple, more
     # than one in a loop; both from the same bodies, so they cannot disagree
     src.emit(["def _fast_parts(raw, names):"], 0)
     src.emit(["if len(raw) == 1:"], 1)
-    _emit_part_dispatch(src, 2, "raw[0]", ["return (o,)"], "return (_unknown_part(d, names),)")
+    unknown = "return (_unknown_part(d, names),)"
+    src.emit(_part_dispatch(src, "raw[0]", ["return (o,)"], unknown), 2)
     src.emit(["out = []", "append = out.append", "for d in raw:"], 1)
-    _emit_part_dispatch(src, 2, None, ["append(o)", "continue"], "append(_unknown_part(d, names))")
+    unknown = "append(_unknown_part(d, names))"
+    src.emit(_part_dispatch(src, None, ["append(o)", "continue"], unknown), 2)
     src.emit(["return tuple(out)"], 1)
     src.emit(
         [
@@ -333,18 +364,20 @@ def _write_fast(src: _Source) -> None:
     )
 
 
-def _emit_part_dispatch(
-    src: _Source, indent: int, item: str | None, finish: list[str], unknown: str
-) -> None:
-    """Lines reading ``d`` (``item``, else the loop's) into a part by its ``type``, each
-    known type's body ending with ``finish``, any other type with ``unknown``."""
-    head = [] if item is None else [f"d = {item}"]
-    head += [f"if type(d) is not dict: {_RAISE}", "get = d.get", "n = len(d)", 'tag = get("type")']
-    src.emit(head, indent)
+def _part_dispatch(
+    src: _Source, item: str | None, finish: list[str], unknown: str, p: str = ""
+) -> list[str]:
+    """Lines reading ``{p}d`` (``item``, else already set) into a part by its ``type``,
+    each known type's body ending with ``finish``, any other type with ``unknown``."""
+    d = f"{p}d"
+    out = [] if item is None else [f"{d} = {item}"]
+    out += [f"if type({d}) is not dict: {_RAISE}", f"{p}get = {d}.get", f"{p}n = len({d})"]
+    out.append(f'{p}tag = {p}get("type")')
     for k, record in enumerate(PART_RECORDS):
-        src.emit([f"{'if' if k == 0 else 'elif'} tag == {record.tag!r}:"], indent)
-        src.emit(_fast_body(src, record, finish), indent + 1)
-    src.emit([unknown], indent)
+        out.append(f"{'if' if k == 0 else 'elif'} {p}tag == {record.tag!r}:")
+        out += _indent(_fast_body(src, record, finish, p))
+    out.append(unknown)
+    return out
 
 
 def _omitted(src: _Source, default: object, v: str = "v") -> str | None:
@@ -516,6 +549,7 @@ def _compile() -> tuple[str, dict[str, Any]]:
         _datetime=datetime,
         _PART_KINDS=frozenset(get_args(PartKind)),
         _TYPE_ONLY=frozenset({"type"}),
+        _ONCE=(None,),
         _fromisoformat=datetime.fromisoformat,
         _b64decode=base64.b64decode,
         _b64encode=base64.b64encode,
@@ -546,9 +580,16 @@ fast_message: Final[Callable[[object, dict[str, str]], Message]] = _NS["_fast_Me
 ``names`` shares equal strings of the ``shared`` fields within one decode."""
 
 
+fast_message_list: Final[Callable[[list[object], dict[Any, str]], list[Message]]] = _NS[
+    "_fast_Messages"
+]
+"""The messages of a JSON array (a list), or ``Unhandled``: ``fast_message`` of each
+element, with the message's body inlined in the loop. ``names`` as in ``fast_message``."""
+
+
 def fast_messages(value: list[object]) -> tuple[Message, ...]:
     """The messages of a JSON array, or ``Unhandled``."""
-    return tuple(map(fast_message, value, repeat({})))
+    return tuple(fast_message_list(value, {}))
 
 
 unstructure_message: Final[Callable[[Message], JSONObject]] = _NS["_unstructure_Message"]
