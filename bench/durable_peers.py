@@ -1,8 +1,9 @@
-"""Durable overhead against pydantic-ai's DBOS integration: ``python -m bench.durable_peers``.
+"""Durable runs against pydantic-ai's DBOS and Temporal integrations.
 
-One child process, DBOS on SQLite (a file in a temporary directory), both libraries'
-durable agents registered on the same DBOS instance, the same workload (three model
-requests around two tool calls, offline ``FunctionModel``s), timed in interleaved rounds:
+``python -m bench.durable_peers``, the short comparison: one child process, DBOS on
+SQLite (a file in a temporary directory), both libraries' durable agents registered on
+the same DBOS instance, the same workload (three model requests around two tool calls,
+offline ``FunctionModel``s), timed in interleaved rounds:
 golem ``Agent.run`` and ``DurableAgent.run`` (the public API only), pydantic-ai
 ``Agent.run`` and ``DBOSAgent.run``. The overhead of durability is the durable run minus
 the plain run of the same library; per effect, it is divided by the steps each records
@@ -28,11 +29,12 @@ every execution) against the largest message (golem's codec; pydantic-ai's
 checkpointed); on Temporal the event-history bytes at steps 50-500 with the exponent of
 a log-log fit. A Temporal run that stops before its last step (a server limit, or
 ``--temporal-timeout`` seconds) is recorded with the step it reached and the error: a
-finding, not a failure of the benchmark. ``--continued`` adds pydantic-ai's
-``TemporalDurability`` capability (``TemporalAgent``'s successor in pydantic-ai 2.x) with a
-``continue_as_new`` handler carrying the run's messages into the next execution whenever
-Temporal suggests it. ``engine`` ``plain``: each library's ``Agent.run`` without
-durability, its own per-step cost. ``--write bench/results.md`` records the short
+finding, not a failure of the benchmark. A third Temporal run (none with
+``--no-continued``) measures pydantic-ai's ``TemporalDurability`` capability
+(``TemporalAgent``'s successor in pydantic-ai 2.x) with a ``continue_as_new`` handler
+that carries the run's messages into the next execution whenever Temporal suggests it.
+Rows of engine ``plain``: each library's ``Agent.run`` without durability, its own
+per-step cost. ``--write bench/results.md`` records the short
 and the long figures as the ``durable_peers`` section; ``--quick`` runs small sizes.
 
 Over 600 lines because it holds both comparisons (short and long, DBOS and Temporal),
@@ -686,10 +688,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pai-long-dbos", metavar="DB", help=argparse.SUPPRESS)
     parser.add_argument("--pai-long-temporal", metavar="ADDRESS", help=argparse.SUPPRESS)
     parser.add_argument(
-        "--continued",
+        "--no-continued",
         action="store_true",
-        help="pydantic-ai's TemporalDurability continuing as new, too (a Temporal long run)",
+        help="no long run of pydantic-ai's TemporalDurability continuing as new",
     )
+    parser.add_argument("--continued", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         _child_exit(asyncio.run(_measure(args.child, args.runs, args.rounds)))
@@ -723,7 +726,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.temporal_steps,
             temporal=not args.no_temporal,
             temporal_timeout=args.temporal_timeout,
-            continued=args.continued,
+            continued=not args.no_continued,
         )
         if args.long
         else []
