@@ -452,7 +452,14 @@ async def _pai_long_temporal(
         )
     seconds = time.perf_counter() - start
     history = _History(lambda name: name.endswith("__call_tool"))
-    await _read_history(client, "pai-long", history)
+    history_error = None
+    try:
+        await _read_history(client, "pai-long", history)
+    except Exception as exc:  # recorded: the figures cover the executions read
+        history_error = (
+            f"reading the history stopped after {history.executions} executions:"
+            f" {type(exc).__name__}: {exc}"
+        )
     if error is not None:
         why = _why(history.last)
         error = f"{error}; history: {why}" if why else error
@@ -466,6 +473,7 @@ async def _pai_long_temporal(
         "largest_message": largest_message,
         "error": error,
         **history.figures(),
+        "history_error": history_error,
     }
 
 
@@ -843,10 +851,17 @@ def _long_markdown(rows: list[dict[str, Any]]) -> list[str]:
             f" | {_cell(None if database is None else database / 1e6, '.2f')}"
             f" | {_cell(None if history is None else history / 1e6, '.2f')}"
             f" | {_cell(r.get('history_exponent'), '.2f')}"
-            f" | {'completed' if r['completed'] else 'stopped: ' + str(r['error'])} |"
+            f" | {_outcome(r)} |"
         )
     verdicts = [v for engine in ("plain", "dbos", "temporal") if (v := _verdict(rows, engine))]
     return [*lines, "", *verdicts]
+
+
+def _outcome(row: dict[str, Any]) -> str:
+    text = "completed" if row["completed"] else f"stopped: {row['error']}"
+    if row.get("history_error"):
+        text += f"; {row['history_error']}"
+    return " ".join(text.replace("|", "/").split())  # one table cell
 
 
 def _who(row: dict[str, Any]) -> str:
