@@ -33,7 +33,7 @@ from __future__ import annotations
 import gc
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, NoReturn
 
 import cattrs
@@ -192,33 +192,18 @@ def _accelerated(data: bytes | bytearray | memoryview | str) -> tuple[Message, .
     a float (orjson reads an integer beyond 64 bits as one). What it accepts, ``json``
     reads to the same value.
 
-    A large history is parsed a chunk of about ``_CHUNK`` at a time, cut before a
-    message that begins ``{"role":`` (as ``encode_history`` writes it), so the JSON
-    objects of the whole history never exist at once. A cut inside a string or a
-    nested value leaves a chunk that is not a JSON array (it ends inside the string
-    or with brackets open), so every chunk parses only when the cuts are between
-    messages, and then the chunks' elements are the document's.
+    A large history is parsed a chunk of about ``_CHUNK`` at a time (``_pieces``), so
+    the JSON objects of the whole history never exist at once.
     """
     loads = _ORJSON.loads
     if isinstance(data, memoryview):
         data = data.tobytes()
-    elif not isinstance(data, bytes | bytearray | str):  # not a history's type: the stdlib
-        return None  # path says what it is
-    text = isinstance(data, str)
-    split, opener, closer = ('},{"role":', "[", "]") if text else (b'},{"role":', b"[", b"]")
+    elif not isinstance(data, bytes | bytearray | memoryview | str):  # not a history's
+        return None  # type: the stdlib path says what it is
     names: dict[Any, str] = {INEXACT_NUMBERS: ""}
     out: list[Message] = []
-    end = len(data)
-    start = 0
     build = fast_message_list
-    while True:
-        cut = data.find(split, start + _CHUNK) if end - start > _CHUNK else -1  # type: ignore[arg-type]
-        if cut < 0:
-            piece = data if start == 0 else opener + data[start:]  # type: ignore[operator]
-        elif start == 0:
-            piece = data[: cut + 1] + closer  # type: ignore[operator]
-        else:
-            piece = opener + data[start : cut + 1] + closer  # type: ignore[operator]
+    for piece in _pieces(data):
         try:
             value = loads(piece)
         except ValueError:  # orjson.JSONDecodeError
@@ -229,9 +214,47 @@ def _accelerated(data: bytes | bytearray | memoryview | str) -> tuple[Message, .
             out += build(value, names)
         except Unhandled:
             return None
+    return tuple(out)
+
+
+def _pieces(data: bytes | bytearray | str) -> Iterator[Any]:
+    """``data`` in pieces of about ``_CHUNK`` to parse one after the other (``data``
+    itself when it is no longer).
+
+    Each cut is before a message that begins ``{"role":`` (as ``encode_history`` writes
+    it), and each piece is made an array: ``[`` and ``]`` around its messages. A cut
+    inside a string or a nested value leaves a piece that is not a JSON array (it ends
+    inside the string or with brackets open), so every piece parses only when the cuts
+    are between messages, and then the pieces' elements are the document's. Bytes are
+    copied once, into a buffer whose separator byte at a cut is made the ``]`` that
+    closes one piece while it is parsed, then the ``[`` that opens the next (a piece
+    is a view of the buffer: parse it before asking for the next); text is sliced.
+    """
+    end = len(data)
+    if end <= _CHUNK:
+        yield data
+        return
+    if isinstance(data, str):
+        start = 0
+        while True:
+            cut = data.find('},{"role":', start + _CHUNK) if end - start > _CHUNK else -1
+            if cut < 0:
+                yield data if start == 0 else "[" + data[start:]
+                return
+            yield ("" if start == 0 else "[") + data[start : cut + 1] + "]"
+            start = cut + 2  # past "},": the next message's "{"
+    buffer = bytearray(data)  # the caller's bytes are never written to
+    view = memoryview(buffer)
+    start = 0
+    while True:
+        cut = buffer.find(b'},{"role":', start + _CHUNK) if end - start > _CHUNK else -1
         if cut < 0:
-            return tuple(out)
-        start = cut + 2  # past "},": the next message's "{"
+            yield view[start:]
+            return
+        buffer[cut + 1] = 0x5D  # "]": the "," after this piece's last message
+        yield view[start : cut + 2]
+        buffer[cut + 1] = 0x5B  # "[": the same byte opens the next piece
+        start = cut + 1
 
 
 def _text(data: bytes | bytearray | memoryview | str) -> str | DecodeError:
