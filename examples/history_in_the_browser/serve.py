@@ -52,7 +52,7 @@ def build_wheels(out: Path, root: Path = ROOT) -> list[Path]:
 class Handler(SimpleHTTPRequestHandler):
     """This folder at ``/``, Pyodide at ``/pyodide/``, the wheels at ``/wheels/``."""
 
-    extensions_map: ClassVar[dict[str, str]] = {
+    extensions_map = {  # noqa: RUF012 - the base class's attribute, extended
         **SimpleHTTPRequestHandler.extensions_map,
         ".wasm": "application/wasm",
         ".mjs": "text/javascript",
