@@ -569,6 +569,16 @@ def long_rows(
     (DBOS adds ``db_bytes``)."""
     rows: list[dict[str, Any]] = []
 
+    def child(argv: list[str], timeout: float) -> dict[str, Any]:
+        """The child's figures, or (a crash, a timeout) only its error: recorded, so one
+        failed run does not lose the others."""
+        start = time.perf_counter()
+        try:
+            return _run_child(argv, timeout)
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            elapsed = time.perf_counter() - start
+            return {"error": f"the child gave no figures after {elapsed:.0f} s: {exc}"[:600]}
+
     def add(
         library: str, variant: str | None, engine: str, requested: int, figures: dict[str, Any]
     ) -> None:
@@ -579,7 +589,7 @@ def long_rows(
                 "variant": variant,
                 "engine": engine,
                 "steps_requested": requested,
-                "completed": error is None and figures["steps"] == requested,
+                "completed": error is None and figures.get("steps") == requested,
                 "error": error,
                 **figures,
             }
@@ -588,15 +598,17 @@ def long_rows(
 
     for library in ("golem", "pydantic-ai"):
         argv = ["bench.durable_peers", "--plain-long", library, "--long-steps", str(steps)]
-        add(library, None, "plain", steps, _run_child(argv, 3600))
+        add(library, None, "plain", steps, child(argv, 3600))
     for library, variant, module, flag in (
         ("golem", None, "bench.durable", "--long-dbos"),
         ("pydantic-ai", "DBOSAgent", "bench.durable_peers", "--pai-long-dbos"),
     ):
         with tempfile.TemporaryDirectory() as tmp:
             db = f"sqlite:///{tmp}/long.sqlite"
-            figures = _run_child([module, flag, db, "--long-steps", str(steps)], 3600)
-            add(library, variant, "dbos", steps, {**figures, "db_bytes": _db_bytes(db)})
+            figures = child([module, flag, db, "--long-steps", str(steps)], 3600)
+            if "steps" in figures:
+                figures["db_bytes"] = _db_bytes(db)
+            add(library, variant, "dbos", steps, figures)
     if not temporal:
         return rows
     if str(ROOT / "tests") not in sys.path:
@@ -614,7 +626,7 @@ def long_rows(
         with tempfile.TemporaryDirectory() as tmp, start_temporal(Path(tmp)) as server:
             extra = ["--long-dir", tmp] if library == "golem" else timeout
             extra += ["--continued"] if variant == CONTINUED else []
-            figures = _run_child(
+            figures = child(
                 [*argv, server.address, "--long-steps", str(temporal_steps), *extra],
                 temporal_timeout + 600,
             )
@@ -841,13 +853,13 @@ def _long_markdown(rows: list[dict[str, Any]]) -> list[str]:
     for r in rows:
         history = r.get("history_bytes")
         database = r.get("db_bytes")
-        payload = r.get("largest_payload")
-        ratio = None if payload is None else payload / r["largest_message"]
+        payload, message = r.get("largest_payload"), r.get("largest_message")
+        ratio = None if payload is None or not message else payload / message
         lines.append(
-            f"| {r['engine']} | {_who(r)} | {r['steps']} of {r['steps_requested']}"
-            f" | {r['seconds']:.1f} | {r['early_step_ms']:.2f} | {r['late_step_ms']:.2f}"
-            f" | {r['late_over_early']:.2f} | {_cell(payload)} | {r['largest_message']}"
-            f" | {_cell(ratio, '.1f')}"
+            f"| {r['engine']} | {_who(r)} | {_cell(r.get('steps'))} of {r['steps_requested']}"
+            f" | {_cell(r.get('seconds'), '.1f')} | {_cell(r.get('early_step_ms'), '.2f')}"
+            f" | {_cell(r.get('late_step_ms'), '.2f')} | {_cell(r.get('late_over_early'), '.2f')}"
+            f" | {_cell(payload)} | {_cell(message)} | {_cell(ratio, '.1f')}"
             f" | {_cell(None if database is None else database / 1e6, '.2f')}"
             f" | {_cell(None if history is None else history / 1e6, '.2f')}"
             f" | {_cell(r.get('history_exponent'), '.2f')}"
@@ -877,13 +889,16 @@ def _verdict(rows: list[dict[str, Any]], engine: str) -> str:
     if set(pair) != {"golem", "pydantic-ai"}:
         return ""
     g, p = pair["golem"], pair["pydantic-ai"]
+    name = {"plain": "`Agent.run`", "dbos": "DBOS", "temporal": "Temporal"}[engine]
+    failed = [who for who, r in (("golem", g), ("pydantic-ai", p)) if r.get("steps") is None]
+    if failed:  # a child that gave no figures: nothing to compare
+        return f"On {name}, no comparison: {' and '.join(failed)} gave no figures."
     if engine == "plain":
         return (
             f"Without durability (`Agent.run`), a step at the end of the run costs"
             f" {g['late_over_early']:.2f}x one at the start in golem and"
             f" {p['late_over_early']:.2f}x in pydantic-ai."
         )
-    name = {"dbos": "DBOS", "temporal": "Temporal"}[engine]
     sentence = (
         f"On {name}, a step at the end of the run costs {g['late_over_early']:.2f}x one at the"
         f" start in golem and {p['late_over_early']:.2f}x in pydantic-ai; the largest"

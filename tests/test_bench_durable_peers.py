@@ -170,3 +170,20 @@ def test_a_stopped_run_and_the_continued_variant_render() -> None:
     assert "stopped: history size exceeds limit |" in text
     assert "pydantic-ai's run stopped at step 260 of 1000" in text
     assert "continuing as new (`TemporalDurability, continue_as_new`) completed" in text
+
+
+def test_a_child_without_figures_renders_as_such() -> None:
+    rows = [
+        {
+            "library": library,
+            "variant": None,
+            "engine": "temporal",
+            "steps_requested": 1000,
+            "completed": False,
+            "error": "the child gave no figures after 2400 s: timed out",
+        }
+        for library in ("golem", "pydantic-ai")
+    ]
+    text = "\n".join(durable_peers._long_markdown(rows))
+    assert "| temporal | golem | - of 1000 | - |" in text
+    assert "On Temporal, no comparison: golem and pydantic-ai gave no figures." in text
