@@ -164,3 +164,18 @@ async def test_a_broken_history_is_repaired_sanitized_and_checked_in_the_page(
     )
     error = await page.wait_for("document.querySelector('#error').textContent", timeout=30)
     assert "[0]" in error and "parts" in error, error
+
+    # input nested deeper than the worker's stack can take is refused before Python, and
+    # the page goes on working (a fatal Pyodide error would break every later call)
+    await page.evaluate(
+        "document.querySelector('#error').textContent = '';"
+        "document.querySelector('#input').value = '[{\"a\": ' + '['.repeat(5000);"
+        "document.querySelector('#examine').click(); true"
+    )
+    error = await page.wait_for("document.querySelector('#error').textContent", timeout=30)
+    assert "nested 5002 deep: refused" in error, error
+    await page.evaluate(
+        f"document.querySelector('#input').value = {json.dumps(json.dumps(BROKEN))};"
+        "document.querySelector('#examine').click(); true"
+    )
+    await page.wait_for("!document.querySelector('#results').hidden", timeout=60)
