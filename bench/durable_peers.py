@@ -628,10 +628,33 @@ def long_rows(
             extra += ["--continued"] if variant == CONTINUED else []
             figures = child(
                 [*argv, server.address, "--long-steps", str(temporal_steps), *extra],
-                temporal_timeout + 600,
+                # golem's child has no timeout of its own: this one stops a stuck run
+                temporal_timeout + (0 if library == "golem" else 600),
             )
+            if "steps" not in figures:  # what the server says of the run that gave none
+                workflow_id = "long" if library == "golem" else "pai-long"
+                found = child(
+                    ["bench.durable_peers", "--diagnose", server.address, workflow_id], 600
+                )
+                figures["error"] += f"; the server: {found.get('diagnosis', found.get('error'))}"
             add(library, variant, "temporal", temporal_steps, figures)
     return rows
+
+
+async def _diagnose(address: str, workflow_id: str) -> dict[str, Any]:
+    """What the server's history says of a run whose child gave no figures: its executions,
+    the activities completed, and why its newest execution stopped or is stuck."""
+    from temporalio.client import Client
+
+    client = await Client.connect(address)
+    # a step ends with its tool call: golem's ``golem.tool``, pydantic-ai's ``__call_tool``
+    history = _History(lambda name: name == "golem.tool" or name.endswith("__call_tool"))
+    await _read_history(client, workflow_id, history)
+    why = _why(history.last) or "no failure recorded"
+    return {
+        "diagnosis": f"{history.done} steps done over {history.executions} executions;"
+        f" the newest execution: {why}"
+    }
 
 
 def durable_records(runs: int = 20, rounds: int = 5) -> list[Record]:
@@ -705,6 +728,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--plain-long", metavar="LIBRARY", help=argparse.SUPPRESS)
+    parser.add_argument("--diagnose", nargs=2, metavar=("ADDRESS", "ID"), help=argparse.SUPPRESS)
     parser.add_argument("--pai-long-dbos", metavar="DB", help=argparse.SUPPRESS)
     parser.add_argument("--pai-long-temporal", metavar="ADDRESS", help=argparse.SUPPRESS)
     parser.add_argument(
@@ -716,6 +740,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.child:
         _child_exit(asyncio.run(_measure(args.child, args.runs, args.rounds)))
+    if args.diagnose:
+        _child_exit(asyncio.run(_diagnose(*args.diagnose)))
     if args.plain_long:
         _child_exit(asyncio.run(_plain_long(args.plain_long, args.long_steps)))
     if args.pai_long_dbos:
