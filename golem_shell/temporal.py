@@ -40,7 +40,7 @@ side (start, waiting, answer, result) agree on names and payloads, and are read 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Generic, TypeAlias, TypeVar
 
@@ -768,12 +768,18 @@ class _Journal:
         self.asked += 1
         return self.asked - 1
 
-    async def effect(self, name: str, payload: JSON) -> JSON:
+    async def effect(self, name: str, payload: JSON | Callable[[], JSON]) -> JSON:
         """The result of the activity ``name`` for the next ask: the journal's, or the
-        activity's (performed now and journaled)."""
+        activity's (performed now and journaled). A ``payload`` given as a function is
+        made only when the activity is performed: replaying an earlier execution's
+        journal then stores nothing and hashes nothing, so a run that continues as new
+        after many steps takes its first workflow task in time (Temporal fails a task
+        that runs 2 s without yielding, and retries it, over and over)."""
         number = self.ask()
         if number in self.entries:
             return self.entries[number]
+        if callable(payload):
+            payload = payload()
         result = await self.durable._effect(name, payload)
         self.entries[number] = stash(self.durable.blobs, result)
         return result
@@ -854,14 +860,17 @@ class _TemporalEffects:
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
         if self.journal.due():
             await self.journal.continue_as_new()
-        request = _CONVERTER.unstructure(command.request)
-        del request["messages"]  # named by the chain's head
-        payload = self.durable._payload(
-            self._ids(state),
-            request=self._set_up(request),
-            history=self._head(state),
-            requests=state.requests,
-        )
+
+        def payload() -> JSON:
+            request = _CONVERTER.unstructure(command.request)
+            del request["messages"]  # named by the chain's head
+            return self.durable._payload(
+                self._ids(state),
+                request=self._set_up(request),
+                history=self._head(state),
+                requests=state.requests,
+            )
+
         try:
             recorded = await self.journal.effect("golem.request", payload)
         except ActivityError as e:
@@ -872,18 +881,25 @@ class _TemporalEffects:
         return outcome
 
     def tools(self, calls: Sequence[ToolCallPart], state: RunState) -> list[Awaitable[ToolOutcome]]:
-        shared = self.durable._payload(
-            self._ids(state),
-            system=MESSAGES[0](state.system),
-            history=self._head(state),
-            usage=USAGE[0](state.usage),
-            requests=state.requests,
-        )
+        made: list[JSON] = []
+
+        def shared() -> JSON:  # made once, when the batch's first call is performed
+            if not made:
+                made.append(
+                    self.durable._payload(
+                        self._ids(state),
+                        system=MESSAGES[0](state.system),
+                        history=self._head(state),
+                        usage=USAGE[0](state.usage),
+                        requests=state.requests,
+                    )
+                )
+            return made[0]
 
         async def one(call: ToolCallPart) -> ToolOutcome:
             try:
                 recorded = await self.journal.effect(
-                    "golem.tool", {**shared, "call": CALL[0](call)}
+                    "golem.tool", lambda: {**shared(), "call": CALL[0](call)}
                 )
             except ActivityError as e:
                 return ToolCrashed(
