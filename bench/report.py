@@ -10,9 +10,9 @@ So a re-measurement is a re-run, and ``tests/test_correctness4_ci_bench_results.
 fails when ``results.md`` (or the README's benchmark paragraph, between its
 ``bench/results.json`` markers) differs from what the JSON renders to.
 
-Sections, in this order: ``run`` (``bench.run``), ``cache`` (``bench.cache``),
-``durable`` (``bench.durable``), ``durable_peers`` (``bench.durable_peers``), ``decode``
-(``bench.decode``), ``compaction``
+Sections, in this order: ``run`` (``bench.run``), ``cache`` (``bench.cache``), ``store``
+(``bench.store --window``), ``durable`` (``bench.durable``), ``durable_peers``
+(``bench.durable_peers``), ``decode`` (``bench.decode``), ``compaction``
 (``bench.compaction``), ``pyodide`` (``bench.pyodide``). Each section's module owns its
 ``render(data) -> str``. A section no command has written is left out.
 """
@@ -26,7 +26,16 @@ from typing import Any
 __all__ = ["README_BEGIN", "README_END", "load", "readme_block", "render", "write_section"]
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("run", "cache", "durable", "durable_peers", "decode", "compaction", "pyodide")
+SECTIONS = (
+    "run",
+    "cache",
+    "store",
+    "durable",
+    "durable_peers",
+    "decode",
+    "compaction",
+    "pyodide",
+)
 README_BEGIN = "<!-- bench/results.json: written by bench/report.py, do not edit -->"
 README_END = "<!-- end of bench/results.json -->"
 
