@@ -1,5 +1,6 @@
-"""useChat's engine from the real ``ai`` package (``AbstractChat`` with
-``DefaultChatTransport``, pinned in ``tests/js/package.json``) against the live web chat
+"""useChat's engine from the real ``ai`` package, 6 and 7 (``AbstractChat`` with
+``DefaultChatTransport``, pinned in ``tests/js/package.json``; ai 7 under Node 22, see
+``tests/js_node.py``) against the live web chat
 example: what a React front end does, scenario by scenario (``tests/js/chat_client.mjs``).
 Issue 36: the example must serve the client as it really behaves, not as golem's own page.
 """
@@ -10,7 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from web_chat_server import WebChatServer, js_clients_or_skip, run_node, serve_web_chat
+from js_node import PACKAGES, Sdk, run_sdk, sdk_or_skip
+from web_chat_server import WebChatServer, js_clients_or_skip, serve_web_chat
 
 from golem_core import Role
 from golem_shell import SQLiteHistoryStore
@@ -25,8 +27,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebChatServer]:
     served.close()
 
 
-def chat(server: WebChatServer, scenario: str) -> dict[str, Any]:
-    result: dict[str, Any] = run_node("chat_client.mjs", server.url, scenario)
+@pytest.fixture(scope="module", params=[6, 7], ids=["ai6", "ai7"])
+def sdk(request: pytest.FixtureRequest) -> Sdk:
+    version: Sdk = request.param
+    return version
+
+
+def chat(server: WebChatServer, scenario: str, sdk: Sdk) -> dict[str, Any]:
+    sdk_or_skip(sdk)
+    result: dict[str, Any] = run_sdk(sdk, "chat_client.mjs", server.url, scenario, PACKAGES[sdk])
     return result
 
 
@@ -46,8 +55,8 @@ def stored_branches(
         }
 
 
-def test_a_text_answer_and_a_tool_call(server: WebChatServer) -> None:
-    result = chat(server, "send")
+def test_a_text_answer_and_a_tool_call(server: WebChatServer, sdk: Sdk) -> None:
+    result = chat(server, "send", sdk)
     assert result["errors"] == [] and result["status"] == "ready" and result["first"] == "ready"
     hello, weather = result["answers"]
     assert hello.startswith("You said: hello")
@@ -56,8 +65,8 @@ def test_a_text_answer_and_a_tool_call(server: WebChatServer) -> None:
     assert tool["state"] == "output-available" and tool["input"] == {"city": "Oslo"}
 
 
-def test_an_approval_given_and_one_refused(server: WebChatServer) -> None:
-    result = chat(server, "approval")
+def test_an_approval_given_and_one_refused(server: WebChatServer, sdk: Sdk) -> None:
+    result = chat(server, "approval", sdk)
     assert result["errors"] == [] and result["status"] == "ready"
     assert result["asked"]["state"] == "approval-requested"
     assert result["approved"]["state"] == "output-available"
@@ -65,10 +74,10 @@ def test_an_approval_given_and_one_refused(server: WebChatServer) -> None:
     assert result["denied"]["state"] == "output-denied"
 
 
-def test_a_failed_run_does_not_lock_the_chat(server: WebChatServer) -> None:
+def test_a_failed_run_does_not_lock_the_chat(server: WebChatServer, sdk: Sdk) -> None:
     """Issue 36: the failed stream's ``start`` makes useChat keep an assistant message
     the store never gets; the next send used to be a 409 ("reload it")."""
-    result = chat(server, "failed")
+    result = chat(server, "failed", sdk)
     after = result["afterFailure"]
     assert after["status"] == "error" and after["roles"] == ["user", "assistant"]
     assert result["status"] == "ready", result["errors"]
@@ -85,11 +94,11 @@ def test_a_failed_run_does_not_lock_the_chat(server: WebChatServer) -> None:
 
 
 def test_after_an_edit_the_next_message_continues_the_edited_branch(
-    server: WebChatServer,
+    server: WebChatServer, sdk: Sdk
 ) -> None:
     """Issue 36: useChat never sends ``branch``; the message after an edit went to ``main``,
     so the model answered a conversation other than the one on screen."""
-    result = chat(server, "edit")
+    result = chat(server, "edit", sdk)
     assert result["errors"] == [] and result["status"] == "ready"
     shown = result["texts"]
     assert shown[0::2] == ["first", "second, edited", "third"]
@@ -105,9 +114,9 @@ def test_after_an_edit_the_next_message_continues_the_edited_branch(
 
 
 def test_resume_replays_a_live_stream_and_finds_nothing_once_it_finished(
-    server: WebChatServer,
+    server: WebChatServer, sdk: Sdk
 ) -> None:
-    result = chat(server, "resume")
+    result = chat(server, "resume", sdk)
     resumed = result["resumed"]
     assert resumed["status"] == "ready" and resumed["roles"] == ["user", "assistant"]
     assert resumed["text"].startswith("word1 word2 ") and resumed["text"].endswith("word60.")

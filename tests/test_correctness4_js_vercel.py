@@ -1,8 +1,9 @@
 """Every UI message stream golem's Vercel adapter writes, read by the real ``ai`` package
-(6, and 5 for ``sdk_version=5``; pinned in ``tests/js/package.json``): each chunk against
-the package's own ``uiMessageChunkSchema`` (as ``DefaultChatTransport`` parses a
-response), the UIMessage ``readUIMessageStream`` builds, and ``validateUIMessages`` on it
-and on every rendered history (``tests/js/check_streams.mjs``). Issue 36, item 4.
+(5 for ``sdk_version=5``; 6 and 7 for the default stream, ai 7 under Node 22; pinned in
+``tests/js/package.json``, run by ``tests/js_node.py``): each chunk against the package's own
+``uiMessageChunkSchema`` (as ``DefaultChatTransport`` parses a response), the UIMessage
+``readUIMessageStream`` builds, and ``validateUIMessages`` on it and on every rendered
+history (``tests/js/check_streams.mjs``). Issue 36, item 4.
 """
 
 from __future__ import annotations
@@ -14,19 +15,15 @@ from typing import Any, Literal
 
 import httpx
 import pytest
+from js_node import Sdk, run_sdk, sdk_or_skip
 from test_ui_vercel import get_weather, pay_model, send_money, weather_model
-from web_chat_server import WebChatServer, js_clients_or_skip, run_node, serve_web_chat
+from web_chat_server import WebChatServer, serve_web_chat
 
 from golem_core import Approved, Denied, Message, ModelRequest
 from golem_shell import Agent, FunctionModel
 from golem_shell.ui import VercelStream, history_to_ui_messages, run_items, vercel_frames
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(autouse=True)
-def _js() -> None:
-    js_clients_or_skip()
 
 
 async def frames_of(
@@ -126,46 +123,51 @@ def resumed_stream(server: WebChatServer) -> list[str]:
         return [line[6:] for line in r.iter_lines() if line.startswith("data: ")]
 
 
-async def test_the_ai_package_reads_every_stream_the_adapter_writes(server: WebChatServer) -> None:
-    streams6, histories = await adapter_streams(6)
-    streams5, _ = await adapter_streams(5)
-    streams = [
-        *streams6,
-        *streams5,
-        {"name": "resume", "sdk": 6, "frames": resumed_stream(server)},
-    ]
+@pytest.mark.parametrize("sdk", [5, 6, 7])
+async def test_the_ai_package_reads_every_stream_the_adapter_writes(
+    sdk: Sdk, server: WebChatServer
+) -> None:
+    sdk_or_skip(sdk)
+    written: Literal[5, 6] = 5 if sdk == 5 else 6  # AI SDK 6 and 7 read the same stream
+    streams, histories = await adapter_streams(written)
+    if sdk != 5:  # the example speaks the default stream
+        streams.append({"name": "resume", "frames": resumed_stream(server)})
+    for s in streams:
+        s["sdk"] = sdk
     messages = [
-        {"name": f"history{k}", "sdk": 6, "messages": history_to_ui_messages(h, awaiting=aw)}
+        {"name": f"history{k}", "sdk": sdk, "messages": history_to_ui_messages(h, awaiting=aw)}
         for k, (h, aw) in enumerate(
             [(histories[0], ["call_pay"]), (histories[1], []), (histories[2], [])]
         )
     ]
-    result = run_node("check_streams.mjs", stdin={"streams": streams, "messages": messages})
-    for checked, sent in zip(result["streams"], streams, strict=True):
-        where = f"{checked['name']} (ai {sent['sdk']})"
-        assert checked["invalid"] == [], where
+    result = run_sdk(sdk, "check_streams.mjs", stdin={"streams": streams, "messages": messages})
+    for checked in result["streams"]:
+        where = f"{checked['name']} (ai {sdk})"
+        assert checked["invalid"] == [], (where, checked["invalid"])
+        assert checked["errors"] == [] or checked["name"] == "error", (where, checked["errors"])
         assert checked["messageInvalid"] is None, (where, checked["messageInvalid"])
-    by = {(c["name"], s["sdk"]): c for c, s in zip(result["streams"], streams, strict=True)}
-    for sdk in (5, 6):
-        assert by[("text", sdk)]["errors"] == []
-        assert by[("text", sdk)]["message"]["parts"][-1]["text"] == "Hello there, friend."
-        tool = by[("tool", sdk)]["message"]["parts"]
-        [call] = [p for p in tool if p["type"] == "tool-get_weather"]
-        assert call["state"] == "output-available" and call["output"] == "sunny in Paris"
-        assert len(by[("error", sdk)]["errors"]) == 1
-        assert by[("error", sdk)]["errors"][0].startswith("the run failed (error id ")
-        approved = by[("approved", sdk)]["message"]["parts"]
-        assert [p["state"] for p in approved if p["type"] == "tool-send_money"] == [
-            "output-available"
-        ]
-    [asked] = [p for p in by[("approval", 6)]["message"]["parts"] if p["type"] == "tool-send_money"]
-    assert asked["state"] == "approval-requested"
-    denied6 = [p for p in by[("denied", 6)]["message"]["parts"] if p["type"] == "tool-send_money"]
-    assert [p["state"] for p in denied6] == ["output-denied"]
-    denied5 = [p for p in by[("denied", 5)]["message"]["parts"] if p["type"] == "tool-send_money"]
-    assert [p["state"] for p in denied5] == ["output-error"]
-    resume = by[("resume", 6)]["message"]
-    text = "".join(p["text"] for p in resume["parts"] if p["type"] == "text")
-    assert text.startswith("word1 ") and text.endswith("word60.") and text.count("word7 ") == 1
+    by = {c["name"]: c for c in result["streams"]}
+    assert [c["name"] for c in result["streams"]] == [s["name"] for s in streams]
+    assert by["text"]["message"]["parts"][-1]["text"] == "Hello there, friend."
+    tool = by["tool"]["message"]["parts"]
+    [call] = [p for p in tool if p["type"] == "tool-get_weather"]
+    assert call["state"] == "output-available" and call["output"] == "sunny in Paris"
+    assert len(by["error"]["errors"]) == 1
+    assert by["error"]["errors"][0].startswith("the run failed (error id ")
+    approved = by["approved"]["message"]["parts"]
+    assert [p["state"] for p in approved if p["type"] == "tool-send_money"] == ["output-available"]
+    denied = [
+        p["state"] for p in by["denied"]["message"]["parts"] if p["type"] == "tool-send_money"
+    ]
+    if sdk == 5:  # AI SDK 5 has no approvals: a refusal is the call's error
+        assert denied == ["output-error"]
+    else:
+        [asked] = [p for p in by["approval"]["message"]["parts"] if p["type"] == "tool-send_money"]
+        assert asked["state"] == "approval-requested"
+        assert denied == ["output-denied"]
+        resume = by["resume"]["message"]
+        text = "".join(p["text"] for p in resume["parts"] if p["type"] == "text")
+        assert text.startswith("word1 ") and text.endswith("word60.")
+        assert text.count("word7 ") == 1
     for checked in result["messages"]:  # rendered histories are valid UIMessages
         assert checked["invalid"] is None, checked

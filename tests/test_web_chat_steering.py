@@ -14,11 +14,10 @@ from typing import Any
 
 import httpx
 import pytest
+from js_node import PACKAGES, Sdk, run_sdk, sdk_or_skip
 from web_chat_server import (
     WebChatServer,
     gate_weather,
-    js_clients_or_skip,
-    run_node,
     serve_web_chat,
 )
 
@@ -274,17 +273,19 @@ def test_turn_steering_hands_late_messages_on_and_then_closes() -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("sdk", [5, 6])
-async def test_the_ai_package_reads_a_steered_stream(sdk: Any) -> None:
-    """The real ``ai`` package (tests/js) reads the stream: ``data-steered`` is one of its
-    own data chunks, and the UIMessage it builds is valid."""
-    js_clients_or_skip()
+@pytest.mark.parametrize("sdk", [5, 6, 7])
+async def test_the_ai_package_reads_a_steered_stream(sdk: Sdk) -> None:
+    """The real ``ai`` package (tests/js; 7 under Node 22) reads the stream:
+    ``data-steered`` is one of its own data chunks, and the UIMessage it builds is valid."""
+    sdk_or_skip(sdk)
     start, steering = _steered_run()
-    stream = VercelStream("m0", sdk_version=sdk)
+    stream = VercelStream("m0", sdk_version=5 if sdk == 5 else 6)  # 6 and 7 read one stream
     frames = [f async for f in vercel_frames(stream, run_items(start, steering=steering))]
     assert any('"data-steered"' in f for f in frames)
-    result = run_node(
-        "check_streams.mjs", stdin={"streams": [{"name": "steered", "sdk": sdk, "frames": frames}]}
+    result = run_sdk(
+        sdk,
+        "check_streams.mjs",
+        stdin={"streams": [{"name": "steered", "sdk": sdk, "frames": frames}]},
     )
     [checked] = result["streams"]
     assert checked["invalid"] == [] and checked["errors"] == [], checked
@@ -293,11 +294,12 @@ async def test_the_ai_package_reads_a_steered_stream(sdk: Any) -> None:
     assert texts == ["noted: use the EU account"]  # transient: not a part of the message
 
 
-def test_use_chat_sending_while_it_streams_steers_the_turn(server: WebChatServer) -> None:
-    """useChat's engine (AbstractChat, ai 6) sends a second message while the answer
+@pytest.mark.parametrize("sdk", [6, 7])
+def test_use_chat_sending_while_it_streams_steers_the_turn(server: WebChatServer, sdk: Sdk) -> None:
+    """useChat's engine (AbstractChat, ai 6 and 7) sends a second message while the answer
     streams: the server steers the turn (202, an empty body to the transport), the first
     request's stream carries the rest of the turn and ``data-steered``."""
-    js_clients_or_skip()
+    sdk_or_skip(sdk)
     gate = gate_weather(server)
     chat = server.chat
     delivered = threading.Event()
@@ -311,7 +313,9 @@ def test_use_chat_sending_while_it_streams_steers_the_turn(server: WebChatServer
 
     chat.steer = steer_and_tell
     box: list[Any] = []
-    node = threading.Thread(target=lambda: box.append(run_node("steer_client.mjs", server.url)))
+    node = threading.Thread(
+        target=lambda: box.append(run_sdk(sdk, "steer_client.mjs", server.url, PACKAGES[sdk]))
+    )
     node.start()
     assert delivered.wait(60)
     gate.release.set()

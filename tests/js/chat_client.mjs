@@ -1,10 +1,19 @@
 // useChat's engine (`AbstractChat` with `DefaultChatTransport`, package `ai`) against the
 // live example server (examples/web_chat): what a React front end does, without React.
-// Driven by tests/test_correctness4_js_chat.py: `node chat_client.mjs <base url> <scenario>`
-// prints one JSON object: the chat's status, error, messages, and every request it made.
-import { AbstractChat, DefaultChatTransport } from "ai";
+// Driven by tests/test_correctness4_js_chat.py: `node chat_client.mjs <base url> <scenario>
+// [ai package]` prints one JSON object: the chat's status, error, messages, and every request it made.
+import { readFileSync } from "node:fs";
 
-const [base, scenario] = process.argv.slice(2);
+const [base, scenario, pkg = "ai"] = process.argv.slice(2);
+// "ai" (6), "ai-v7" (under Node 22, tests/js_node.py) or "ai-v5"
+const { AbstractChat, DefaultChatTransport } = await import(pkg);
+
+// the version of an installed package, and the Node running this: tests/js_node.py checks
+// that each check ran the `ai` major it names, under the Node it needs
+function versionOf(name) {
+  return JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url))).version;
+}
+const runtime = { node: process.version, ai: [versionOf(pkg)] };
 
 class State {
   constructor(messages = []) {
@@ -41,7 +50,7 @@ function newChat(id, messages) {
 
 function report(chat, extra = {}) {
   return { uid: cookie.slice(cookie.indexOf("=") + 1), id: chat.id, status: chat.status, error: chat.error ? String(chat.error.message) : null,
-           messages: chat.messages, errors, requests, ...extra };
+           messages: chat.messages, errors, requests, runtime, ...extra };
 }
 
 function text(m) { return m.parts.filter((p) => p.type === "text").map((p) => p.text).join(""); }

@@ -4,14 +4,27 @@
 // UIMessage `readUIMessageStream` builds from them, and `validateUIMessages` on it and
 // on every rendered history. Driven by tests/test_correctness4_js_vercel.py.
 //
-// stdin: {"streams": [{"name", "sdk": 5|6, "frames": [data, ...], "message"?: UIMessage}],
-//         "messages": [{"name", "sdk": 5|6, "messages": [UIMessage, ...]}]}
+// stdin: {"streams": [{"name", "sdk": 5|6|7, "frames": [data, ...], "message"?: UIMessage}],
+//         "messages": [{"name", "sdk": 5|6|7, "messages": [UIMessage, ...]}]}
 // stdout: {"streams": [{"name", "invalid": [...], "errors": [...], "message"}],
-//          "messages": [{"name", "invalid": null | "..."}]}
-import * as ai6 from "ai";
-import * as ai5 from "ai-v5";
+//          "messages": [{"name", "invalid": null | "..."}],
+//          "runtime": {"node": "v22...", "ai": [version of each ai package loaded]}}
+import { readFileSync } from "node:fs";
+// each `ai` major as tests/js/package.json installs it, loaded only when asked for (ai 7
+// needs Node 22: tests/js_node.py runs its checks under tests/js/node_modules/node)
+const names = { 5: "ai-v5", 6: "ai", 7: "ai-v7" };
+const loaded = {};
+async function sdkPackage(sdk) {
+  if (!(sdk in names)) throw new Error(`no ai package for sdk ${sdk}`);
+  loaded[sdk] ??= await import(names[sdk]);
+  return loaded[sdk];
+}
 
-const packages = { 5: ai5, 6: ai6 };
+// the version of an installed package, and the Node running this: tests/js_node.py checks
+// that each check ran the `ai` major it names, under the Node it needs
+function versionOf(name) {
+  return JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url))).version;
+}
 
 async function readAll(stream) {
   const out = [];
@@ -29,7 +42,7 @@ function sseBody(frames) {
 }
 
 async function checkStream({ name, sdk, frames, message }) {
-  const ai = packages[sdk];
+  const ai = await sdkPackage(sdk);
   const parsed = await readAll(
     ai.parseJsonEventStream({ stream: sseBody(frames), schema: ai.uiMessageChunkSchema }),
   );
@@ -59,7 +72,7 @@ async function checkStream({ name, sdk, frames, message }) {
 
 async function checkMessages({ name, sdk, messages }) {
   try {
-    await packages[sdk].validateUIMessages({ messages });
+    await (await sdkPackage(sdk)).validateUIMessages({ messages });
     return { name, invalid: null };
   } catch (e) {
     return { name, invalid: String(e.message) };
@@ -67,7 +80,8 @@ async function checkMessages({ name, sdk, messages }) {
 }
 
 const input = JSON.parse(await new Response(process.stdin).text());
-const out = { streams: [], messages: [] };
+const out = { streams: [], messages: [], runtime: { node: process.version, ai: [] } };
 for (const s of input.streams || []) out.streams.push(await checkStream(s));
 for (const m of input.messages || []) out.messages.push(await checkMessages(m));
+out.runtime.ai = Object.keys(loaded).map((sdk) => versionOf(names[sdk]));
 process.stdout.write(JSON.stringify(out));

@@ -1,12 +1,21 @@
 // useChat's engine (`AbstractChat`, `DefaultChatTransport`, package `ai`) sending a second
 // message while the first answer streams, against the live example (examples/web_chat).
-// Driven by tests/test_web_chat_steering.py: `node steer_client.mjs <base url>` prints one
-// JSON object: the chat's status, error, messages (`turn`: after the steered turn; then
+// Driven by tests/test_web_chat_steering.py: `node steer_client.mjs <base url> [ai package]`
+// prints one JSON object: the chat's status, error, messages (`turn`: after the steered turn; then
 // after one more message), the requests it made, and the data parts it was told of
 // (`onData`: the example's transient `data-steered`).
-import { AbstractChat, DefaultChatTransport } from "ai";
+import { readFileSync } from "node:fs";
 
-const [base] = process.argv.slice(2);
+const [base, pkg = "ai"] = process.argv.slice(2);
+// "ai" (6) or "ai-v7" (under Node 22, tests/js_node.py)
+const { AbstractChat, DefaultChatTransport } = await import(pkg);
+
+// the version of an installed package, and the Node running this: tests/js_node.py checks
+// that each check ran the `ai` major it names, under the Node it needs
+function versionOf(name) {
+  return JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url))).version;
+}
+const runtime = { node: process.version, ai: [versionOf(pkg)] };
 
 class State {
   constructor(messages = []) {
@@ -57,5 +66,5 @@ await chat.sendMessage({ text: "thanks" });  // the next turn, from the list use
 process.stdout.write(JSON.stringify({ turn,
   uid: cookie.slice(cookie.indexOf("=") + 1), id: chat.id, statusWhenSent, afterSteer,
   status: chat.status, error: chat.error ? String(chat.error.message) : null,
-  messages: chat.messages, errors, requests, data,
+  messages: chat.messages, errors, requests, data, runtime,
 }));
