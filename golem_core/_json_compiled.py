@@ -10,8 +10,7 @@ as attrs and cattrs compile their ``__init__`` and hooks:
   is not allowed, bad base64 or timestamp, an unknown field the reference would
   refuse), and the caller then runs the reference decoder, which reports the error or
   builds the very same value. It never raises anything else on JSON input.
-  ``fast_message_list(array, names)`` is the same for each element of an array, with
-  the message's body (and a single part's) inlined in the loop: no call per message.
+  ``fast_message_list(array, names)``: the same for each element, inlined in a loop.
 - ``unstructure_message(m)`` / ``unstructure_part(p)`` / ``unstructure_usage(u)``: the
   JSON object of a value (the dict path; values are copied as they are).
 - ``message_text(m)``: the compact JSON text of a message, exactly
@@ -138,18 +137,21 @@ def _not_a_part(p: object) -> Any:
 
 _RAISE: Final = "raise _Unhandled"
 
+
+def _shared(x: str, v: str) -> list[str]:
+    """``x``: the first string equal to ``v`` in this decode (names repeat: a hit)."""
+    return ["try:", f"    {x} = names[{v}]", "except KeyError:", f"    {x} = names[{v}] = {v}"]
+
+
 _FAST: Final[dict[Kind, Callable[[str, bool, str], list[str]]]] = {
     Kind.ROLE: lambda x, shared, v: [
         f"{x} = _ROLES.get({v}) if type({v}) is str else None",
         f"if {x} is None: {_RAISE}",
     ],
-    Kind.PARTS: lambda x, shared, v: [
-        f"if type({v}) is not list: {_RAISE}",
-        f"{x} = _fast_parts({v}, names)",
-    ],
+    Kind.PARTS: lambda x, shared, v: [f"{x} = _fast_parts({v}, names)"],  # see _inline_parts
     Kind.STR: lambda x, shared, v: [
         f"if type({v}) is not str: {_RAISE}",
-        f"{x} = names.setdefault({v}, {v})" if shared else f"{x} = {v}",
+        *(_shared(x, v) if shared else [f"{x} = {v}"]),
     ],
     Kind.FLAG: lambda x, shared, v: [f"if type({v}) is not bool: {_RAISE}", f"{x} = {v}"],
     Kind.TIMESTAMP: lambda x, shared, v: [
@@ -335,8 +337,7 @@ def _write_fast(src: _Source) -> None:
         src.emit([f"def _fast_{name}(d, names):"], 0)
         src.emit([f"if type(d) is not dict: {_RAISE}", "get = d.get", "n = len(d)"], 1)
         src.emit(_fast_body(src, record, ["return o"]), 1)
-    # a history: the message body inlined in the loop (no call per message), from the
-    # same body as ``_fast_Message``, so the two cannot disagree
+    # a history: the body of ``_fast_Message`` inlined in a loop (no call per message)
     src.emit(["def _fast_Messages(raw, names):"], 0)
     src.emit(["out = []", "append = out.append", "for d in raw:"], 1)
     src.emit([f"if type(d) is not dict: {_RAISE}", "get = d.get", "n = len(d)"], 2)
@@ -580,11 +581,9 @@ fast_message: Final[Callable[[object, dict[str, str]], Message]] = _NS["_fast_Me
 ``names`` shares equal strings of the ``shared`` fields within one decode."""
 
 
-fast_message_list: Final[Callable[[list[object], dict[Any, str]], list[Message]]] = _NS[
-    "_fast_Messages"
-]
-"""The messages of a JSON array (a list), or ``Unhandled``: ``fast_message`` of each
-element, with the message's body inlined in the loop. ``names`` as in ``fast_message``."""
+_MessageList: TypeAlias = Callable[[list[object], dict[Any, str]], list[Message]]
+fast_message_list: Final[_MessageList] = _NS["_fast_Messages"]
+"""``fast_message`` of each element of a list (its body inlined in the loop)."""
 
 
 def fast_messages(value: list[object]) -> tuple[Message, ...]:
