@@ -819,7 +819,8 @@ def render(data: dict[str, Any]) -> str:
     lines = [
         f"## Durable runs against pydantic-ai (`{data['command']}`)",
         "",
-        "golem's durable agents beside pydantic-ai's (`DBOSAgent`, `TemporalAgent`), offline"
+        "golem's durable agents beside pydantic-ai's (`DBOSAgent`, `TemporalAgent`, and on"
+        " Temporal its `TemporalDurability` capability continuing as new), offline"
         " `FunctionModel`s (`bench/durable_peers.py`).",
         f"pydantic-ai-slim {versions['pydantic-ai-slim']}, dbos {versions['dbos']},"
         f" temporalio {versions['temporalio']}; machine: nproc {machine['nproc']},"
@@ -925,9 +926,14 @@ def _verdict(rows: list[dict[str, Any]], engine: str) -> str:
             f" {g['late_over_early']:.2f}x one at the start in golem and"
             f" {p['late_over_early']:.2f}x in pydantic-ai."
         )
+
+    def late(r: dict[str, Any]) -> str:
+        where = "" if r["completed"] else f" (its last steps, before step {r['steps']})"
+        return f"{r['late_over_early']:.2f}x{where}"
+
     sentence = (
-        f"On {name}, a step at the end of the run costs {g['late_over_early']:.2f}x one at the"
-        f" start in golem and {p['late_over_early']:.2f}x in pydantic-ai; the largest"
+        f"On {name}, a step at the end of the run costs {late(g)} one at the"
+        f" start in golem and {late(p)} in pydantic-ai; the largest"
         f" payload is {g['largest_payload'] / g['largest_message']:.1f}x the largest message"
         f" in golem and {p['largest_payload'] / p['largest_message']:.1f}x in pydantic-ai"
     )
