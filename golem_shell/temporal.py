@@ -862,8 +862,10 @@ class _TemporalEffects:
             await self.journal.continue_as_new()
 
         def payload() -> JSON:
-            request = _CONVERTER.unstructure(command.request)
-            del request["messages"]  # named by the chain's head
+            # the messages are named by the chain's head: never unstructured here (that
+            # was the one cost of a step that grew with the conversation)
+            request = _CONVERTER.unstructure(attrs.evolve(command.request, messages=()))
+            del request["messages"]
             return self.durable._payload(
                 self._ids(state),
                 request=self._set_up(request),
