@@ -5,7 +5,9 @@ Profiles (``HYPOTHESIS_PROFILE`` chooses; without it ``ci`` when ``CI`` is set t
 anything but ``""``, ``0`` or ``false``, else ``dev``):
 
 - ``ci``: 100 examples a property (Hypothesis's own default); what ``.ci/run`` runs (it
-  sets ``CI=1``), kept so that the properties take about three minutes on two cores;
+  sets ``CI=1``), kept so that the properties take about three minutes on two cores.
+  Derandomized: the examples are the same on every run, so a submission's CI verdict
+  never depends on a draw (the hunt for new examples is ``dev`` and ``thorough``'s job);
 - ``dev``: 60, for a quick local run;
 - ``thorough``: 2,000, for a hunt (``HYPOTHESIS_PROFILE=thorough``).
 
@@ -59,6 +61,7 @@ def load_profile(environ: dict[str, str] | None = None) -> str:
             deadline=None,
             suppress_health_check=() if name == "dev" else _QUIET,
             print_blob=name == "ci",
+            derandomize=name == "ci",
         )
     name = chosen_profile(environ)
     settings.load_profile(name)

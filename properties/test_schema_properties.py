@@ -319,12 +319,28 @@ def _fill_nulls(value: Any, schema: Any, root: dict[str, Any]) -> Any:
             for k, sub in schema["properties"].items()
         }
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        options = schema["items"].get("anyOf") or ()
+        note = schema.get("description") or ""
+        positions = (
+            json.loads(note.removeprefix("prefixItems: "))
+            if note.startswith("prefixItems: ")
+            else None
+        )
+        if positions is not None and len(options) == len(positions) == len(value):
+            # a tuple the strict rewrite made an array of the union of its positions (the
+            # description names each position): the model writes each as its position's
+            return [_fill_nulls(v, o, root) for v, o in zip(value, options, strict=True)]
         return [_fill_nulls(v, schema["items"], root) for v in value]
     for option in schema.get("anyOf") or ():
-        if jsonschema.Draft202012Validator({**root, **option}).is_valid(
-            _fill_nulls(value, option, root)
-        ):
-            return _fill_nulls(value, option, root)
+        # the option alone, its references resolved against the root's definitions (not
+        # merged with the root's own keywords, which would ask the value for the root's
+        # properties too)
+        alone = {"$defs": root.get("$defs", {}), **option}
+        filled = _fill_nulls(value, option, root)
+        kept = not isinstance(value, dict) or set(value) <= set(filled)  # an option that
+        # has no place for one of the value's properties is another type's
+        if kept and jsonschema.Draft202012Validator(alone).is_valid(filled):
+            return filled
     return value
 
 
