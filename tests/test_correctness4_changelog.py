@@ -28,6 +28,7 @@ import importlib
 import inspect
 import re
 import sys
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -223,13 +224,17 @@ def _describe(qualified: str, value: object) -> list[str]:
 
 
 def _fields(cls: type) -> str:
+    # each field by the type it names, always: an attrs field holds the source's words
+    # (``Extra``) until something resolves it in place (``attrs.resolve_types``, which
+    # cattrs runs when it builds a codec), so its ``type`` depends on what ran before
+    hints = typing.get_type_hints(cls)
     out: list[str] = []
     starred = False
     for f in attrs.fields(cls):
         if f.kw_only and not starred:
             out.append("*")
             starred = True
-        text = f"{f.alias or f.name}: {_annotation(f.type)}"
+        text = f"{f.alias or f.name}: {_annotation(hints.get(f.name, f.type))}"
         if f.default is not attrs.NOTHING:
             text += f" = {_default(f.default)}"
         out.append(text if f.init else f"[{text}, not in __init__]")

@@ -31,9 +31,18 @@ SEARCH_PATH = (ROOT, ROOT / "tests", ROOT / "properties", ROOT / "docs", ROOT / 
 
 
 def _files() -> Iterator[Path]:
+    """The project's Python files under ``SCANNED``: not what npm installed
+    (``node_modules``: Node 22's package ships a debugger script) nor a cache of wheels."""
     for name in SCANNED:
         path = ROOT / name
-        yield from [path] if path.is_file() else sorted(path.rglob("*.py"))
+        found = [path] if path.is_file() else sorted(path.rglob("*.py"))
+        yield from (
+            p
+            for p in found
+            if not any(
+                part == "node_modules" or part.startswith(".") for part in p.relative_to(ROOT).parts
+            )
+        )
 
 
 def _optional_lines(tree: ast.AST) -> set[int]:

@@ -193,8 +193,10 @@ def driver_section(source: str) -> str:
 
 def page_driver(page: str) -> str:
     """The fenced Python block that follows ``PAGE_MARK`` in the page."""
-    match = re.search(re.escape(PAGE_MARK) + r"\n\n?```python\n(.*?)^```$", page, re.M | re.S)
-    assert match, f"{PAGE.name} has no ```python block after {PAGE_MARK}"
+    # fenced ```py, not ```python: a part of the example, whose whole file the README's
+    # typing test checks (tests/test_quality.py checks every ```python block standalone)
+    match = re.search(re.escape(PAGE_MARK) + r"\n\n?```py\n(.*?)^```$", page, re.M | re.S)
+    assert match, f"{PAGE.name} has no ```py block after {PAGE_MARK}"
     return match.group(1).strip("\n")
 
 
