@@ -276,11 +276,16 @@ def extend_chain(
     ``chain`` are reused (compared by identity, then equality), the rest hashed and
     stored (idempotent, deterministic: the same values always give the same keys)."""
     old = chain.values
-    same = 0
-    for a, b in zip(old, values, strict=False):
-        if a is not b and a != b:
-            break
-        same += 1
+    if len(values) >= len(old) and tuple(values[: len(old)]) == old:
+        same = len(old)  # the usual case, a run's chain grown at its end: compared in C
+        # (a tuple compares its items by identity first), not item by item in Python,
+        # which made every step cost more as the conversation grew
+    else:
+        same = 0
+        for a, b in zip(old, values, strict=False):
+            if a is not b and a != b:
+                break
+            same += 1
     if same == len(old) == len(values):
         return chain
     keys = list(chain.keys[:same])
