@@ -163,9 +163,11 @@ async def test_a_message_too_late_for_the_run_or_the_turn_is_answered_next(
         return await write(stream, frames, **kwargs)
 
     steered: list[int | None] = []  # what the steering route answered each message
+    asked: list[object] = []  # each message the steering route was asked about, on arrival
     steer = chat.steer
 
     async def told(*args: Any) -> Any:
+        asked.append(args)
         response = await steer(*args)
         steered.append(None if response is None else response.status_code)
         return response
@@ -207,6 +209,8 @@ async def test_a_message_too_late_for_the_run_or_the_turn_is_answered_next(
         await asyncio.sleep(0.02)
     await page.evaluate(_type("one more"))
     await page.wait_for("!!document.querySelector('.message.user[data-pending=sending]')")
+    while len(asked) < 4:  # the server has the message while the turn's end is held
+        await asyncio.sleep(0.02)
     hold_end.set()
     await page.wait_for(
         "[...document.querySelectorAll('.message[data-role=assistant] .text')]"
