@@ -274,7 +274,7 @@ def _build(src: _Source, record: Record, values: list[str], p: str = "") -> list
 
 
 def _fast_body(src: _Source, record: Record, finish: list[str], p: str = "") -> list[str]:
-    """Lines reading ``{p}d`` (a dict; ``{p}get = {p}d.get``, ``{p}n = len({p}d)``) into
+    """Lines reading ``{p}d`` (a dict; ``{p}n = len({p}d)``) into
     ``{p}o``, an instance of the record's class; ``finish`` follows each place where it
     is done. The prefix ``p`` names the variables of a body inlined in another's."""
     known = src.name(f"_KNOWN_{record.cls.__name__}", record.known)
@@ -288,10 +288,19 @@ def _fast_body(src: _Source, record: Record, finish: list[str], p: str = "") -> 
     required_left = sum(1 for d in record.defaults if d is NO_DEFAULT)
     values: list[str] = []
     count = len(record.fields)
+    bound = False  # whether ``{p}get = {p}d.get`` is done (before the first optional key)
     for i, (f, default) in enumerate(zip(record.fields, record.defaults, strict=True)):
         x = f"{p}x{i}"
         values.append(x)
-        out.append(f"{v} = {p}get({f.key!r})")
+        # a required key is read by subscript (a missing one raises ``KeyError``, which
+        # each generated function turns into ``Unhandled``); an optional one by ``get``
+        if default is NO_DEFAULT:
+            out.append(f"{v} = {p}d[{f.key!r}]")
+        else:
+            if not bound:
+                out.append(f"{p}get = {p}d.get")
+                bound = True
+            out.append(f"{v} = {p}get({f.key!r})")
         fast = _FAST[f.kind]
         read = _inline_parts(src, x, v) if f.kind is Kind.PARTS else fast(x, f.shared, v)
         if default is NO_DEFAULT:
@@ -331,28 +340,33 @@ def _inline_parts(src: _Source, x: str, v: str) -> list[str]:
     return out
 
 
+def _guarded(lines: list[str]) -> list[str]:
+    """``lines`` in a ``try`` that turns a missing required key (``KeyError``) into
+    ``Unhandled`` (free in CPython 3.11+ until raised)."""
+    return ["try:", *_indent(lines), "except KeyError:", f"    {_RAISE} from None"]
+
+
 def _write_fast(src: _Source) -> None:
     for record in (USAGE, MESSAGE):
         name = record.cls.__name__
         src.emit([f"def _fast_{name}(d, names):"], 0)
-        src.emit([f"if type(d) is not dict: {_RAISE}", "get = d.get", "n = len(d)"], 1)
-        src.emit(_fast_body(src, record, ["return o"]), 1)
+        body = [f"if type(d) is not dict: {_RAISE}", "n = len(d)"]
+        src.emit(_guarded([*body, *_fast_body(src, record, ["return o"])]), 1)
     # a history: the body of ``_fast_Message`` inlined in a loop (no call per message)
     src.emit(["def _fast_Messages(raw, names):"], 0)
-    src.emit(["out = []", "append = out.append", "for d in raw:"], 1)
-    src.emit([f"if type(d) is not dict: {_RAISE}", "get = d.get", "n = len(d)"], 2)
-    src.emit(_fast_body(src, MESSAGE, ["append(o)", "continue"]), 2)
-    src.emit(["return out"], 1)
+    body = ["for d in raw:", f"    if type(d) is not dict: {_RAISE}", "    n = len(d)"]
+    body += _indent(_fast_body(src, MESSAGE, ["append(o)", "continue"]))
+    src.emit(["out = []", "append = out.append", *_guarded(body), "return out"], 1)
     # a message's parts: one part (the usual case) read straight into a 1-tuple, more
     # than one in a loop; both from the same bodies, so they cannot disagree
     src.emit(["def _fast_parts(raw, names):"], 0)
-    src.emit(["if len(raw) == 1:"], 1)
+    body = ["if len(raw) == 1:"]
     unknown = "return (_unknown_part(d, names),)"
-    src.emit(_part_dispatch(src, "raw[0]", ["return (o,)"], unknown), 2)
-    src.emit(["out = []", "append = out.append", "for d in raw:"], 1)
+    body += _indent(_part_dispatch(src, "raw[0]", ["return (o,)"], unknown))
+    body += ["out = []", "append = out.append", "for d in raw:"]
     unknown = "append(_unknown_part(d, names))"
-    src.emit(_part_dispatch(src, None, ["append(o)", "continue"], unknown), 2)
-    src.emit(["return tuple(out)"], 1)
+    body += _indent(_part_dispatch(src, None, ["append(o)", "continue"], unknown))
+    src.emit([*_guarded(body), "return tuple(out)"], 1)
     src.emit(
         [
             "def _unknown_part(d, names):",
@@ -372,8 +386,8 @@ def _part_dispatch(
     each known type's body ending with ``finish``, any other type with ``unknown``."""
     d = f"{p}d"
     out = [] if item is None else [f"{d} = {item}"]
-    out += [f"if type({d}) is not dict: {_RAISE}", f"{p}get = {d}.get", f"{p}n = len({d})"]
-    out.append(f'{p}tag = {p}get("type")')
+    out += [f"if type({d}) is not dict: {_RAISE}", f"{p}n = len({d})"]
+    out.append(f'{p}tag = {d}.get("type")')
     for k, record in enumerate(PART_RECORDS):
         out.append(f"{'if' if k == 0 else 'elif'} {p}tag == {record.tag!r}:")
         out += _indent(_fast_body(src, record, finish, p))
