@@ -34,7 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -156,17 +156,27 @@ def golem_requests(conversation: Sequence[Turn], processor: HistoryProcessor) ->
     return out
 
 
-def langchain_requests(conversation: Sequence[Turn]) -> list[Request] | None:
+def langchain_trims(
+    conversation: Sequence[Turn], budget: int, count: Callable[[Message], int]
+) -> list[tuple[int, tuple[tuple[Any, Message], ...]]] | None:
+    """langchain-core's ``trim_messages(strategy="last", start_on="human",
+    include_system=True)`` before every model request of ``conversation`` (as a LangGraph
+    ``pre_model_hook`` runs it), at ``budget`` tokens by ``count`` of each message.
+
+    Returns:
+        Per request, how many langchain messages the conversation held, and those kept,
+        each beside the golem message it was made from; ``None`` without langchain-core.
+    """
     try:
         from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, trim_messages
     except ImportError:
         return None
     counts: dict[int, int] = {}
+    golem_of: dict[int, Message] = {}
     full: list[Any] = []
-    out: list[Request] = []
-    bound = False
+    out: list[tuple[int, tuple[tuple[Any, Message], ...]]] = []
 
-    def count(messages: Sequence[Any]) -> int:
+    def counter(messages: Sequence[Any]) -> int:
         return sum(counts[id(m)] for m in messages)
 
     for turn in conversation:
@@ -182,22 +192,33 @@ def langchain_requests(conversation: Sequence[Turn]) -> list[Request] | None:
                         for c in m.tool_calls
                     ]
                     lc = AIMessage(content=m.text, tool_calls=calls)
-                counts[id(lc)] = _tokens(m)
+                counts[id(lc)] = count(m)
+                golem_of[id(lc)] = m
                 full.append(lc)
             if k == 2:
                 continue  # the answer: no request follows it within the turn
             trimmed = trim_messages(
                 full,
-                token_counter=count,
-                max_tokens=BUDGET,
+                token_counter=counter,
+                max_tokens=budget,
                 strategy="last",
                 start_on="human",
                 include_system=True,
             )
-            bound = bound or len(trimmed) < len(full)
-            items = tuple(id(m) if id(m) in counts else json.dumps(m.model_dump()) for m in trimmed)
-            tokens = tuple(counts.get(id(m), 0) for m in trimmed)
-            out.append(Request(items, tokens, bound))
+            out.append((len(full), tuple((m, golem_of[id(m)]) for m in trimmed)))
+    return out
+
+
+def langchain_requests(conversation: Sequence[Turn]) -> list[Request] | None:
+    trims = langchain_trims(conversation, BUDGET, _tokens)
+    if trims is None:
+        return None
+    out: list[Request] = []
+    bound = False
+    for sent, kept in trims:
+        bound = bound or len(kept) < sent
+        items = tuple(id(lc) for lc, _ in kept)
+        out.append(Request(items, tuple(_tokens(m) for _, m in kept), bound))
     return out
 
 

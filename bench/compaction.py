@@ -283,43 +283,11 @@ async def golem_native_trace(conversation: Sequence[Turn], budget: int) -> Trace
 
 
 def langchain_trace(conversation: Sequence[Turn], budget: int) -> Trace | None:
-    try:
-        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, trim_messages
-    except ImportError:
+    trims = cache.langchain_trims(conversation, budget, count)
+    if trims is None:
         return None
     trace = Trace("langchain-core trim_messages (strategy=last)")
-    golem_of: dict[int, Message] = {}
-    full: list[Any] = []
-
-    def counter(messages: Sequence[Any]) -> int:
-        return sum(count(golem_of[id(m)]) for m in messages)
-
-    for turn in conversation:
-        for k, group in enumerate(cache.turn_messages(turn)):
-            for m in group:
-                if m.role is Role.USER:
-                    lc: Any = HumanMessage(content=m.text)
-                elif m.role is Role.TOOL:
-                    lc = ToolMessage(content=m.text, tool_call_id=m.tool_call_id, name=m.tool_name)
-                else:
-                    calls = [
-                        {"id": c.id, "name": c.name, "args": json.loads(c.arguments)}
-                        for c in m.tool_calls
-                    ]
-                    lc = AIMessage(content=m.text, tool_calls=calls)
-                golem_of[id(lc)] = m
-                full.append(lc)
-            if k == 2:
-                continue  # the answer: no request follows it within the turn
-            trimmed = trim_messages(
-                full,
-                token_counter=counter,
-                max_tokens=budget,
-                strategy="last",
-                start_on="human",
-                include_system=True,
-            )
-            trace.requests.append(tuple(golem_of[id(m)] for m in trimmed))
+    trace.requests += [tuple(m for _, m in kept) for _, kept in trims]
     return trace
 
 
