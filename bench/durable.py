@@ -106,6 +106,32 @@ def _dbos_config(db: str, executor: str) -> Any:
     }
 
 
+def wal_journal(db: str) -> None:
+    """Switch a DBOS SQLite system database (a ``sqlite:///`` URL) to WAL: a property of
+    the file, set once, before DBOS opens it."""
+    import sqlite3
+
+    with sqlite3.connect(db.removeprefix("sqlite:///")) as c:
+        c.execute("PRAGMA journal_mode=WAL")
+
+
+def dbos_largest_row(db: str) -> int:
+    """The largest row DBOS recorded in a SQLite system database: a workflow's input or
+    output, a step's output."""
+    import sqlite3
+
+    with sqlite3.connect(db.removeprefix("sqlite:///")) as c:
+        return max(
+            len(v or "")
+            for table, column in (
+                ("workflow_input", "inputs"),
+                ("workflow_output", "output"),
+                ("operation_outputs", "output"),
+            )
+            for (v,) in c.execute(f"SELECT {column} FROM {table}")
+        )
+
+
 # -- child: overhead per run ------------------------------------------------------------
 
 
@@ -114,11 +140,8 @@ async def _overhead(db: str, runs: int, rounds: int, wal: bool) -> dict[str, Any
 
     from golem_shell.durable import DurableAgent
 
-    if wal:  # a property of the file: set once, before DBOS opens it
-        import sqlite3
-
-        with sqlite3.connect(db.removeprefix("sqlite:///")) as c:
-            c.execute("PRAGMA journal_mode=WAL")
+    if wal:
+        wal_journal(db)
 
     agent = make_agent()
     durable = DurableAgent(agent, name=AGENT_NAME)
@@ -380,14 +403,11 @@ def _largest_message(result: Any) -> int:
 
 
 async def _long_dbos(db: str, steps: int) -> dict[str, Any]:
-    import sqlite3
-
     from dbos import DBOS
 
     from golem_shell.durable import DurableAgent
 
-    with sqlite3.connect(db.removeprefix("sqlite:///")) as c:
-        c.execute("PRAGMA journal_mode=WAL")
+    wal_journal(db)
     times: list[float] = []
     cpu: list[float] = []
     durable = DurableAgent(_long_agent(steps, times, cpu), name="bench-long")
@@ -397,20 +417,10 @@ async def _long_dbos(db: str, steps: int) -> dict[str, Any]:
     result = await durable.run("go", run_id="long")
     seconds = time.perf_counter() - start
     assert result.output == f"done {steps}", result.output
-    with sqlite3.connect(db.removeprefix("sqlite:///")) as c:
-        sizes = [
-            len(v or "")
-            for table, column in (
-                ("workflow_input", "inputs"),
-                ("workflow_output", "output"),
-                ("operation_outputs", "output"),
-            )
-            for (v,) in c.execute(f"SELECT {column} FROM {table}")
-        ]
     return {
         **_per_step(times, cpu),
         "seconds": seconds,
-        "largest_payload": max(sizes),
+        "largest_payload": dbos_largest_row(db),
         "largest_message": _largest_message(result),
     }
 
@@ -708,23 +718,15 @@ def _finish(
     args: argparse.Namespace, argv: Sequence[str] | None, rows: list[dict[str, Any]]
 ) -> int:
     """Print the section; with ``--write``, record it and render the report."""
-    shown = list(sys.argv[1:] if argv is None else argv)
-    if "--write" in shown:
-        at = shown.index("--write")
-        del shown[at : at + 2]
+    from bench.report import machine, recorded_command, write_section
+
     data = {
-        "command": " ".join(["python -m bench.durable", *shown]),
-        "machine": {
-            "nproc": os.cpu_count(),
-            "python": sys.version.split()[0],
-            "load_average_end": round(os.getloadavg()[0], 1),
-        },
+        "command": recorded_command("python -m bench.durable", argv),
+        "machine": machine(),
         "rows": rows,
     }
     print(render(data))
     if args.write is not None:
-        from bench.report import write_section
-
         write_section(args.write, "durable", data)
     return 0
 

@@ -215,29 +215,6 @@ def _pai_limits(steps: int) -> Any:
     return UsageLimits(request_limit=steps + 5)  # pydantic-ai's default stops at 50
 
 
-def _wal(db: str) -> None:
-    import sqlite3
-
-    with sqlite3.connect(db.removeprefix("sqlite:///")) as c:  # before DBOS opens it
-        c.execute("PRAGMA journal_mode=WAL")
-
-
-def _dbos_payloads(db: str) -> int:
-    """The largest row DBOS recorded: a workflow's input or output, a step's output."""
-    import sqlite3
-
-    with sqlite3.connect(db.removeprefix("sqlite:///")) as c:
-        return max(
-            len(v or "")
-            for table, column in (
-                ("workflow_input", "inputs"),
-                ("workflow_output", "output"),
-                ("operation_outputs", "output"),
-            )
-            for (v,) in c.execute(f"SELECT {column} FROM {table}")
-        )
-
-
 def _db_bytes(db: str) -> int:
     """The system database's size once its WAL is checkpointed into it."""
     import sqlite3
@@ -272,9 +249,9 @@ async def _pai_long_dbos(db: str, steps: int) -> dict[str, Any]:
     from dbos import DBOS
     from pydantic_ai.durable_exec.dbos import DBOSAgent
 
-    from bench.durable import _per_step
+    from bench.durable import _per_step, dbos_largest_row, wal_journal
 
-    _wal(db)
+    wal_journal(db)
     times: list[float] = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # DBOSAgent is deprecated for DBOSDurability in 2.x
@@ -294,7 +271,7 @@ async def _pai_long_dbos(db: str, steps: int) -> dict[str, Any]:
     return {
         **_per_step(times),
         "seconds": seconds,
-        "largest_payload": _dbos_payloads(db),
+        "largest_payload": dbos_largest_row(db),
         "largest_message": _pai_largest_message(result.all_messages()),
     }
 
@@ -777,17 +754,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.long
         else []
     )
-    shown = list(sys.argv[1:] if argv is None else argv)
-    if "--write" in shown:
-        at = shown.index("--write")
-        del shown[at : at + 2]
+    from bench.report import machine, recorded_command, write_section
+
     data = {
-        "command": " ".join(["python -m bench.durable_peers", *shown]),
-        "machine": {
-            "nproc": os.cpu_count(),
-            "python": sys.version.split()[0],
-            "load_average_end": round(os.getloadavg()[0], 1),
-        },
+        "command": recorded_command("python -m bench.durable_peers", argv),
+        "machine": machine(),
         "versions": _versions(),
         "short": result,
         "long": rows,
@@ -795,8 +766,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(render(data))
     if args.write is not None:
-        from bench.report import write_section
-
         write_section(args.write, "durable_peers", data)
     return 0
 

@@ -14,16 +14,30 @@ Sections, in this order: ``run`` (``bench.run``), ``cache`` (``bench.cache``), `
 (``bench.store --window``), ``durable`` (``bench.durable``), ``durable_peers``
 (``bench.durable_peers``), ``decode`` (``bench.decode``), ``compaction``
 (``bench.compaction``), ``pyodide`` (``bench.pyodide``). Each section's module owns its
-``render(data) -> str``. A section no command has written is left out.
+``render(data) -> str``. A section no command has written is left out. What a section
+records of how it was measured is built here too: ``recorded_command`` (the command that
+re-measures it) and ``machine`` (cores, Python, the load at the end).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["README_BEGIN", "README_END", "load", "readme_block", "render", "write_section"]
+__all__ = [
+    "README_BEGIN",
+    "README_END",
+    "load",
+    "machine",
+    "readme_block",
+    "recorded_command",
+    "render",
+    "write_section",
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = (
@@ -49,6 +63,25 @@ def load(path: Path) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"{path}: unknown sections {sorted(unknown)}; known: {SECTIONS}")
     return results
+
+
+def recorded_command(program: str, argv: Sequence[str] | None) -> str:
+    """The command that re-measures a section: ``program`` and its arguments (``argv``, or
+    ``sys.argv``'s when ``None``) without ``--write PATH``, which only says where to record."""
+    shown = list(sys.argv[1:] if argv is None else argv)
+    if "--write" in shown:
+        at = shown.index("--write")
+        del shown[at : at + 2]
+    return " ".join([program, *shown])
+
+
+def machine(*, load_average: bool = True) -> dict[str, Any]:
+    """The machine a section was measured on: ``nproc``, ``python`` (its version) and, with
+    ``load_average``, ``load_average_end`` (the one-minute load, read when called)."""
+    found: dict[str, Any] = {"nproc": os.cpu_count(), "python": sys.version.split()[0]}
+    if load_average:
+        found["load_average_end"] = round(os.getloadavg()[0], 1)
+    return found
 
 
 def render(results: dict[str, Any]) -> str:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -263,21 +262,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     for v in verdicts:
         print(json.dumps(v.as_json()))
     if args.json is not None or args.write is not None:
-        shown = list(sys.argv[1:] if argv is None else argv)
-        if "--write" in shown:
-            at = shown.index("--write")
-            del shown[at : at + 2]
+        from bench.report import machine, recorded_command, write_section
+
         data = {
-            "command": " ".join(["python -m bench.store", *shown]),
-            "machine": {"nproc": os.cpu_count(), "python": sys.version.split()[0]},
+            "command": recorded_command("python -m bench.store", argv),
+            "machine": machine(load_average=False),
             "records": [r.as_json() for r in records],
             "verdicts": [v.as_json() for v in verdicts],
         }
         if args.json is not None:
             args.json.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         if args.write is not None:
-            from bench.report import write_section
-
             write_section(args.write, "store", data)
     return 0
 
