@@ -2,46 +2,11 @@
 // live example server (examples/web_chat): what a React front end does, without React.
 // Driven by tests/test_correctness4_js_chat.py: `node chat_client.mjs <base url> <scenario>
 // [ai package]` prints one JSON object: the chat's status, error, messages, and every request it made.
-import { readFileSync } from "node:fs";
+import { connectChat } from "./client_common.mjs";
 
 const [base, scenario, pkg = "ai"] = process.argv.slice(2);
 // "ai" (6), "ai-v7" (under Node 22, tests/js_node.py) or "ai-v5"
-const { AbstractChat, DefaultChatTransport } = await import(pkg);
-
-// the version of an installed package, and the Node running this: tests/js_node.py checks
-// that each check ran the `ai` major it names, under the Node it needs
-function versionOf(name) {
-  return JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url))).version;
-}
-const runtime = { node: process.version, ai: [versionOf(pkg)] };
-
-class State {
-  constructor(messages = []) {
-    this.messages = messages;
-    this.status = "ready";
-    this.error = undefined;
-  }
-  pushMessage(m) { this.messages = this.messages.concat(m); }
-  popMessage() { this.messages = this.messages.slice(0, -1); }
-  replaceMessage(i, m) { this.messages = [...this.messages.slice(0, i), m, ...this.messages.slice(i + 1)]; }
-  snapshot = (v) => structuredClone(v);
-}
-
-class Chat extends AbstractChat {
-  constructor(options) { super({ ...options, state: new State(options.messages) }); }
-}
-
-const page = await fetch(base + "/");
-const cookie = page.headers.get("set-cookie").split(";")[0];
-const requests = [];
-async function cookieFetch(url, init = {}) {
-  const headers = new Headers(init.headers);
-  headers.set("cookie", cookie);
-  const r = await fetch(url, { ...init, headers });
-  requests.push({ method: init.method || "GET", url: String(url).slice(base.length), status: r.status });
-  return r;
-}
-const transport = new DefaultChatTransport({ api: base + "/api/chat", fetch: cookieFetch });
+const { Chat, transport, requests, runtime, uid } = await connectChat(base, pkg);
 const errors = [];
 
 function newChat(id, messages) {
@@ -49,7 +14,7 @@ function newChat(id, messages) {
 }
 
 function report(chat, extra = {}) {
-  return { uid: cookie.slice(cookie.indexOf("=") + 1), id: chat.id, status: chat.status, error: chat.error ? String(chat.error.message) : null,
+  return { uid, id: chat.id, status: chat.status, error: chat.error ? String(chat.error.message) : null,
            messages: chat.messages, errors, requests, runtime, ...extra };
 }
 
