@@ -216,6 +216,8 @@ class Output:
             if self.wrapped and stripped in _text_values(self.type):
                 return OutputValid(validate(stripped, self.type))  # `yes` for Literal["yes"]
             return OutputInvalid(self._ask_again())
+        except RecursionError:
+            return OutputInvalid(f"the answer is nested too deeply to read. {self._ask_again()}")
         try:
             if self.wrapped:
                 if isinstance(value, dict) and set(value) == {"response"}:

@@ -5,14 +5,16 @@ JSON document (``{"city": "Par``). Its value so far is the prefix with every ope
 container closed: an unfinished string is kept as far as it goes (``"Par"``), an
 unfinished key, a key without its value, or an unfinished literal (``tru``, ``-``) is left
 out, and so is a dangling comma. A complete document parses to exactly what
-``json.loads`` gives. Pure: no state between calls, so each delta parses the whole prefix
-again (answers are small; the output, not the transport, is what is parsed).
+``json.loads`` gives. Pure: no state between calls, so each call reads the whole prefix
+(``EventStream.stream_output`` bounds how often it asks, so a long answer costs a
+bounded multiple of its length).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 __all__ = ["INCOMPLETE", "parse_partial"]
@@ -142,13 +144,19 @@ def parse_partial(text: str) -> Any:
     it holds none yet).
 
     Raises:
-        ValueError: ``text`` is not the beginning of a JSON document.
+        ValueError: ``text`` is not the beginning of a JSON document, or it is nested
+            too deeply to read here (past the interpreter's recursion limit; the whole
+            document is still read by ``json.loads``, which has its own limit).
     """
     tokens = _Tokens(text)
     try:
         value = _value(tokens)
     except _Stop:
         return INCOMPLETE
+    except RecursionError:
+        raise ValueError(
+            f"nested too deeply to read a partial value (recursion limit {sys.getrecursionlimit()})"
+        ) from None
     if tokens.index < len(tokens.items):
         raise ValueError(f"text after the JSON value: {tokens.items[tokens.index][1]!r}")
     return value

@@ -206,3 +206,74 @@ def test_a_prefix_reads_as_far_as_it_has_come(prefix: str, value: Any) -> None:
 def test_what_is_not_a_json_prefix_is_refused_saying_why(text: str, says: str) -> None:
     with pytest.raises(ValueError, match=re.escape(says)):
         parse_partial(text)
+
+
+# -- a long or hostile streamed output -------------------------------------------------------
+
+
+def test_a_prefix_nested_past_the_recursion_limit_is_refused_not_crashed() -> None:
+    with pytest.raises(ValueError, match="nested too deeply"):
+        parse_partial("[" * 5000)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        parse_partial('{"a":' * 5000)
+    # what the stream asks: no value to show yet, and the run goes on
+    output_type_list = Agent(ScriptedModel(["[]"]), output_type=list[int])._output
+    assert output_type_list.partial("[" * 5000) is INCOMPLETE
+
+
+async def test_a_deeply_nested_streamed_answer_shows_no_partial_but_ends_with_its_output(
+    provider_server: ProviderServer,
+) -> None:
+    deep = "[" * 3000 + "]" * 3000
+    provider_server.enqueue(sse_reply(_text_stream(deep, size=50)))
+    provider_server.enqueue(sse_reply(_text_stream("[[1]]")))
+    agent = Agent(_model(provider_server), output_type=list[Any], output_mode="native")
+    async with agent.iter_stream("deep") as stream:  # no RecursionError from the stream
+        seen = [value async for value in stream.stream_output()]
+    assert seen[-1] == stream.result.output
+
+
+async def test_a_long_output_is_parsed_a_bounded_number_of_times(
+    provider_server: ProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each parse reads the whole prefix, so parsing on every piece of a long answer is
+    # quadratic (a 24 kB answer in 5-character pieces took 24 s of CPU); past the first
+    # kilobyte the stream parses again only once the prefix has grown by an eighth
+    import golem_shell._output as output_module
+
+    calls: list[int] = []
+    real = output_module.parse_partial
+
+    def counted(text: str) -> Any:
+        calls.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(output_module, "parse_partial", counted)
+    items = [
+        {"name": f"item {i}", "tags": ["a", "b"], "note": "some text " * 3} for i in range(300)
+    ]
+    answer = json.dumps({"response": items})
+    provider_server.enqueue(sse_reply(_tool_stream("final_result", answer, size=5)))
+    agent = Agent(_model(provider_server), output_type=list[dict[str, Any]])
+    async with agent.iter_stream("items") as stream:
+        seen = [value async for value in stream.stream_output()]
+    assert len(answer) > 20_000
+    assert seen[-1] == items == stream.result.output
+    assert len(seen) >= 10 and all(len(a) <= len(b) for a, b in itertools.pairwise(seen))
+    pieces = len(answer) // 5
+    assert len(calls) < pieces // 10  # every piece parsed: one call per piece
+    assert sum(calls) < 20 * len(answer)  # the text parsed, in all: a bounded multiple
+
+
+async def test_deeply_nested_output_tool_arguments_ask_again_not_crash(
+    provider_server: ProviderServer,
+) -> None:
+    deep = '{"response": ' + "[" * 3000 + "]" * 3000 + "}"
+    provider_server.enqueue(sse_reply(_tool_stream("final_result", deep, size=400)))
+    provider_server.enqueue(sse_reply(_tool_stream("final_result", '{"response": [[2]]}')))
+    agent = Agent(_model(provider_server), output_type=list[Any])
+    async with agent.iter_stream("deep") as stream:
+        seen = [value async for value in stream.stream_output()]
+    assert seen[-1] == [[2]] == stream.result.output
+    retry = json.loads(provider_server.requests[1].body)["messages"][-1]
+    assert retry["role"] == "tool" and "call the tool again" in retry["content"]
