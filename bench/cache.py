@@ -36,7 +36,6 @@ import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from golem_core import (
@@ -439,13 +438,11 @@ def _wrap(text: str, width: int = 90) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from bench.report import add_write_option, write_section
+
     parser = argparse.ArgumentParser(prog="python -m bench.cache", description=__doc__)
     parser.add_argument("--turns", type=int, default=TURNS)
-    parser.add_argument(
-        "--write",
-        type=Path,
-        help="record this section in the report's JSON sibling and render the report from it",
-    )
+    add_write_option(parser)
     args = parser.parse_args(argv)
     outcomes = run(args.turns)
     for o in outcomes:
@@ -454,8 +451,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = {"command": command, "turns": args.turns, "outcomes": [asdict(o) for o in outcomes]}
     print(render(data))
     if args.write is not None:
-        from bench.report import write_section
-
         write_section(args.write, "cache", data)
     return 0 if all(ok for _, ok, _ in verdicts(outcomes)) else 1
 

@@ -51,7 +51,6 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, cast
 
 import httpx
@@ -714,14 +713,12 @@ def record(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from bench.report import add_write_option, write_section
+
     parser = argparse.ArgumentParser(prog="python -m bench.compaction", description=__doc__)
     parser.add_argument("--turns", type=int, default=TURNS)
     parser.add_argument("--budget", type=int, default=BUDGET)
-    parser.add_argument(
-        "--write",
-        type=Path,
-        help="record this section in the report's JSON sibling and render the report from it",
-    )
+    add_write_option(parser)
     args = parser.parse_args(argv)
     outcomes, missing = run(args.turns, args.budget)
     for o in outcomes:
@@ -732,8 +729,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = record(outcomes, missing, command=command, turns=args.turns, budget=args.budget)
     print(render(data))
     if args.write is not None:
-        from bench.report import write_section
-
         write_section(args.write, "compaction", data)
     return 0
 

@@ -16,11 +16,13 @@ Sections, in this order: ``run`` (``bench.run``), ``cache`` (``bench.cache``), `
 (``bench.compaction``), ``pyodide`` (``bench.pyodide``). Each section's module owns its
 ``render(data) -> str``. A section no command has written is left out. What a section
 records of how it was measured is built here too: ``recorded_command`` (the command that
-re-measures it) and ``machine`` (cores, Python, the load at the end).
+re-measures it, without the ``--write`` option that ``add_write_option`` gives a command)
+and ``machine`` (cores, Python, the load at the end).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -31,6 +33,7 @@ from typing import Any
 __all__ = [
     "README_BEGIN",
     "README_END",
+    "add_write_option",
     "load",
     "machine",
     "readme_block",
@@ -63,6 +66,15 @@ def load(path: Path) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"{path}: unknown sections {sorted(unknown)}; known: {SECTIONS}")
     return results
+
+
+def add_write_option(parser: argparse.ArgumentParser) -> None:
+    """Give a section's command its ``--write PATH`` (a ``Path``; ``None`` when not given)."""
+    parser.add_argument(
+        "--write",
+        type=Path,
+        help="record this section in the report's JSON sibling and render the report from it",
+    )
 
 
 def recorded_command(program: str, argv: Sequence[str] | None) -> str:
