@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from web_chat_server import JS_DIR, js_clients_or_skip
+from web_chat_server import JS_DIR, js_clients_or_skip, run_node
 
 Sdk = Literal[5, 6, 7]
 
@@ -61,24 +61,7 @@ def run_sdk(sdk: Sdk, script: str, *args: str, stdin: Any = None, timeout: float
     prints (stdin: a JSON value, when given). A failing script fails the test with its
     output, and so does one whose ``runtime`` says it loaded an ``ai`` of another major or
     (for 7) ran under a Node other than 22."""
-    import json
-    import subprocess
-
-    node = node_for(sdk)
-    completed = subprocess.run(
-        [node, script, *args],
-        cwd=JS_DIR,
-        input=None if stdin is None else json.dumps(stdin),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if completed.returncode != 0:
-        raise AssertionError(
-            f"{node} {script} {' '.join(args)} failed ({completed.returncode}):\n"
-            f"{completed.stdout[-2000:]}\n{completed.stderr[-4000:]}"
-        )
-    result = json.loads(completed.stdout)
+    result = run_node(script, *args, stdin=stdin, timeout=timeout, node=node_for(sdk))
     runtime = result.get("runtime")
     assert runtime is not None, f"{script} printed no runtime"
     assert runtime["ai"] and all(v.startswith(f"{sdk}.") for v in runtime["ai"]), (

@@ -193,14 +193,17 @@ def js_clients_or_skip() -> None:
     pytest.skip(missing)
 
 
-def run_node(script: str, *args: str, stdin: Any = None, timeout: float = 60) -> Any:
-    """Run ``tests/js/<script>`` with node and return the JSON it prints (stdin: a JSON
-    value, when given). A failing script fails the test with its output."""
+def run_node(
+    script: str, *args: str, stdin: Any = None, timeout: float = 60, node: str = "node"
+) -> Any:
+    """Run ``tests/js/<script>`` with ``node`` (the one on ``PATH`` unless a path is given)
+    and return the JSON it prints (stdin: a JSON value, when given). A failing script fails
+    the test with its output."""
     import json
     import subprocess
 
     completed = subprocess.run(
-        ["node", script, *args],
+        [node, script, *args],
         cwd=JS_DIR,
         input=None if stdin is None else json.dumps(stdin),
         capture_output=True,
@@ -209,7 +212,7 @@ def run_node(script: str, *args: str, stdin: Any = None, timeout: float = 60) ->
     )
     if completed.returncode != 0:
         raise AssertionError(
-            f"node {script} {' '.join(args)} failed ({completed.returncode}):\n"
+            f"{node} {script} {' '.join(args)} failed ({completed.returncode}):\n"
             f"{completed.stdout[-2000:]}\n{completed.stderr[-4000:]}"
         )
     return json.loads(completed.stdout)
