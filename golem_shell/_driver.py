@@ -86,7 +86,8 @@ class Effects(Protocol):
     """Whether model answers are streamed (reported on each request's events)."""
     cause: BaseException | None
     """The exception behind the latest failed request, when the runtime has it (a
-    replayed failure has none): it becomes a failed run's ``RunError.__cause__``."""
+    replayed failure has none): it becomes a failed run's ``RunError.__cause__``. The
+    driver takes it (sets it back to ``None``) as soon as the request has failed."""
 
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
         """Send ``command.request`` to the model; a failure is an outcome, not an exception."""
@@ -156,7 +157,10 @@ async def drive(progress: Progress, effects: Effects) -> End:
                 await observer.request_started(command.request, state, effects.streaming)
             outcome = await effects.request(command, state)
             if isinstance(outcome, ModelFailed):
-                progress.cause = effects.cause
+                # taken, not shared: the effects holding an exception whose traceback
+                # holds the effects' own frame is a reference cycle, and it would keep
+                # the model (its HTTP clients' finalizer too) for the cyclic collector
+                progress.cause, effects.cause = effects.cause, None
             if observer is not None:
                 await observer.request_ended(outcome, progress.cause)
         elif isinstance(command, CompactHistory):

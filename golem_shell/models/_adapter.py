@@ -149,6 +149,11 @@ class _AskedStream:
         return self._inner.finish().map(self._asked)
 
 
+def _record_asked(model: str, message: Message) -> Message:
+    """``message`` recording that its adapter asked for ``model`` (issue 33, item 2)."""
+    return record_asked_model(message, model)
+
+
 class HTTPModel:
     """A model answered over HTTP by one provider endpoint.
 
@@ -193,12 +198,18 @@ class HTTPModel:
             new_stream_decoder or profile.codec.StreamDecoder, origin=self._origin
         )
 
+        # the decoders close over the model's name, never over ``self``: a model in a
+        # reference cycle would wait for the cyclic collector, and so would the
+        # ``weakref.finalize`` closing its ``ProviderHTTP``'s clients, run wherever the
+        # collector happens to run (once deep in ``json.loads`` at the recursion limit)
+        asked = functools.partial(_record_asked, model)
+
         def decode_asked(body: object) -> Result[Message, WireError]:
-            return decode(body).map(self._asked)
+            return decode(body).map(asked)
 
         self._decode_response: BodyDecoder = decode_asked
         self._new_stream_decoder: Callable[[], StreamDecoder] = lambda: _AskedStream(
-            new_decoder(), self._asked
+            new_decoder(), asked
         )
         # ports made for ``port_report``, kept until the request they were made for is
         # encoded (by id, checked against a weak reference: one port per request)
@@ -206,7 +217,7 @@ class HTTPModel:
 
     def _asked(self, message: Message) -> Message:
         """An answer recording the model this adapter asked for (issue 33, item 2)."""
-        return record_asked_model(message, self._model)
+        return _record_asked(self._model, message)
 
     @classmethod
     def profile_of_class(cls) -> ProviderProfile:
