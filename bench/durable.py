@@ -62,7 +62,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 ROOT = Path(__file__).resolve().parents[1]
 for extra in (ROOT, ROOT / "tests"):
@@ -618,6 +618,15 @@ def _overhead_in_child(db: str, runs: int, rounds: int, *, wal: bool = False) ->
     return figures
 
 
+def child_exit(figures: dict[str, Any]) -> NoReturn:
+    """Print a child's figures as one JSON line and leave at once: the figures are out,
+    and DBOS's graceful shutdown, or the finalization in which the Temporal SDK's native
+    runtime threads can abort the interpreter (PyGILState_Release), is skipped."""
+    print(json.dumps(figures))
+    sys.stdout.flush()
+    os._exit(0)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.durable", description=__doc__)
     parser.add_argument("--runs", type=int, default=50, help="runs per timed round")
@@ -649,33 +658,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--long-dir", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.long_dbos:
-        print(json.dumps(asyncio.run(_long_dbos(args.long_dbos, args.long_steps))))
-        sys.stdout.flush()
-        os._exit(0)
+        child_exit(asyncio.run(_long_dbos(args.long_dbos, args.long_steps)))
     if args.long_temporal:
-        figures = asyncio.run(_long_temporal(args.long_temporal, args.long_steps, args.long_dir))
-        print(json.dumps(figures))
-        sys.stdout.flush()
-        os._exit(0)
+        child_exit(asyncio.run(_long_temporal(args.long_temporal, args.long_steps, args.long_dir)))
     if args.overhead:
-        figures = asyncio.run(_overhead(args.overhead, args.runs, args.rounds, args.wal))
-        print(json.dumps(figures))
-        sys.stdout.flush()
-        os._exit(0)  # the figures are out; skip DBOS's graceful shutdown
+        child_exit(asyncio.run(_overhead(args.overhead, args.runs, args.rounds, args.wal)))
     if args.worker:
         asyncio.run(_worker(json.loads(Path(args.worker).read_text())))
         return 0
     if args.temporal_overhead:
-        figures = asyncio.run(_temporal_overhead(args.temporal_overhead, args.runs, args.rounds))
-        print(json.dumps(figures))
-        sys.stdout.flush()
-        # the figures are out; skip finalization, where the Temporal SDK's native runtime
-        # threads can abort the interpreter (PyGILState_Release) after the work is done
-        os._exit(0)
+        child_exit(asyncio.run(_temporal_overhead(args.temporal_overhead, args.runs, args.rounds)))
     if args.temporal_worker:
         asyncio.run(_temporal_worker(json.loads(Path(args.temporal_worker).read_text())))
         sys.stdout.flush()
-        os._exit(0)  # as above
+        os._exit(0)  # as child_exit does, for the same reason
     if args.quick:
         args.runs, args.rounds, args.queue_runs = 5, 2, 8
         args.long_steps, args.temporal_steps = 60, 60

@@ -677,14 +677,6 @@ def _child_result(runs: int, rounds: int) -> dict[str, Any] | None:
     return result
 
 
-def _child_exit(figures: dict[str, Any]) -> None:
-    """Print a child's figures and leave at once: DBOS's and the Temporal SDK's shutdown
-    (native runtime threads) can abort the interpreter after the work is done."""
-    print(json.dumps(figures))
-    sys.stdout.flush()
-    os._exit(0)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.durable_peers", description=__doc__)
     parser.add_argument("--runs", type=int, default=20)
@@ -715,16 +707,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--continued", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    from bench.durable import child_exit
+
     if args.child:
-        _child_exit(asyncio.run(_measure(args.child, args.runs, args.rounds)))
+        child_exit(asyncio.run(_measure(args.child, args.runs, args.rounds)))
     if args.diagnose:
-        _child_exit(asyncio.run(_diagnose(*args.diagnose)))
+        child_exit(asyncio.run(_diagnose(*args.diagnose)))
     if args.plain_long:
-        _child_exit(asyncio.run(_plain_long(args.plain_long, args.long_steps)))
+        child_exit(asyncio.run(_plain_long(args.plain_long, args.long_steps)))
     if args.pai_long_dbos:
-        _child_exit(asyncio.run(_pai_long_dbos(args.pai_long_dbos, args.long_steps)))
+        child_exit(asyncio.run(_pai_long_dbos(args.pai_long_dbos, args.long_steps)))
     if args.pai_long_temporal:
-        _child_exit(
+        child_exit(
             asyncio.run(
                 _pai_long_temporal(
                     args.pai_long_temporal,
