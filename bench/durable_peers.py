@@ -509,8 +509,13 @@ def _pai_continue(ctx: Any) -> None:
     _workflow.continue_as_new(args=[None, history])
 
 
-def _run_child(argv: list[str], timeout: float) -> dict[str, Any]:
-    """Run ``python -m <argv>`` from the repository; its last stdout line, as JSON."""
+def _run_child(argv: list[str], timeout: float | None) -> dict[str, Any]:
+    """Run ``python -m <argv>`` from the repository; its last stdout line, as JSON.
+
+    Raises:
+        RuntimeError: the child failed or printed nothing (the message ends with its stderr).
+        subprocess.TimeoutExpired: it ran longer than ``timeout`` seconds.
+    """
     proc = subprocess.run(
         [sys.executable, "-m", *argv],
         cwd=str(ROOT),
@@ -660,21 +665,12 @@ def _child_result(runs: int, rounds: int) -> dict[str, Any] | None:
         return None
     with tempfile.TemporaryDirectory() as tmp:
         db = f"sqlite:///{Path(tmp) / 'dbos.sqlite'}"
-        proc = subprocess.run(
-            [
-                *[sys.executable, "-m", "bench.durable_peers", "--child", db],
-                *["--runs", str(runs), "--rounds", str(rounds)],
-            ],
-            cwd=str(ROOT),
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    if proc.returncode != 0:
-        print(proc.stderr[-3000:], file=sys.stderr)
-        return None
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
+        argv = ["bench.durable_peers", "--child", db, "--runs", str(runs), "--rounds", str(rounds)]
+        try:
+            return _run_child(argv, timeout=None)
+        except RuntimeError as exc:
+            print(exc, file=sys.stderr)
+            return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
