@@ -6,6 +6,11 @@ own browser download is not used) with ``--remote-debugging-port=0`` and returns
 (``Target.attachToTarget`` with ``flatten``). A page can ``goto``, ``reload``,
 ``evaluate`` JavaScript (promises awaited), ``wait_for`` a JavaScript condition, and
 ``screenshot`` to a PNG. ``BrowserUnavailable`` says why no browser could start.
+
+For the test modules: ``browser = browser_fixture()`` gives a module the ``browser`` fixture
+(a fresh browser a test, skipped without Chromium unless ``GOLEM_REQUIRE_BROWSER=1``);
+``compose(text)`` and ``send(page, text)`` type a message into the web chat example's page
+(``examples/web_chat``) and submit it.
 """
 
 from __future__ import annotations
@@ -18,12 +23,21 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 
-__all__ = ["Browser", "BrowserUnavailable", "Page", "start_browser"]
+__all__ = [
+    "Browser",
+    "BrowserUnavailable",
+    "Page",
+    "browser_fixture",
+    "compose",
+    "send",
+    "start_browser",
+]
 
 _CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -211,6 +225,42 @@ async def start_browser(profile: Path, *, width: int = 1100, height: int = 760) 
     asyncio.get_running_loop().run_in_executor(None, _drain, process)
     ws = await connect(url, max_size=None, open_timeout=30)
     return Browser(process, ws)
+
+
+def browser_fixture() -> Any:
+    """The pytest fixture ``browser`` for a test module (``browser = browser_fixture()``): a
+    browser started with a fresh profile under the test's ``tmp_path`` and closed after the
+    test. Without Chromium the test skips, or fails when ``GOLEM_REQUIRE_BROWSER=1`` (set by
+    ``.ci/run``)."""
+    import pytest
+
+    @pytest.fixture
+    async def browser(tmp_path: Path) -> AsyncIterator[Browser]:
+        try:
+            started = await start_browser(tmp_path / "profile")
+        except BrowserUnavailable as e:
+            if os.environ.get("GOLEM_REQUIRE_BROWSER") == "1":
+                pytest.fail(f"headless Chromium is required here: {e}", pytrace=False)
+            pytest.skip(f"no headless Chromium: {e}")
+        yield started
+        await started.close()
+
+    return browser
+
+
+def compose(text: str) -> str:
+    """JavaScript that types ``text`` into the web chat page's composer and submits it (at
+    once: while an answer streams too)."""
+    return (
+        f"document.querySelector('#input').value = {json.dumps(text)};"
+        "document.querySelector('#composer').requestSubmit(); true"
+    )
+
+
+async def send(page: Page, text: str) -> None:
+    """Wait until the web chat page is idle, then type ``text`` and submit it."""
+    await page.wait_for("document.querySelector('#status').textContent === 'idle'")
+    await page.evaluate(compose(text))
 
 
 def _drain(process: subprocess.Popen[bytes]) -> None:

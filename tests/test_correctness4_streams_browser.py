@@ -12,13 +12,11 @@ request, a reload shows it again, approving runs the tool once.
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser import Browser, BrowserUnavailable, Page, start_browser
+from browser import Browser, browser_fixture, send
 from web_chat_server import ExampleProcess, free_port, load_example
 
 pytest.importorskip("dbos")
@@ -34,24 +32,7 @@ def server(tmp_path: Path) -> Iterator[ExampleProcess]:
     process.stop()
 
 
-@pytest.fixture
-async def browser(tmp_path: Path) -> AsyncIterator[Browser]:
-    try:
-        started = await start_browser(tmp_path / "profile")
-    except BrowserUnavailable as e:
-        if os.environ.get("GOLEM_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"headless Chromium is required here: {e}", pytrace=False)
-        pytest.skip(f"no headless Chromium: {e}")
-    yield started
-    await started.close()
-
-
-async def _send(page: Page, text: str) -> None:
-    await page.wait_for("document.querySelector('#status').textContent === 'idle'")
-    await page.evaluate(
-        f"document.querySelector('#input').value = {json.dumps(text)};"
-        "document.querySelector('#composer').requestSubmit(); true"
-    )
+browser = browser_fixture()
 
 
 ANSWERS = (
@@ -66,7 +47,7 @@ async def test_the_page_recovers_by_itself_when_the_server_dies_mid_answer(
     long_answer = load_example().LONG_ANSWER
     page = await browser.page()
     await page.goto(server.url + "/")
-    await _send(page, "a long answer please")
+    await send(page, "a long answer please")
     await page.wait_for("state.streamed.length >= 8")
     server.kill()  # mid-answer: the page sees its connection die
     assert not await page.evaluate(f"{ANSWERS}.join(' ').includes('word60.')")
@@ -83,7 +64,7 @@ async def test_the_page_recovers_by_itself_when_the_server_dies_mid_answer(
     await page.screenshot(ARTIFACTS / "web_chat_restart.png")
 
     # a durable run that waits for approval: shown, shown again after a reload, approved once
-    await _send(page, "pay landlord 950")
+    await send(page, "pay landlord 950")
     approve = "!!document.querySelector('.tool[data-state=approval-requested] button.approve')"
     await page.wait_for(approve)
     await page.reload()

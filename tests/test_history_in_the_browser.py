@@ -16,12 +16,12 @@ import importlib.util
 import json
 import os
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from browser import Browser, BrowserUnavailable, start_browser
+from browser import Browser, browser_fixture
 
 pytestmark = pytest.mark.anyio
 
@@ -93,16 +93,7 @@ def page_url(tmp_path: Path) -> Iterator[str]:
     server.server_close()
 
 
-@pytest.fixture
-async def browser(tmp_path: Path) -> AsyncIterator[Browser]:
-    try:
-        started = await start_browser(tmp_path / "profile")
-    except BrowserUnavailable as e:
-        if os.environ.get("GOLEM_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"headless Chromium is required here: {e}", pytrace=False)
-        pytest.skip(f"no headless Chromium: {e}")
-    yield started
-    await started.close()
+browser = browser_fixture()
 
 
 def test_the_server_sends_wasm_as_application_wasm(page_url: str) -> None:

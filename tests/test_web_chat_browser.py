@@ -9,14 +9,11 @@ shows. A screenshot is kept in ``tests/artifacts/`` (ignored by git).
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from browser import Browser, BrowserUnavailable, Page, start_browser
-from web_chat_server import DroppingProxy, WebChatServer, serve_web_chat
+from browser import Browser, Page, browser_fixture, send
+from web_chat_server import DroppingProxy, WebChatServer, web_chat_fixture
 
 from golem_core import Role
 from golem_shell import SQLiteHistoryStore
@@ -26,31 +23,8 @@ pytestmark = pytest.mark.anyio
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[WebChatServer]:
-    served = serve_web_chat(tmp_path / "chat.db", delay=0.03)
-    yield served
-    served.close()
-
-
-@pytest.fixture
-async def browser(tmp_path: Path) -> AsyncIterator[Browser]:
-    try:
-        started = await start_browser(tmp_path / "profile")
-    except BrowserUnavailable as e:
-        if os.environ.get("GOLEM_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"headless Chromium is required here: {e}", pytrace=False)
-        pytest.skip(f"no headless Chromium: {e}")
-    yield started
-    await started.close()
-
-
-async def _send(page: Page, text: str) -> None:
-    await page.wait_for("document.querySelector('#status').textContent === 'idle'")
-    await page.evaluate(
-        f"document.querySelector('#input').value = {json.dumps(text)};"
-        "document.querySelector('#composer').requestSubmit(); true"
-    )
+server = web_chat_fixture(delay=0.03)
+browser = browser_fixture()
 
 
 async def _idle(page: Page) -> None:
@@ -81,7 +55,7 @@ async def test_chat_tools_approval_reload_and_edit_in_a_browser(
         " if (t && window.__tool_states.at(-1) !== t.state) window.__tool_states.push(t.state); };"
         " true"
     )
-    await _send(page, "weather in Oslo")
+    await send(page, "weather in Oslo")
     await page.wait_for(
         "document.querySelector('.tool[data-state=output-available] .output')"
         "?.textContent.includes('sunny, 21 C in Oslo')"
@@ -99,7 +73,7 @@ async def test_chat_tools_approval_reload_and_edit_in_a_browser(
     assert await page.evaluate("location.hash.length > 1")
 
     # a tool that needs approval: the button, then the result and the answer
-    await _send(page, "pay landlord 950")
+    await send(page, "pay landlord 950")
     await page.wait_for(
         "!!document.querySelector('.tool[data-state=approval-requested] button.approve')"
     )
@@ -114,7 +88,7 @@ async def test_chat_tools_approval_reload_and_edit_in_a_browser(
     assert states == ["output-available", "output-available"]
 
     # a reload in the middle of a streamed answer: the message and the stream survive
-    await _send(page, "a long answer please")
+    await send(page, "a long answer please")
     await page.wait_for(f"{_texts('assistant')}.join(' ').includes('word5 ')")
     assert not await page.evaluate(f"{_texts('assistant')}.join(' ').includes('word60.')")
     await page.reload()
@@ -174,7 +148,7 @@ async def test_a_network_drop_mid_stream_resumes_from_the_last_event_id(
     try:
         page = await browser.page()
         await page.goto(proxy.url + "/")
-        await _send(page, "a long answer please")
+        await send(page, "a long answer please")
         await page.wait_for(f"{_texts('assistant')}.join(' ').includes('word5 ')")
         await page.evaluate(
             "window.__statuses = []; new MutationObserver(() => window.__statuses.push("

@@ -8,17 +8,14 @@ the message between the tool's result and the next model answer.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import Browser, BrowserUnavailable, start_browser
-from web_chat_server import WebChatServer, gate_weather, serve_web_chat
+from browser import Browser, browser_fixture, compose
+from web_chat_server import WebChatServer, gate_weather, web_chat_fixture
 
 from golem_core import Role
 from golem_shell import SQLiteHistoryStore
@@ -28,23 +25,8 @@ pytestmark = pytest.mark.anyio
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[WebChatServer]:
-    served = serve_web_chat(tmp_path / "chat.db", delay=0.02)
-    yield served
-    served.close()
-
-
-@pytest.fixture
-async def browser(tmp_path: Path) -> AsyncIterator[Browser]:
-    try:
-        started = await start_browser(tmp_path / "profile")
-    except BrowserUnavailable as e:
-        if os.environ.get("GOLEM_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"headless Chromium is required here: {e}", pytrace=False)
-        pytest.skip(f"no headless Chromium: {e}")
-    yield started
-    await started.close()
+server = web_chat_fixture(delay=0.02)
+browser = browser_fixture()
 
 
 def _messages() -> str:
@@ -52,13 +34,6 @@ def _messages() -> str:
     return (
         "[...document.querySelectorAll('#messages .message')].map(m => [m.dataset.role,"
         " [...m.querySelectorAll('.text')].map(t => t.textContent).join('')])"
-    )
-
-
-def _type(text: str) -> str:
-    return (
-        f"document.querySelector('#input').value = {json.dumps(text)};"
-        "document.querySelector('#composer').requestSubmit(); true"
     )
 
 
@@ -75,12 +50,12 @@ async def test_a_message_typed_while_a_tool_runs_steers_the_turn(
         f" open = (...args) => {{ if (window.__before_reread === null && state.id)"
         f" window.__before_reread = {_messages()}; return reread(...args); }}; true"
     )
-    await page.evaluate(_type("weather in Oslo"))
+    await page.evaluate(compose("weather in Oslo"))
     assert await asyncio.to_thread(gate.started.wait, 30)  # the tool runs, and waits
     await page.wait_for("!!document.querySelector('.tool[data-state=input-available]')")
     assert await page.evaluate("document.querySelector('#status').textContent") == "streaming"
 
-    await page.evaluate(_type("actually, use Paris"))  # typed while the tool runs
+    await page.evaluate(compose("actually, use Paris"))  # typed while the tool runs
     await page.wait_for("!!document.querySelector('.message.user[data-pending=sent]')")
     await page.screenshot(ARTIFACTS / "web_chat_steering.png")
     gate.release.set()
@@ -179,10 +154,10 @@ async def test_a_message_too_late_for_the_run_or_the_turn_is_answered_next(
 
     # 1. too late for the run: the turn's next run, one stream
     hold_end.set()
-    await page.evaluate(_type("hello"))
+    await page.evaluate(compose("hello"))
     while "store" not in holding:
         await asyncio.sleep(0.02)
-    await page.evaluate(_type("and more"))
+    await page.evaluate(compose("and more"))
     await page.wait_for("!!document.querySelector('.message.user[data-pending=sent]')")
     hold_store.set()
     await page.wait_for(
@@ -204,10 +179,10 @@ async def test_a_message_too_late_for_the_run_or_the_turn_is_answered_next(
     # 2. too late for the turn: the next turn
     holding.clear()
     hold_end.clear()
-    await page.evaluate(_type("bye"))
+    await page.evaluate(compose("bye"))
     while "end" not in holding:
         await asyncio.sleep(0.02)
-    await page.evaluate(_type("one more"))
+    await page.evaluate(compose("one more"))
     await page.wait_for("!!document.querySelector('.message.user[data-pending=sending]')")
     while len(asked) < 4:  # the server has the message while the turn's end is held
         await asyncio.sleep(0.02)

@@ -2,6 +2,8 @@
 
 ``serve_web_chat(db, delay=...)`` starts it in a thread on a free port and returns a
 ``WebChatServer`` (``url``, ``app``, ``db``, ``close()``), for the HTTP and browser tests.
+``server = web_chat_fixture(delay=...)`` gives a test module that server as its ``server``
+fixture; ``cookie_client(server)`` is an HTTP client holding the cookie the page sets.
 ``DroppingProxy`` sits in front of it and cuts connections on demand (a network drop).
 ``gate_weather(server)`` makes its ``get_weather`` tool wait until the test releases it
 (steering: a message typed while a tool runs).
@@ -15,11 +17,15 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
+
+if TYPE_CHECKING:
+    import httpx
 
 APP_PATH = Path(__file__).resolve().parents[1] / "examples" / "web_chat" / "app.py"
 
@@ -72,6 +78,30 @@ def serve_web_chat(db: Path, *, delay: float = 0.01, key: bytes | None = None) -
     """Start the example on a free port of 127.0.0.1 with its SQLite file at ``db``."""
     example = load_example()
     return WebChatServer(example.make_app(str(db), delay=delay, key=key), str(db))
+
+
+def web_chat_fixture(*, delay: float) -> Any:
+    """The pytest fixture ``server`` for a test module (``server = web_chat_fixture(delay=...)``):
+    the example served (``serve_web_chat``) with its store at ``chat.db`` in the test's
+    ``tmp_path``, its offline model waiting ``delay`` seconds a chunk; closed after the test."""
+    import pytest
+
+    @pytest.fixture
+    def server(tmp_path: Path) -> Iterator[WebChatServer]:
+        served = serve_web_chat(tmp_path / "chat.db", delay=delay)
+        yield served
+        served.close()
+
+    return server
+
+
+def cookie_client(server: WebChatServer, *, timeout: float = 30) -> httpx.Client:
+    """An HTTP client holding the cookie the page sets (a user), as a browser would."""
+    import httpx
+
+    client = httpx.Client(base_url=server.url, timeout=timeout)
+    assert client.get("/").status_code == 200
+    return client
 
 
 class ToolGate:
