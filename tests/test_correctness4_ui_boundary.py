@@ -9,13 +9,12 @@ import contextlib
 import json
 import socket
 import threading
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-from web_chat_server import WebChatServer, serve_web_chat
+from web_chat_server import WebChatServer, cookie_client, web_chat_fixture
 
 from golem_core import Message
 from golem_shell import Agent, FunctionModel, SQLiteHistoryStore
@@ -29,19 +28,7 @@ from golem_shell.ui import (
     vercel_frames,
 )
 
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[WebChatServer]:
-    served = serve_web_chat(tmp_path / "chat.db", delay=0.0)
-    yield served
-    served.close()
-
-
-def browser_client(server: WebChatServer) -> httpx.Client:
-    """A client holding the cookie the page sets (a user)."""
-    client = httpx.Client(base_url=server.url, timeout=30)
-    assert client.get("/").status_code == 200
-    return client
+server = web_chat_fixture(delay=0.0)
 
 
 def new_conversation(client: httpx.Client) -> str:
@@ -88,7 +75,7 @@ def test_parse_json_body_refuses_a_lone_surrogate_and_says_where() -> None:
 def test_a_lone_surrogate_in_a_chat_message_is_refused_and_the_list_still_loads(
     server: WebChatServer,
 ) -> None:
-    client = browser_client(server)
+    client = cookie_client(server)
     cid = new_conversation(client)
     body = (
         '{"id": "' + cid + '", "messages": [{"id": "c1", "role": "user",'
@@ -109,7 +96,7 @@ def test_a_lone_surrogate_in_a_chat_message_is_refused_and_the_list_still_loads(
 
 def test_a_conversation_stored_with_a_lone_surrogate_still_reads(server: WebChatServer) -> None:
     """What an older server let in: the list and the conversation still answer."""
-    client = browser_client(server)
+    client = cookie_client(server)
     cid = new_conversation(client)
     with SQLiteHistoryStore(server.db) as store:
         store.append_sync(client.cookies["uid"], cid, (Message.user("cut \ud83d"),), 0)
@@ -209,7 +196,7 @@ def test_a_chunked_body_over_the_limit_is_refused_before_it_ends(
     the server answers 413 once it has read past the limit, not after the whole body."""
     cookie = ""
     if path == "/api/chat":
-        cookie = f"Cookie: uid={browser_client(server).cookies['uid']}\r\n"
+        cookie = f"Cookie: uid={cookie_client(server).cookies['uid']}\r\n"
     head = f"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n{cookie}"
     answer = _post_unfinished(server, path, head, _chunked(DEFAULT_MAX_BODY_BYTES + (256 << 10)))
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
@@ -274,7 +261,7 @@ def test_parse_json_body_refuses_json_nested_too_deeply() -> None:
 
 @pytest.mark.parametrize("path", ["/agui", "/api/chat"])
 def test_deeply_nested_json_is_a_400_not_a_500(server: WebChatServer, path: str) -> None:
-    client = browser_client(server)
+    client = cookie_client(server)
     r = client.post(path, content=b"[" * 5000 + b"]" * 5000)
     assert r.status_code == 400 and "nested deeper than" in r.json()["error"]
     body = json.dumps(agui_body([{"id": "u", "role": "user", "content": "hi"}]))

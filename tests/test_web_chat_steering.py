@@ -8,18 +8,12 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from js_node import PACKAGES, Sdk, run_sdk, sdk_or_skip
-from web_chat_server import (
-    WebChatServer,
-    gate_weather,
-    serve_web_chat,
-)
+from web_chat_server import WebChatServer, cookie_client, gate_weather, web_chat_fixture
 
 from golem_core import Message, Role, ToolCallPart, check_pairing
 from golem_shell import Agent, FunctionModel, SQLiteHistoryStore, Steering, UsageError
@@ -32,18 +26,7 @@ from golem_shell.ui import (
     vercel_frames,
 )
 
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[WebChatServer]:
-    served = serve_web_chat(tmp_path / "chat.db", delay=0.005)
-    yield served
-    served.close()
-
-
-def _client(server: WebChatServer) -> httpx.Client:
-    client = httpx.Client(base_url=server.url, timeout=60)
-    assert client.get("/").status_code == 200
-    return client
+server = web_chat_fixture(delay=0.005)
 
 
 def _user(text: str) -> dict[str, Any]:
@@ -86,7 +69,7 @@ class _Turn:
 
 def test_a_message_sent_while_a_tool_runs_steers_the_turn(server: WebChatServer) -> None:
     gate = gate_weather(server)
-    client = _client(server)
+    client = cookie_client(server, timeout=60)
     cid = client.post("/api/conversations").json()["id"]
     first = _user("weather in Oslo")
     turn = _Turn(client, cid, [first])
@@ -126,7 +109,7 @@ def test_a_message_sent_while_a_tool_runs_steers_the_turn(server: WebChatServer)
 
 
 def test_a_message_after_the_turn_starts_the_next_turn(server: WebChatServer) -> None:
-    client = _client(server)
+    client = cookie_client(server, timeout=60)
     cid = client.post("/api/conversations").json()["id"]
     with client.stream("POST", "/api/chat", json={"id": cid, "messages": [_user("hi")]}) as r:
         _chunks(r)
@@ -144,7 +127,7 @@ def test_a_message_after_the_runs_last_look_starts_the_turns_next_run(
 ) -> None:
     """The run has ended (its messages are being stored) but the stream is still open: the
     message is kept, stored after the run's, and the turn's next run answers it."""
-    client = _client(server)
+    client = cookie_client(server, timeout=60)
     cid = client.post("/api/conversations").json()["id"]
     chat = server.chat
     storing, go_on = threading.Event(), threading.Event()
@@ -172,7 +155,7 @@ def test_a_message_after_the_runs_last_look_starts_the_turns_next_run(
 
 def test_a_steer_that_fits_no_conversation_is_refused(server: WebChatServer) -> None:
     gate = gate_weather(server)
-    client = _client(server)
+    client = cookie_client(server, timeout=60)
     cid = client.post("/api/conversations").json()["id"]
     turn = _Turn(client, cid, [_user("weather in Rome")])
     assert gate.started.wait(30)
@@ -189,7 +172,7 @@ def test_a_turn_this_process_cannot_steer_answers_409(server: WebChatServer) -> 
     """A turn another server process writes (or a durable one) has no steering here: the
     message is refused, as before, never taken and dropped."""
     gate = gate_weather(server)
-    client = _client(server)
+    client = cookie_client(server, timeout=60)
     cid = client.post("/api/conversations").json()["id"]
     first = _user("weather in Rome")
     turn = _Turn(client, cid, [first])
