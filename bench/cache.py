@@ -221,6 +221,31 @@ def langchain_requests(conversation: Sequence[Turn]) -> list[Request] | None:
     return out
 
 
+def recipe_n(sizes: Sequence[int], ends: Sequence[int], budget: int) -> int:
+    """The N of pydantic-ai's keep-recent-messages recipe: the largest for which
+    ``messages[-N:]`` keeps every request within ``budget``.
+
+    Args:
+        sizes: each pydantic-ai message's tokens, in order.
+        ends: for each request, how many messages precede it.
+        budget: the tokens a request's history may hold.
+    """
+    n = 1
+    while n < len(sizes) and all(sum(sizes[max(0, e - n - 1) : e]) <= budget for e in ends):
+        n += 1
+    return n
+
+
+def keep_recent(n: int) -> Callable[[list[Any]], list[Any]]:
+    """pydantic-ai's documented history processor, keeping the ``n`` most recent messages."""
+
+    def keep_recent_messages(messages: list[Any]) -> list[Any]:
+        """pydantic-ai's documented history processor: keep only the recent messages."""
+        return messages[-n:] if len(messages) > n else messages
+
+    return keep_recent_messages
+
+
 def pydantic_ai_requests(conversation: Sequence[Turn]) -> list[Request] | None:
     try:
         from pydantic_ai import messages as pm
@@ -243,17 +268,7 @@ def pydantic_ai_requests(conversation: Sequence[Turn]) -> list[Request] | None:
         full.append((pm.ModelRequest(parts=returns), sum(_tokens(r) for r in results)))
         per_request.append(len(full))
         full.append((pm.ModelResponse(parts=[pm.TextPart(answer.text)]), _tokens(answer)))
-    # the recipe's N: the most recent messages that always fit the budget here
-    n = 1
-    while n < len(full) and all(
-        sum(t for _, t in full[max(0, end - n - 1) : end]) <= BUDGET for end in per_request
-    ):
-        n += 1
-
-    def keep_recent_messages(messages: list[Any]) -> list[Any]:
-        """pydantic-ai's documented history processor: keep only the recent messages."""
-        return messages[-n:] if len(messages) > n else messages
-
+    keep_recent_messages = keep_recent(recipe_n([t for _, t in full], per_request, BUDGET))
     out: list[Request] = []
     bound = False
     for end in per_request:

@@ -302,10 +302,7 @@ def _recipe_n(conversation: Sequence[Turn], budget: int) -> int:
         (user,), (calls, *results), (answer,) = cache.turn_messages(turn)
         sizes += [count(user), count(calls), sum(count(r) for r in results), count(answer)]
         ends += [len(sizes) - 3, len(sizes) - 1]
-    n = 1
-    while n < len(sizes) and all(sum(sizes[max(0, e - n - 1) : e]) <= budget for e in ends):
-        n += 1
-    return n
+    return cache.recipe_n(sizes, ends, budget)
 
 
 def _from_pydantic_ai(messages: Sequence[Any]) -> tuple[Message, ...]:
@@ -348,10 +345,6 @@ async def pydantic_ai_trace(conversation: Sequence[Turn], budget: int) -> Trace 
     current: list[Turn] = []
     results: dict[str, str] = {}
 
-    def keep_recent_messages(messages: list[Any]) -> list[Any]:
-        """pydantic-ai's documented history processor: keep only the recent messages."""
-        return messages[-n:] if len(messages) > n else messages
-
     def model(messages: list[Any], info: AgentInfo) -> Any:
         trace.requests.append(_from_pydantic_ai(messages))
         turn = current[-1]
@@ -361,7 +354,7 @@ async def pydantic_ai_trace(conversation: Sequence[Turn], budget: int) -> Trace 
             parts=[pm.ToolCallPart(name, args, tool_call_id=i) for i, name, args in turn.calls]
         )
 
-    agent = Agent(FunctionModel(model), capabilities=[ProcessHistory(keep_recent_messages)])
+    agent = Agent(FunctionModel(model), capabilities=[ProcessHistory(cache.keep_recent(n))])
 
     async def lookup(ctx: RunContext[None], q: str) -> str:
         return results[ctx.tool_call_id or ""]
