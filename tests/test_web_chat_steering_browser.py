@@ -37,6 +37,20 @@ def _messages() -> str:
     )
 
 
+def _turns(db: Path, uid: str, cid: str) -> int:
+    """How many turns the stream log keeps for the conversation's main branch (its table
+    stands beside the conversations', named ``..._streams``)."""
+    with sqlite3.connect(db) as conn:
+        (streams,) = conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%\\_streams'"
+            " ESCAPE '\\'"
+        ).fetchone()
+        (turns,) = conn.execute(
+            f"SELECT count(*) FROM {streams} WHERE skey = ?", (f"{uid}/{cid}/main",)
+        ).fetchone()
+    return int(turns)
+
+
 async def test_a_message_typed_while_a_tool_runs_steers_the_turn(
     server: WebChatServer, browser: Browser, tmp_path: Path
 ) -> None:
@@ -92,15 +106,8 @@ async def test_a_message_typed_while_a_tool_runs_steers_the_turn(
     cid = await page.evaluate("state.id")
     uid = next(c["value"] for c in (await page.send("Network.getCookies"))["cookies"])
     server.close()
-    with sqlite3.connect(tmp_path / "chat.db") as db:
-        (streams,) = db.execute(  # the stream log's table, beside the conversations
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%\\_streams'"
-            " ESCAPE '\\'"
-        ).fetchone()
-        (turns,) = db.execute(
-            f"SELECT count(*) FROM {streams} WHERE skey = ?", (f"{uid}/{cid}/main",)
-        ).fetchone()
-    assert turns == 1  # one turn: the message joined it, no second turn
+    # one turn: the message joined it, no second turn
+    assert _turns(tmp_path / "chat.db", uid, cid) == 1
     assert gate.calls == 1  # and one run: the tool ran once
     with SQLiteHistoryStore(str(tmp_path / "chat.db")) as store:
         kept = store.load_sync(uid, cid)
@@ -208,12 +215,5 @@ async def test_a_message_too_late_for_the_run_or_the_turn_is_answered_next(
     with SQLiteHistoryStore(str(tmp_path / "chat.db")) as store:
         kept = store.load_sync(uid, cid)
     assert [m.text for m in kept if m.role is Role.USER] == ["hello", "and more", "bye", "one more"]
-    with sqlite3.connect(tmp_path / "chat.db") as db:
-        (streams,) = db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%\\_streams'"
-            " ESCAPE '\\'"
-        ).fetchone()
-        (turns,) = db.execute(
-            f"SELECT count(*) FROM {streams} WHERE skey = ?", (f"{uid}/{cid}/main",)
-        ).fetchone()
-    assert turns == 3  # hello (two runs, one stream), bye, one more
+    # hello (two runs, one stream), bye, one more
+    assert _turns(tmp_path / "chat.db", uid, cid) == 3
