@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from js_node import PACKAGES, Sdk, run_sdk, sdk_or_skip
-from web_chat_server import WebChatServer, cookie_client, gate_weather, web_chat_fixture
+from web_chat_server import ToolGate, WebChatServer, cookie_client, gate_weather, web_chat_fixture
 
 from golem_core import Message, Role, ToolCallPart, check_pairing
 from golem_shell import Agent, FunctionModel, SQLiteHistoryStore, Steering, UsageError
@@ -67,13 +67,22 @@ class _Turn:
         return self.chunks
 
 
-def test_a_message_sent_while_a_tool_runs_steers_the_turn(server: WebChatServer) -> None:
+def _held_turn(
+    server: WebChatServer, text: str
+) -> tuple[ToolGate, httpx.Client, str, dict[str, Any], _Turn]:
+    """A turn of ``text`` sent over HTTP in a new conversation, once its ``get_weather`` has
+    started and is held: the gate, the client, the conversation's id, the message, the turn."""
     gate = gate_weather(server)
     client = cookie_client(server, timeout=60)
     cid = client.post("/api/conversations").json()["id"]
-    first = _user("weather in Oslo")
+    first = _user(text)
     turn = _Turn(client, cid, [first])
     assert gate.started.wait(30)
+    return gate, client, cid, first, turn
+
+
+def test_a_message_sent_while_a_tool_runs_steers_the_turn(server: WebChatServer) -> None:
+    gate, client, cid, first, turn = _held_turn(server, "weather in Oslo")
     # what a page sends: its list (the prompt, the turn so far as it shows it) and the message
     shown = {"id": "m1", "role": "assistant", "parts": [{"type": "text", "text": "Let me"}]}
     steer = client.post(
@@ -154,11 +163,7 @@ def test_a_message_after_the_runs_last_look_starts_the_turns_next_run(
 
 
 def test_a_steer_that_fits_no_conversation_is_refused(server: WebChatServer) -> None:
-    gate = gate_weather(server)
-    client = cookie_client(server, timeout=60)
-    cid = client.post("/api/conversations").json()["id"]
-    turn = _Turn(client, cid, [_user("weather in Rome")])
-    assert gate.started.wait(30)
+    gate, client, cid, _, turn = _held_turn(server, "weather in Rome")
     wrong = client.post(
         "/api/chat",
         json={"id": cid, "branch": "main", "messages": [_user("other"), _user("x")]},
@@ -171,12 +176,7 @@ def test_a_steer_that_fits_no_conversation_is_refused(server: WebChatServer) -> 
 def test_a_turn_this_process_cannot_steer_answers_409(server: WebChatServer) -> None:
     """A turn another server process writes (or a durable one) has no steering here: the
     message is refused, as before, never taken and dropped."""
-    gate = gate_weather(server)
-    client = cookie_client(server, timeout=60)
-    cid = client.post("/api/conversations").json()["id"]
-    first = _user("weather in Rome")
-    turn = _Turn(client, cid, [first])
-    assert gate.started.wait(30)
+    gate, client, cid, first, turn = _held_turn(server, "weather in Rome")
     server.chat.runs._steerings.clear()  # as a reader in another process sees the stream
     refused = client.post("/api/chat", json={"id": cid, "messages": [first, _user("x")]})
     assert refused.status_code == 409 and "takes no steering" in refused.json()["error"]
