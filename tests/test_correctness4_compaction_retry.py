@@ -6,6 +6,7 @@ loopback provider server with each provider's documented error body."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -155,7 +156,9 @@ class Recorder:
 
 
 def observed(state: RunState, recorder: Recorder, model: Any) -> Progress:
-    agent = type("A", (), {"model": model, "name": "t"})()
+    # a namespace, not a class made per call: a class is always in a reference cycle, and
+    # it would keep the model (and its HTTP clients' finalizer) for the cyclic collector
+    agent = SimpleNamespace(model=model, name="t")
     return Progress(state, RunObserver(agent, state, recorder, None, resumed=False))
 
 
