@@ -21,7 +21,9 @@ as attrs and cattrs compile their ``__init__`` and hooks:
 
 Each kind of field has one snippet per path (``_FAST``, ``_TO_JSON``, ``_TO_TEXT``);
 ``SOURCE`` holds the generated module (shown in tracebacks and profiles under
-``<golem_core._json_compiled>``).
+``<golem_core._json_compiled>``). Over 600 lines because it is one concept: the three
+paths are written from one table by one writer, and a snippet of one kind must be read
+beside its twins on the other paths.
 """
 
 from __future__ import annotations
