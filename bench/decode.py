@@ -28,12 +28,12 @@ import platform
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import Any
 
 from bench import workload, workload2
 from bench.convert import to_golem
 from bench.peers import PydanticAI, load_peers
+from bench.report import add_write_option, write_section
 from bench.timing import CLOCKS, Op, measure
 from golem_core import (
     DataPart,
@@ -331,11 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=REPEAT)
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--no-peers", action="store_true", help="leave pydantic-ai out")
-    parser.add_argument(
-        "--write",
-        type=Path,
-        help="record this section in the report's JSON sibling and render the report from it",
-    )
+    add_write_option(parser)
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     names = args.workloads.split(",")
@@ -370,8 +366,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     print(render(data))
     if args.write is not None:
-        from bench.report import write_section
-
         write_section(args.write, "decode", data)
     return 0 if all(ok for _, ok in verdicts(data)) else 1
 
