@@ -4,31 +4,17 @@ a stream that survives a disconnect, owners, and a hostile client."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
-from web_chat_server import WebChatServer, serve_web_chat
+from web_chat_server import WebChatServer, cookie_client, web_chat_fixture
 
 from golem_core import Role, URLPart
 from golem_shell import SQLiteHistoryStore
 
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[WebChatServer]:
-    served = serve_web_chat(tmp_path / "chat.db", delay=0.02)
-    yield served
-    served.close()
-
-
-def browser_client(server: WebChatServer) -> httpx.Client:
-    """A client holding the cookie the page sets (a user)."""
-    client = httpx.Client(base_url=server.url, timeout=30)
-    assert client.get("/").status_code == 200
-    assert client.cookies.get("uid")
-    return client
+server = web_chat_fixture(delay=0.02)
+browser_client = cookie_client  # a client holding the cookie the page sets (a user)
 
 
 def new_conversation(client: httpx.Client) -> str:

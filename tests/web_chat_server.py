@@ -101,6 +101,7 @@ def cookie_client(server: WebChatServer, *, timeout: float = 30) -> httpx.Client
 
     client = httpx.Client(base_url=server.url, timeout=timeout)
     assert client.get("/").status_code == 200
+    assert client.cookies.get("uid")
     return client
 
 
