@@ -34,7 +34,7 @@ import gc
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, TypeVar
 
 import cattrs
 from returns.result import Failure, Result, Success
@@ -361,6 +361,29 @@ def _scanned_history(text: str) -> tuple[Message, ...] | None:
     return tuple(out)
 
 
+_A = TypeVar("_A")
+_R = TypeVar("_R")
+
+
+def collector_paused(fn: Callable[[_A], _R], arg: _A) -> _R:
+    """``fn(arg)`` with the cyclic garbage collector paused, restored as it was (also
+    when ``fn`` raises; left alone when it is already off).
+
+    For building many objects that make no reference cycles (a collection triggered by
+    the build's own allocations would only scan, again and again, what it is building:
+    ADR 0093), and for parsing what a stranger sent (JSON nested to the recursion limit
+    would otherwise run a collection, and every pending finalizer, at that depth, where
+    the finalizers fail with ``RecursionError`` and leave their resources open).
+    """
+    if not gc.isenabled():
+        return fn(arg)
+    gc.disable()
+    try:
+        return fn(arg)
+    finally:
+        gc.enable()
+
+
 def history_to_jsonable(history: Sequence[Message]) -> list[JSONObject]:
     """The JSON value (a list of objects) of a history."""
     return [unstructure_message(m) for m in history]
@@ -371,13 +394,7 @@ def history_from_jsonable(value: object) -> Result[tuple[Message, ...], DecodeEr
 
     Like ``decode_history``, it builds with the cyclic collector paused (ADR 0093).
     """
-    if not gc.isenabled():
-        return _structured(value)
-    gc.disable()
-    try:
-        return _structured(value)
-    finally:
-        gc.enable()
+    return collector_paused(_structured, value)
 
 
 def encode_history(history: Sequence[Message]) -> bytes:
@@ -410,13 +427,7 @@ def decode_history(
     and a collection triggered by its own allocations would only scan, again and again,
     the objects it is building (ADR 0093).
     """
-    if not gc.isenabled():
-        return _decode_history(data)
-    gc.disable()
-    try:
-        return _decode_history(data)
-    finally:
-        gc.enable()
+    return collector_paused(_decode_history, data)
 
 
 def _decode_history(

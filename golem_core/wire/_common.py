@@ -28,7 +28,7 @@ import attrs
 from attrs import field, frozen
 
 from golem_core._history import _calls_of
-from golem_core._json import _describe
+from golem_core._json import _describe, collector_paused
 from golem_core._messages import DataPart, Message, Part, Role, ToolCallPart, URLPart
 from golem_core._model import ModelErrorKind
 from golem_core._retry import _header, parse_retry_after
@@ -242,7 +242,7 @@ def decode_error_body(
         now_unix: the current time, to read an HTTP-date ``retry-after``.
     """
     try:
-        payload: object = json.loads(body.decode("utf-8", errors="replace"))
+        payload: object = collector_paused(json.loads, body.decode("utf-8", errors="replace"))
     except (ValueError, RecursionError):  # not JSON, or nested too deeply to read
         payload = None
     message, error_type, code, detail_code = error_fields(payload)
@@ -386,9 +386,11 @@ def opt_count(d: dict[str, Any], key: str) -> int | None:
 
 
 def parse_json(text: str, what: str) -> object:
-    """Standard JSON (no NaN or Infinity), else ``Malformed`` naming ``what``."""
+    """Standard JSON (no NaN or Infinity), else ``Malformed`` naming ``what``. Parsed
+    with the cyclic collector paused (``collector_paused``: a provider's body may be
+    nested to the recursion limit)."""
     try:
-        return _STANDARD_JSON.decode(text)
+        return collector_paused(_STANDARD_JSON.decode, text)
     except (ValueError, RecursionError) as exc:
         raise Malformed(what, f"not valid JSON ({exc})") from None
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -562,7 +563,16 @@ def _close_owned(
 
 
 def _parse_json(raw: bytes) -> object:
+    """A response body's JSON value, else ``_NOT_JSON``. Parsed with the cyclic collector
+    paused, as golem_core parses a provider's body (``golem_core.wire``): a body nested to
+    the recursion limit would otherwise start a collection, and run every pending
+    finalizer, at that depth, where they fail with ``RecursionError``."""
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return json.loads(raw)
     except (ValueError, RecursionError):
         return _NOT_JSON
+    finally:
+        if collecting:
+            gc.enable()
