@@ -26,6 +26,7 @@ their issuer and reports what it left off or sent as text.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 from returns.result import Failure, Result, Success
@@ -50,8 +51,10 @@ from golem_core.wire import anthropic as anthropic_wire
 from golem_shell._errors import GolemError
 from golem_shell._summarize import AsyncHistoryProcessor, run_history_processor, summarize_history
 from golem_shell.models import Model
-from golem_shell.models.anthropic import AnthropicModel
-from golem_shell.models.openai_responses import OpenAIResponsesModel
+
+if TYPE_CHECKING:  # the adapters (and httpx) load on first use, not with golem_shell
+    from golem_shell.models.anthropic import AnthropicModel
+    from golem_shell.models.openai_responses import OpenAIResponsesModel
 
 __all__ = ["native_compaction"]
 
@@ -116,6 +119,9 @@ class _NativeCompaction:
         self, history: Sequence[Message]
     ) -> Result[tuple[Message, ...], HistoryError]:
         history = tuple(history)
+        from golem_shell.models.anthropic import AnthropicModel
+        from golem_shell.models.openai_responses import OpenAIResponsesModel
+
         if isinstance(self.model, OpenAIResponsesModel):
             return await self._responses(self.model, history)
         if isinstance(self.model, AnthropicModel):

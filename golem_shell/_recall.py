@@ -11,14 +11,13 @@ best matches with their positions (``golem_shell.store.search_messages``).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from golem_shell._errors import UsageError
 from golem_shell._tools import ModelRetry, Tool
-from golem_shell.store._errors import check_id
-from golem_shell.store._methods import HistoryStore
-from golem_shell.store._recall import search_messages
-from golem_shell.store._values import MAIN
+
+if TYPE_CHECKING:  # the stores load on first use, not with golem_shell
+    from golem_shell.store._methods import HistoryStore
 
 __all__ = ["RECALL_HINT", "recall_tool"]
 
@@ -33,7 +32,7 @@ def recall_tool(
     owner: str,
     conversation_id: str,
     *,
-    branch: str = MAIN,
+    branch: str = "main",
     name: str = "recall",
     max_chars: int = 2000,
 ) -> Tool[Any]:
@@ -57,6 +56,9 @@ def recall_tool(
         UsageError: ``owner``, ``conversation_id`` or ``branch`` is not a valid id, or
             ``max_chars`` is not a positive int.
     """
+    from golem_shell.store._errors import check_id
+    from golem_shell.store._recall import search_messages
+
     check_id("owner", owner)
     check_id("conversation_id", conversation_id)
     check_id("branch", branch)

@@ -1,0 +1,26 @@
+"""``import golem_shell`` loads no HTTP client: the provider adapters, and httpx with
+them (whose command-line module pulls in rich, click and pygments), load on first use.
+A module importing an adapter at its top once made the import of golem_shell load 187
+more modules and take half as long again (``python -m bench``, ``import_golem_shell``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("httpx", "httpx_sse", "rich", "click", "pygments", "anthropic", "openai")
+
+
+def _loaded_after(code: str) -> list[str]:
+    probe = f"{code}\nimport sys\nprint(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True)
+    return [m for m in out.stdout.decode().strip().split(",") if m]
+
+
+def test_importing_golem_shell_loads_no_http_client() -> None:
+    assert _loaded_after("import golem_shell") == []
+    assert _loaded_after("from golem_shell import Agent, native_compaction") == []
+
+
+def test_an_adapter_loads_httpx_when_first_used() -> None:
+    assert "httpx" in _loaded_after("from golem_shell import AnthropicModel")
