@@ -175,8 +175,8 @@ class EventStream(Generic[OutputT]):
         to the one before is not repeated. A structured answer is read again on every
         piece for its first ``PARSE_EVERY_PIECE`` characters, then each time it has
         grown by an eighth: each read parses the whole answer so far, so this keeps a
-        long answer's cost a bounded multiple of its length (on every piece, a 24 kB
-        answer in 5-character pieces cost 24 s of CPU). ``str`` output gives the text so far, as
+        long answer's cost a bounded multiple of its length (on every piece it grew
+        with the square of the length). ``str`` output gives the text so far, as
         ``stream_text()`` does. ``result`` holds the run's result once this ends.
 
         Raises:

@@ -32,7 +32,7 @@ def recall_tool(
     owner: str,
     conversation_id: str,
     *,
-    branch: str = "main",
+    branch: str = "main",  # golem_shell.store.MAIN (the stores load on first use)
     name: str = "recall",
     max_chars: int = 2000,
 ) -> Tool[Any]:

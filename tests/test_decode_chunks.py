@@ -74,7 +74,7 @@ def test_pieces_are_arrays_whose_elements_are_the_documents() -> None:
 def test_no_copy_of_the_whole_input_is_made() -> None:
     # peak memory of a decode: the messages it builds plus one piece at a time (a copy
     # of the whole input, as an earlier version made, adds the input's size again)
-    # (orjson's own work space for one piece is about 12x the piece: the input must be
+    # (orjson's own work space for one piece is several times the piece: the input must be
     # well past that for a whole copy to show)
     data = encode_history(_history(10_000))  # about 3.4 MB
     tracemalloc.start()

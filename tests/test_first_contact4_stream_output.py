@@ -237,8 +237,8 @@ async def test_a_long_output_is_parsed_a_bounded_number_of_times(
     provider_server: ProviderServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # each parse reads the whole prefix, so parsing on every piece of a long answer is
-    # quadratic (a 24 kB answer in 5-character pieces took 24 s of CPU); past the first
-    # kilobyte the stream parses again only once the prefix has grown by an eighth
+    # quadratic in its length; past the first kilobyte the stream parses again only
+    # once the prefix has grown by an eighth
     import golem_shell._output as output_module
 
     calls: list[int] = []
