@@ -19,6 +19,9 @@ PostgreSQL (a real server on 127.0.0.1 from ``tests/postgres_server.py``, ``fsyn
   the window (70 messages) and what is sent are as long at both: what differs is only
   how long the conversation is. ``store_turn_whole_<engine>`` (``--window`` only, for
   scale) is the same turn with ``load`` of the whole conversation.
+- ``store_turn_budget_<engine>``: the same turn under a token budget with a bounded load,
+  ``compose(trim_history(60), budget_history(approximate_tokens, 1500))``, the window
+  read with ``load_window(processor=...)``. Same target.
 
 ``--quick`` (the smoke test): SQLite only, n = 100 and 1,000. Nothing is asserted.
 ``--window`` times only the turns; ``--json PATH`` also writes the records, verdicts and
@@ -44,6 +47,9 @@ from golem_core import (
     ModelRequest,
     Role,
     TextPart,
+    approximate_tokens,
+    budget_history,
+    compose,
     decode_history,
     encode_history,
     trim_history,
@@ -65,6 +71,7 @@ WINDOW_SIZES = (100, 100_000)
 QUICK_WINDOW_SIZES = (100, 1_000)
 WINDOW_LAST = 60
 WINDOW_LIMIT = 1.3
+WINDOW_BUDGET = 1_500
 OWNER = "bench"
 KEY = b"bench-signing-key-0123456789abcd"
 
@@ -104,15 +111,16 @@ def _appender(store: Store, cid: str, length: int) -> Callable[[], None]:
     return append_one
 
 
-def _turn(store: Store, cid: str, *, whole: bool) -> Callable[[], None]:
+def _turn(store: Store, cid: str, *, whole: bool, budget: bool = False) -> Callable[[], None]:
     """One turn's work before the model is called: load, process, encode the request."""
-    processor = trim_history(WINDOW_LAST)
+    trim = trim_history(WINDOW_LAST)
+    processor = compose(trim, budget_history(approximate_tokens, WINDOW_BUDGET)) if budget else trim
 
     def turn() -> None:
         if whole:
             history = store.load_sync(OWNER, cid)
         else:
-            history = store.load_window_sync(OWNER, cid, last=WINDOW_LAST).messages
+            history = store.load_window_sync(OWNER, cid, processor=processor).messages
         kept = processor(history).value_or(())
         assert kept, "the processor kept nothing"
         body = encode_request(ModelRequest(kept), model="gpt-4o-mini", stream=True).value_or({})
@@ -130,6 +138,8 @@ def window_records(store: Store, engine: str, *, quick: bool, whole: bool) -> li
         messages = [m for m in to_golem(conversation(n + 1)) if m.role is not Role.SYSTEM]
         store.append_sync(OWNER, cid, messages[:n], 0)
         ops.append(Op("golem", f"store_turn_window_{engine}", n, _turn(store, cid, whole=False)))
+        budgeted = _turn(store, cid, whole=False, budget=True)
+        ops.append(Op("golem", f"store_turn_budget_{engine}", n, budgeted))
         if whole:
             ops.append(Op("golem", f"store_turn_whole_{engine}", n, _turn(store, cid, whole=True)))
     return ops
@@ -204,9 +214,10 @@ def store_verdicts(records: Sequence[Record]) -> list[Verdict]:
                     ratio <= LOAD_LIMIT if judged else None,
                 )
             )  # fmt: skip
-        op = f"store_turn_window_{engine}"
-        sizes = sorted(n for o, n in by_key if o == op)
-        if len(sizes) >= 2:
+        for op in (f"store_turn_window_{engine}", f"store_turn_budget_{engine}"):
+            sizes = sorted(n for o, n in by_key if o == op)
+            if len(sizes) < 2:
+                continue
             small, big = by_key[(op, sizes[0])], by_key[(op, sizes[-1])]
             ratio = big.median_s / small.median_s
             judged = big.n >= WINDOW_SIZES[-1]
@@ -285,7 +296,9 @@ def render(data: dict[str, Any]) -> str:
         "",
         "One turn end to end: `load_window(last=60)` (read and verified against the signed"
         " head), `trim_history(60)`, the OpenAI request body encoded; the same turn with a"
-        " `load` of the whole conversation for scale (issue 34 item 4).",
+        " `load` of the whole conversation for scale (issue 34 item 4); `budget`: the turn"
+        " under `compose(trim_history(60), budget_history(approximate_tokens, 1500))`, its"
+        " window read with `load_window(processor=...)`.",
         "",
         "| op | messages | median ms | min ms | max ms | repeats |",
         "|---|---:|---:|---:|---:|---|",

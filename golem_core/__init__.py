@@ -148,6 +148,7 @@ from golem_core._processors import (
     approximate_tokens,
     budget_history,
     compose,
+    message_window,
     token_counter,
     trim_history,
 )
@@ -295,6 +296,7 @@ __all__ = [
     "join_instructions",
     "make_converter",
     "message_ref",
+    "message_window",
     "new_compactions",
     "normalize_history",
     "plan_compaction",

@@ -72,6 +72,7 @@ __all__ = [
     "approximate_tokens",
     "budget_history",
     "compose",
+    "message_window",
     "token_counter",
     "trim_history",
 ]
@@ -698,3 +699,24 @@ def compose(*processors: HistoryProcessor) -> HistoryProcessor:
     if len(flat) == 1:
         return flat[0]
     return _Composed(tuple(flat))
+
+
+def message_window(processor: object) -> tuple[int, int] | None:
+    """The ``trim_history`` numbers that bound what ``processor`` reads, or ``None``.
+
+    ``(max_messages, low_water)`` when ``processor`` is ``trim_history(max_messages,
+    low_water=low_water)`` or a ``compose(...)`` whose first stage is one: every later
+    stage sees only the trim's output, so the processor returns from the newest part of
+    a history that ``trim_history`` needs exactly what it returns from the whole (a
+    store's ``load_window(processor=...)`` reads just that part). ``None`` for any other
+    processor: it may read every message (``budget_history`` counts its step points
+    from the start), so bound it with ``compose(trim_history(n), processor)``.
+
+    Total and pure: any object is accepted, and only ``golem_core``'s own processors
+    are recognised.
+    """
+    stages = processor.processors[:1] if isinstance(processor, _Composed) else (processor,)
+    for first in stages:
+        if isinstance(first, _TrimHistory):
+            return first.max_messages, first.low_water
+    return None

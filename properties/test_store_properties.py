@@ -20,7 +20,17 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from profiles import examples
 from strategies import histories, valid_histories
 
-from golem_core import Message, Role, TextPart, check_pairing, encode_history, trim_history
+from golem_core import (
+    Message,
+    Role,
+    TextPart,
+    approximate_tokens,
+    budget_history,
+    check_pairing,
+    compose,
+    encode_history,
+    trim_history,
+)
 from golem_shell.store import HistoryConflict, PostgresHistoryStore, SQLiteHistoryStore
 from golem_shell.store._tombstone import PartFilter, erase_message
 
@@ -290,6 +300,13 @@ class StoredConversations(RuleBasedStateMachine):
         if not any(m.role is Role.SYSTEM for m in whole):
             processor = trim_history(last, low_water=low_water)
             assert processor(window.messages) == processor(whole)
+            # a token budget behind the trim: the same window, the same result
+            budget = data.draw(st.integers(1, 60), label="max_tokens")
+            bounded = compose(processor, budget_history(approximate_tokens, budget))
+            assert (
+                self.store.load_window_sync(OWNER, cid, processor=bounded, branch=branch) == window
+            )
+            assert bounded(window.messages) == bounded(whole)
 
     @invariant()
     def every_branch_holds_the_models_messages_pairs_and_verifies(self) -> None:

@@ -30,12 +30,18 @@ from store_backends import (  # noqa: F401 (fixtures)
 )
 
 from golem_core import (
+    HistoryProcessor,
     Message,
     ModelRequest,
     Role,
     TextPart,
     ToolCallPart,
+    approximate_tokens,
+    budget_history,
     check_pairing,
+    compose,
+    drop_thinking,
+    message_window,
     trim_history,
 )
 from golem_shell import Agent, FunctionModel, UsageError
@@ -325,3 +331,93 @@ def test_the_last_row_restored_from_a_backup_is_refused(backend: Backend) -> Non
     backend.raw("UPDATE {M} SET message = ?, seal = ?, link = ? WHERE position = 299", *before)
     with pytest.raises(CorruptHistoryError, match="not the one the signed head ends with"):
         store.load_window_sync(OWNER, "c", last=100)
+
+
+# -- a token budget with a bounded load: the processor names the window ---------------------
+
+
+def budgeted(last: int, max_tokens: int, low_water: int | None = None) -> HistoryProcessor:
+    return compose(
+        trim_history(last, low_water=low_water), budget_history(approximate_tokens, max_tokens)
+    )
+
+
+@pytest.mark.parametrize(("last", "low_water", "max_tokens"), [(40, None, 60), (24, 24, 400)])
+def test_a_budget_behind_a_trim_returns_from_the_window_what_it_returns_from_the_whole(
+    backend: Backend, last: int, low_water: int | None, max_tokens: int
+) -> None:
+    store = backend.open(signing_keys=KEY)
+    history = turns(160)
+    processor = budgeted(last, max_tokens, low_water)
+    stored = 0
+    for n in (*range(0, 50), *range(50, 160, 9)):
+        store.append_sync(OWNER, "c", history[stored:n], stored)
+        stored = n
+        whole = store.load_sync(OWNER, "c")
+        window = store.load_window_sync(OWNER, "c", processor=processor)
+        assert window == store.load_window_sync(OWNER, "c", last=last, low_water=low_water)
+        assert window.messages == whole[window.start :]
+        assert processor(window.messages) == processor(whole), n
+
+
+def test_processor_names_the_window_of_a_trim_or_a_compose_that_starts_with_one() -> None:
+    assert message_window(trim_history(40)) == (40, 20)
+    assert message_window(trim_history(40, low_water=40)) == (40, 40)
+    assert message_window(budgeted(30, 900, low_water=10)) == (30, 10)
+    assert message_window(compose(trim_history(9), compose(drop_thinking))) == (9, 5)
+    assert message_window(budget_history(approximate_tokens, 900)) is None
+    assert message_window(compose(budget_history(approximate_tokens, 9), trim_history(9))) is None
+    assert message_window(compose()) is None
+    assert message_window(lambda history: history) is None
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({}, "pass last= .* or processor="),
+        ({"processor": trim_history(9), "last": 9}, "not both"),
+        ({"processor": trim_history(9), "low_water": 3}, "not both"),
+        ({"processor": budget_history(approximate_tokens, 900)}, "may read every message"),
+        ({"processor": compose(drop_thinking, trim_history(9))}, r"compose\(trim_history\(n\)"),
+    ],
+)
+def test_a_processor_that_does_not_bound_the_load_is_refused(
+    args: dict[str, object], message: str
+) -> None:
+    from golem_shell.store import SQLiteHistoryStore
+
+    with SQLiteHistoryStore() as store, pytest.raises(UsageError, match=message):
+        store.load_window_sync(OWNER, "c", **args)  # type: ignore[arg-type]
+
+
+def test_the_agent_pattern_with_a_token_budget_sends_what_the_whole_history_sends(
+    backend: Backend,
+) -> None:
+    seen: list[tuple[Message, ...]] = []
+
+    def model(request: ModelRequest) -> str:
+        seen.append(request.messages)
+        asked = request.messages[-1].text  # "q<turn>": answers of varied lengths
+        return f"answer to {asked} " + "words " * (int(asked[1:]) * 5 % 7)
+
+    processor = budgeted(80, 150)
+    agent = Agent(FunctionModel(model), history_processor=processor)
+    whole_store, window_store = (
+        backend.open(signing_keys=KEY),
+        backend.open(signing_keys=KEY, table=backend.table + "_b"),
+    )
+    for s in (whole_store, window_store):
+        s.append_sync(OWNER, "c", turns(300), 0)
+    for turn in range(10):
+        history = whole_store.load_sync(OWNER, "c")
+        result = agent.run_with_history_sync(history, f"q{turn}", conversation_id="c")
+        whole_store.append_sync(OWNER, "c", result.new_messages, len(history))
+        window = window_store.load_window_sync(OWNER, "c", processor=agent.history_processor)
+        assert len(window.messages) <= 80 + 40
+        result = agent.run_with_history_sync(window.messages, f"q{turn}", conversation_id="c")
+        window_store.append_sync(OWNER, "c", result.new_messages, window.length)
+        sent_whole, sent_window = seen[-2], seen[-1]
+        assert [(m.role, m.text) for m in sent_whole] == [(m.role, m.text) for m in sent_window]
+        kept = processor(window.messages).unwrap()  # what the run sent before its prompt
+        assert sum(approximate_tokens(m) for m in kept if m.role is not Role.SYSTEM) <= 150
+    assert texts(whole_store.load_sync(OWNER, "c")) == texts(window_store.load_sync(OWNER, "c"))

@@ -7,7 +7,7 @@ found", never that owner's data, because the owner is the first column of every 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Protocol, Self, TypeVar
@@ -67,8 +67,9 @@ class HistoryStore(Protocol):
     ) -> tuple[Message, ...]: ...
 
     async def load_window(
-        self, owner: str, conversation_id: str, *, last: int, low_water: int | None = None,
-        keep_first: int = 0, branch: str = MAIN,
+        self, owner: str, conversation_id: str, *, last: int | None = None,
+        low_water: int | None = None, keep_first: int = 0, branch: str = MAIN,
+        processor: Callable[..., object] | None = None,
     ) -> Window: ...  # fmt: skip
 
     async def append(
@@ -106,8 +107,9 @@ class HistoryStore(Protocol):
     ) -> tuple[Message, ...]: ...
 
     def load_window_sync(
-        self, owner: str, conversation_id: str, *, last: int, low_water: int | None = None,
-        keep_first: int = 0, branch: str = MAIN,
+        self, owner: str, conversation_id: str, *, last: int | None = None,
+        low_water: int | None = None, keep_first: int = 0, branch: str = MAIN,
+        processor: Callable[..., object] | None = None,
     ) -> Window: ...  # fmt: skip
 
     def append_sync(
@@ -180,8 +182,9 @@ class StoreMethods:
         return self._run(load_op(self._config, owner, conversation_id, branch))
 
     async def load_window(
-        self, owner: str, conversation_id: str, *, last: int, low_water: int | None = None,
-        keep_first: int = 0, branch: str = MAIN,
+        self, owner: str, conversation_id: str, *, last: int | None = None,
+        low_water: int | None = None, keep_first: int = 0, branch: str = MAIN,
+        processor: Callable[..., object] | None = None,
     ) -> Window:  # fmt: skip
         """The newest part of the branch: what ``trim_history(last, low_water=...)``
         needs, read and verified against the signed head without reading the rest.
@@ -196,6 +199,12 @@ class StoreMethods:
         Args:
             last: The processor's ``max_messages``.
             low_water: The processor's ``low_water`` (``None``: half, as its default).
+            processor: Instead of ``last`` and ``low_water``: the agent's history
+                processor, read for them (``golem_core.message_window``):
+                ``trim_history(n, ...)`` or a ``compose(...)`` that starts with one,
+                such as ``compose(trim_history(400), budget_history(counter, 8000))``
+                for a token budget with a bounded load. Any other processor may read
+                every message: refused with a ``UsageError`` that says so.
             keep_first: Also return the branch's first messages (a first user message,
                 a summary placed first), before the window.
             branch: Which branch.
@@ -210,17 +219,24 @@ class StoreMethods:
                 (altered, missing, reordered, restored after an erasure, or the head
                 does not verify or end with it); names the position.
             EncryptionKeyError: a row is encrypted under a key id the store lacks.
-            UsageError: ``last``, ``low_water`` or ``keep_first`` out of range.
+            UsageError: ``last``, ``low_water`` or ``keep_first`` out of range; neither
+                ``last`` nor ``processor``, or both; a processor that is not bounded
+                by a ``trim_history``.
         """
-        op = window_op(self._config, owner, conversation_id, branch, last, low_water, keep_first)
+        op = window_op(
+            self._config, owner, conversation_id, branch, last, low_water, keep_first, processor
+        )
         return await self._run_async(op)
 
     def load_window_sync(
-        self, owner: str, conversation_id: str, *, last: int, low_water: int | None = None,
-        keep_first: int = 0, branch: str = MAIN,
+        self, owner: str, conversation_id: str, *, last: int | None = None,
+        low_water: int | None = None, keep_first: int = 0, branch: str = MAIN,
+        processor: Callable[..., object] | None = None,
     ) -> Window:  # fmt: skip
         """``load_window`` for code without an event loop."""
-        op = window_op(self._config, owner, conversation_id, branch, last, low_water, keep_first)
+        op = window_op(
+            self._config, owner, conversation_id, branch, last, low_water, keep_first, processor
+        )
         return self._run(op)
 
     async def append(

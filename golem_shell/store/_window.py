@@ -44,7 +44,7 @@ from typing import cast
 
 from returns.result import Failure, Success
 
-from golem_core import Message, decode_history, decode_message
+from golem_core import Message, decode_history, decode_message, message_window
 from golem_shell._errors import UsageError
 from golem_shell.store._errors import CorruptHistoryError, HistoryNotFound, check_length
 from golem_shell.store._rows import (
@@ -82,7 +82,29 @@ def window_start(length: int, last: int, low_water: int) -> int:
     return cut - step
 
 
-def _check_args(last: object, low_water: object, keep_first: object) -> tuple[int, int, int]:
+def _check_args(
+    last: object, low_water: object, keep_first: object, processor: object
+) -> tuple[int, int, int]:
+    if processor is not None:
+        if last is not None or low_water is not None:
+            raise UsageError(
+                "load_window: pass processor= or last= (with low_water=), not both; "
+                f"got processor={processor!r}, last={last!r}, low_water={low_water!r}"
+            )
+        numbers = message_window(processor)
+        if numbers is None:
+            raise UsageError(
+                f"load_window(processor): {processor!r} may read every message of the "
+                "history: only trim_history, or a compose(...) whose first stage is one, "
+                "bounds what a processor reads. Bound it with compose(trim_history(n), "
+                "...), or load() the whole branch"
+            )
+        last, low_water = numbers
+    elif last is None:
+        raise UsageError(
+            "load_window: pass last= (your trim_history's max_messages) or processor= "
+            "(the agent's history_processor)"
+        )
     if isinstance(last, bool) or not isinstance(last, int) or last < 1:
         raise UsageError(f"load_window(last): an int of at least 1 (messages), got {last!r}")
     if low_water is None:
@@ -106,12 +128,13 @@ def window_op(
     owner: str,
     cid: str,
     branch: str,
-    last: int,
+    last: int | None,
     low_water: int | None,
     keep_first: int,
+    processor: object = None,
 ) -> Operation[Window]:
     checked(owner, cid, branch)
-    last, low, keep = _check_args(last, low_water, keep_first)
+    last, low, keep = _check_args(last, low_water, keep_first, processor)
 
     def steps(d: Dialect) -> Steps[Window]:
         row = yield from branch_row(d, owner, cid, branch)
