@@ -421,3 +421,109 @@ def test_the_agent_pattern_with_a_token_budget_sends_what_the_whole_history_send
         kept = processor(window.messages).unwrap()  # what the run sent before its prompt
         assert sum(approximate_tokens(m) for m in kept if m.role is not Role.SYSTEM) <= 150
     assert texts(whole_store.load_sync(OWNER, "c")) == texts(window_store.load_sync(OWNER, "c"))
+
+
+# -- rollback: the head you kept (last_head=) --------------------------------------------------
+
+
+def _snapshot(backend: Backend) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    return backend.raw("SELECT * FROM {M}"), backend.raw("SELECT * FROM {B}")
+
+
+def _restore(backend: Backend, snapshot: tuple[list[tuple[object, ...]], ...]) -> None:
+    """The database goes back to ``snapshot`` (a restored backup, a replica behind)."""
+    messages, branches = snapshot
+    backend.raw("DELETE FROM {M}")
+    backend.raw("DELETE FROM {B}")
+    for row in branches:
+        backend.raw("INSERT INTO {B} VALUES (" + ", ".join("?" * len(row)) + ")", *row)
+    for row in messages:
+        backend.raw("INSERT INTO {M} VALUES (" + ", ".join("?" * len(row)) + ")", *row)
+
+
+def test_every_turn_given_the_head_kept_from_the_last_one_loads(backend: Backend) -> None:
+    store = backend.open(signing_keys=KEY)
+    history = turns(400)
+    kept = None
+    stored = 0
+    for n in (*range(1, 40, 3), *range(40, 400, 23)):
+        window = store.load_window_sync(OWNER, "c", last=30, last_head=kept)
+        assert window.length == stored
+        store.append_sync(OWNER, "c", history[stored:n], window.length)
+        stored = n
+        kept = window.head  # the head the turn ran on: the next load must extend it
+    first = store.head_sync(OWNER, "c")
+    assert first is not None
+    store.append_sync(OWNER, "c", turns(300, "later"), stored)
+    # a head from 300 messages before the window: the chain is followed back to it
+    window = store.load_window_sync(OWNER, "c", last=30, last_head=first)
+    assert window.start - 1 > first.length
+    store.erase_sync(OWNER, "c", [5])  # an erasure rechains: still a successor
+    assert store.load_window_sync(OWNER, "c", last=30, last_head=first).length == window.length
+
+
+def test_a_rolled_back_database_is_refused_given_the_last_head(backend: Backend) -> None:
+    store = backend.open(signing_keys=KEY)
+    store.append_sync(OWNER, "c", turns(200), 0)
+    snapshot = _snapshot(backend)
+    store.append_sync(OWNER, "c", turns(10, "lost"), 200)
+    kept = store.load_window_sync(OWNER, "c", last=40).head
+    assert kept is not None and kept.length == 210
+    _restore(backend, snapshot)
+    assert store.load_window_sync(OWNER, "c", last=40).length == 200  # consistent: unnoticed
+    with pytest.raises(CorruptHistoryError, match=r"older than your head.s.*rolled back"):
+        store.load_window_sync(OWNER, "c", last=40, last_head=kept)
+
+
+def test_a_rewritten_branch_at_a_later_revision_does_not_extend_the_head(backend: Backend) -> None:
+    store = backend.open(signing_keys=KEY)
+    store.append_sync(OWNER, "c", turns(120), 0)
+    kept = store.head_sync(OWNER, "c")
+    assert kept is not None
+    # the same key, another history of more revisions: in the window's reach and beyond it
+    for length, extra in ((125, 5), (400, 280)):
+        other = backend.open(signing_keys=KEY, table=f"{backend.table}_r{length}")
+        other.append_sync(OWNER, "c", turns(100, "other"), 0)
+        other.append_sync(OWNER, "c", turns(20, "x"), 100)
+        other.append_sync(OWNER, "c", turns(extra, "y"), 120)
+        assert other.load_window_sync(OWNER, "c", last=40).length == length
+        with pytest.raises(CorruptHistoryError, match="does not extend your head"):
+            other.load_window_sync(OWNER, "c", last=40, last_head=kept)
+    # and with the kept head's link written over the row it names (outside the window):
+    # the chain from that row on does not lead to the window, so it is still refused
+    backend.raw(
+        f"UPDATE {backend.table}_r400_messages SET link = ? WHERE position = ?"
+        .replace("?", "?" if backend.kind == "sqlite" else "%s"),
+        kept.link, kept.length - 1,
+    )  # fmt: skip
+    with pytest.raises(CorruptHistoryError, match="does not extend your head"):
+        other.load_window_sync(OWNER, "c", last=40, last_head=kept)
+
+
+def test_a_forged_head_or_a_lost_branch_is_refused(backend: Backend) -> None:
+    import attrs
+
+    store = backend.open(signing_keys=KEY)
+    store.append_sync(OWNER, "c", turns(50), 0)
+    snapshot = _snapshot(backend)
+    name = store.branch_sync(OWNER, "c", 20)
+    store.append_sync(OWNER, "c", turns(5, "b"), 20, branch=name)
+    kept = store.head_sync(OWNER, "c", branch=name)
+    assert kept is not None
+    forged = attrs.evolve(kept, length=kept.length + 1)
+    with pytest.raises(CorruptHistoryError, match="the head you gave does not verify"):
+        store.load_window_sync(OWNER, "c", last=10, branch=name, last_head=forged)
+    _restore(backend, snapshot)  # back to before the branch existed
+    with pytest.raises(CorruptHistoryError, match=r"not stored.*older than that branch"):
+        store.load_window_sync(OWNER, "c", last=10, branch=name, last_head=kept)
+
+
+def test_a_head_of_another_branch_or_not_a_head_is_a_usage_error(backend: Backend) -> None:
+    store = backend.open(signing_keys=KEY)
+    store.append_sync(OWNER, "c", turns(10), 0)
+    store.append_sync(OWNER, "d", turns(10), 0)
+    kept = store.head_sync(OWNER, "d")
+    with pytest.raises(UsageError, match="a head of this owner, conversation and branch"):
+        store.load_window_sync(OWNER, "c", last=5, last_head=kept)
+    with pytest.raises(UsageError, match="the Head of an earlier window"):
+        store.load_window_sync(OWNER, "c", last=5, last_head="01ab")  # type: ignore[arg-type]

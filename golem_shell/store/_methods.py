@@ -69,7 +69,7 @@ class HistoryStore(Protocol):
     async def load_window(
         self, owner: str, conversation_id: str, *, last: int | None = None,
         low_water: int | None = None, keep_first: int = 0, branch: str = MAIN,
-        processor: Callable[..., object] | None = None,
+        processor: Callable[..., object] | None = None, last_head: Head | None = None,
     ) -> Window: ...  # fmt: skip
 
     async def append(
@@ -109,7 +109,7 @@ class HistoryStore(Protocol):
     def load_window_sync(
         self, owner: str, conversation_id: str, *, last: int | None = None,
         low_water: int | None = None, keep_first: int = 0, branch: str = MAIN,
-        processor: Callable[..., object] | None = None,
+        processor: Callable[..., object] | None = None, last_head: Head | None = None,
     ) -> Window: ...  # fmt: skip
 
     def append_sync(
@@ -184,7 +184,7 @@ class StoreMethods:
     async def load_window(
         self, owner: str, conversation_id: str, *, last: int | None = None,
         low_water: int | None = None, keep_first: int = 0, branch: str = MAIN,
-        processor: Callable[..., object] | None = None,
+        processor: Callable[..., object] | None = None, last_head: Head | None = None,
     ) -> Window:  # fmt: skip
         """The newest part of the branch: what ``trim_history(last, low_water=...)``
         needs, read and verified against the signed head without reading the rest.
@@ -205,6 +205,11 @@ class StoreMethods:
                 such as ``compose(trim_history(400), budget_history(counter, 8000))``
                 for a token budget with a bounded load. Any other processor may read
                 every message: refused with a ``UsageError`` that says so.
+            last_head: The ``window.head`` (or ``store.head(...)``) you kept from the
+                turn before: the branch must be it or a successor of it (appends, or
+                an erasure since), else ``CorruptHistoryError`` (the database was
+                rolled back to an older state, or the head is forged). Costs reading
+                the seals and links appended since that head, nothing more.
             keep_first: Also return the branch's first messages (a first user message,
                 a summary placed first), before the window.
             branch: Which branch.
@@ -217,25 +222,42 @@ class StoreMethods:
             HistoryNotFound: ``branch`` (not ``main``) does not exist for this owner.
             CorruptHistoryError: a row of the window does not decode or does not verify
                 (altered, missing, reordered, restored after an erasure, or the head
-                does not verify or end with it); names the position.
+                does not verify or end with it), or the branch is older than
+                ``last_head``; names the position.
             EncryptionKeyError: a row is encrypted under a key id the store lacks.
             UsageError: ``last``, ``low_water`` or ``keep_first`` out of range; neither
                 ``last`` nor ``processor``, or both; a processor that is not bounded
                 by a ``trim_history``.
         """
         op = window_op(
-            self._config, owner, conversation_id, branch, last, low_water, keep_first, processor
+            self._config,
+            owner,
+            conversation_id,
+            branch,
+            last,
+            low_water,
+            keep_first,
+            processor,
+            last_head,
         )
         return await self._run_async(op)
 
     def load_window_sync(
         self, owner: str, conversation_id: str, *, last: int | None = None,
         low_water: int | None = None, keep_first: int = 0, branch: str = MAIN,
-        processor: Callable[..., object] | None = None,
+        processor: Callable[..., object] | None = None, last_head: Head | None = None,
     ) -> Window:  # fmt: skip
         """``load_window`` for code without an event loop."""
         op = window_op(
-            self._config, owner, conversation_id, branch, last, low_water, keep_first, processor
+            self._config,
+            owner,
+            conversation_id,
+            branch,
+            last,
+            low_water,
+            keep_first,
+            processor,
+            last_head,
         )
         return self._run(op)
 

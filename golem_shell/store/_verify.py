@@ -39,7 +39,7 @@ from golem_shell.store._values import (
     VerifyReport,
 )
 
-__all__ = ["verify_op"]
+__all__ = ["gone_verdict", "rollback_findings", "verify_op"]
 
 _SEARCH_LIMIT = 2_000
 """Rows searched for a broken link's real predecessor (beyond: reported as deleted)."""
@@ -75,7 +75,7 @@ def verify_op(
             others = sorted(str(r[0]) for r in roots if r[0] != row.root)
             last = heads.get((row.conversation_id, row.branch))
             verdicts.append(_check(config, owner, row, view, others, last))
-        verdicts += [_gone(config, owner, head) for head in gone]
+        verdicts += [gone_verdict(config, owner, head) for head in gone]
         return VerifyReport(tuple(verdicts), config.sealer.signed)
 
     return Operation(steps)
@@ -183,7 +183,7 @@ def _tail(
         detail = "the last message is not the one the signed head ends with"
         findings.append(Finding(FindingKind.TRUNCATED, row.length - 1, detail))
     if last is not None:
-        findings += _rollback(config, owner, row, by_position, last)
+        findings += rollback_findings(config, owner, row, by_position, last)
     return findings
 
 
@@ -197,7 +197,7 @@ def _genuine(config: Config, owner: str, last: Head) -> bool:
     return any(last.signature == sealer.head(fields, k) for k in sealer.keys)
 
 
-def _gone(config: Config, owner: str, last: Head) -> BranchVerdict:
+def gone_verdict(config: Config, owner: str, last: Head) -> BranchVerdict:
     """The verdict on a branch the caller holds a head of and the store does not: the
     database went back to before it existed (branches are never removed one by one; a
     deleted conversation has none left to verify)."""
@@ -213,9 +213,13 @@ def _gone(config: Config, owner: str, last: Head) -> BranchVerdict:
     return BranchVerdict(last.conversation_id, last.branch, 0, (found,))
 
 
-def _rollback(
+def rollback_findings(
     config: Config, owner: str, row: BranchRow, links: dict[int, str], last: Head
 ) -> list[Finding]:
+    """What is wrong with ``row`` given ``last``, the head the caller saw before: ``[]``
+    when the stored branch is that head or a successor of it (appends since, or an
+    erasure since). ``links`` must hold the verified link at ``last.length - 1`` when
+    the stored revision is later and no erasure rechained the branch since."""
     if not _genuine(config, owner, last):
         return [Finding(FindingKind.HEAD, -1, "the head you gave does not verify")]
     if row.revision < last.revision:

@@ -58,7 +58,8 @@ from golem_shell.store._rows import (
     view_rows,
 )
 from golem_shell.store._sql import Dialect, Operation, Row, Steps
-from golem_shell.store._values import MAIN, Window
+from golem_shell.store._values import MAIN, Finding, FindingKind, Head, Window
+from golem_shell.store._verify import gone_verdict, rollback_findings
 
 __all__ = ["window_op", "window_start"]
 
@@ -132,13 +133,17 @@ def window_op(
     low_water: int | None,
     keep_first: int,
     processor: object = None,
+    last_head: object = None,
 ) -> Operation[Window]:
     checked(owner, cid, branch)
     last, low, keep = _check_args(last, low_water, keep_first, processor)
+    last_seen = _check_head(owner, cid, branch, last_head)
 
     def steps(d: Dialect) -> Steps[Window]:
         row = yield from branch_row(d, owner, cid, branch)
         if row is None:
+            if last_seen is not None and last_seen.length:
+                _refuse(cid, gone_verdict(config, owner, last_seen).findings)
             if branch == MAIN:
                 return Window(messages=(), start=0, length=0, pinned=0, head=None)
             raise HistoryNotFound(cid, branch)
@@ -150,6 +155,9 @@ def window_op(
             rows = yield from view_rows(d, owner, found, _COLUMNS)
             contents = _check_run(config, owner, row, rows, 0, n, None)
             _check_end(config, owner, row, rows)
+            if last_seen is not None:
+                links = {int(r[0]): str(r[3]) for r in rows}
+                _refuse(cid, rollback_findings(config, owner, row, links, last_seen))
             messages = _decode(cid, [*contents[:pinned], *contents[start:]], pinned, start)
             return Window(
                 messages=messages, start=start, length=n, pinned=pinned, head=head_of(owner, row)
@@ -163,12 +171,73 @@ def window_op(
             raise CorruptHistoryError(cid, start - 1, "no row at this position (before the window)")
         contents = _check_run(config, owner, row, rows[1:], start, n, str(rows[0][3]))
         _check_end(config, owner, row, rows)
+        if last_seen is not None:
+            links = yield from _links_back_to(d, config, owner, row, found, rows, last_seen)
+            _refuse(cid, rollback_findings(config, owner, row, links, last_seen))
         messages = _decode(cid, [*pins, *contents], pinned, start)
         return Window(
             messages=messages, start=start, length=n, pinned=pinned, head=head_of(owner, row)
         )
 
     return Operation(steps)
+
+
+def _check_head(owner: str, cid: str, branch: str, last_head: object) -> Head | None:
+    if last_head is None:
+        return None
+    if not isinstance(last_head, Head):
+        raise UsageError(
+            f"load_window(last_head): the Head of an earlier window or append, got {last_head!r}"
+        )
+    if (last_head.owner, last_head.conversation_id, last_head.branch) != (owner, cid, branch):
+        raise UsageError(
+            "load_window(last_head): a head of this owner, conversation and branch, got one "
+            f"of {last_head.owner!r}, {last_head.conversation_id!r}, {last_head.branch!r}"
+        )
+    return last_head
+
+
+def _links_back_to(
+    d: Dialect,
+    config: Config,
+    owner: str,
+    row: BranchRow,
+    found: Sequence[Segment],
+    window: Sequence[Row],
+    last: Head,
+) -> Steps[dict[int, str]]:
+    """The verified link at ``last.length - 1``, when ``rollback_findings`` needs it.
+
+    ``window`` starts with the row before the window, whose link the window's check has
+    bound to the signed head. A position in the window is read from it; an earlier one
+    (the caller's head is older than the window) is bound to that link by reading the
+    seals and links from it on and following the chain: the rows appended since the
+    caller's head, and no more (nothing is decoded or decrypted).
+    """
+    position = last.length - 1
+    if position < 0 or row.revision <= last.revision or row.rechained > last.revision:
+        return {}  # not needed: the revisions decide
+    first = int(window[0][0])
+    if position >= first:
+        return {int(r[0]): str(r[3]) for r in window if int(r[0]) == position}
+    rows = yield from view_rows(d, owner, _clip(found, position, first), "position, seal, link")
+    if len(rows) != first - position or int(rows[0][0]) != position:
+        return {}  # a position missing before the window: not an extension of the head
+    sealer = config.sealer
+    previous = str(rows[0][2])
+    for _, seal, link in [*rows[1:], (window[0][0], window[0][2], window[0][3])]:
+        if not any(link == sealer.link(previous, seal, k) for k in sealer.keys):
+            return {}  # the chain does not lead from the head's message to the window
+        previous = str(link)
+    return {position: str(rows[0][2])}
+
+
+def _refuse(cid: str, findings: Sequence[Finding]) -> None:
+    """Raise on the first finding about the caller's last head (a rollback)."""
+    for finding in findings:
+        rolled_back = finding.kind is FindingKind.ROLLED_BACK
+        hint = " (rolled back: the database is older than the head you kept)" if rolled_back else ""
+        raise CorruptHistoryError(cid, finding.position, finding.detail + hint)
 
 
 def _clip(found: Sequence[Segment], lo: int, hi: int) -> list[Segment]:
