@@ -39,6 +39,18 @@ def kinds(report: VerifyReport) -> list[tuple[FindingKind, int]]:
     return [(f.kind, f.position) for f in report.findings]
 
 
+def test_branches_made_in_the_same_millisecond_list_after_their_source(backend: Backend) -> None:
+    """A stopped clock: every branch is still listed after the one it was made from (the
+    order used to fall back to names, so a name sorting before ``main`` came first)."""
+    store = signed(backend, clock=lambda: 1_700_000_000.0)
+    five(store)
+    first = store.branch_sync(OWNER, "c", 3, name="a-first")
+    second = store.branch_sync(OWNER, "c", 2, source=first, name="0-second")
+    expected = [MAIN, first, second]
+    assert [v.branch for v in store.verify_sync(OWNER, "c").branches] == expected
+    assert [b.name for b in store.branches_sync(OWNER, "c")] == expected
+
+
 def test_an_untouched_conversation_verifies(backend: Backend) -> None:
     store = signed(backend)
     five(store)

@@ -198,7 +198,9 @@ def _child(
     d: Dialect, config: Config, owner: str, source: BranchRow, at: int, cid: str, name: str
 ) -> Steps[BranchRow]:
     link = yield from link_at(d, config, owner, source, at - 1)
-    now = config.now_ms()
+    # strictly after its source: listings by age (``verify``, ``branches``) put a branch
+    # after the one it was made from even when both were made in the same millisecond
+    now = max(config.now_ms(), source.created_ms + 1)
     parent = (source.conversation_id, source.branch) if at else None
     row = BranchRow(cid, name, parent, at, at, 0, 0, source.root, link, "", now)
     return sign(config, owner, row)
