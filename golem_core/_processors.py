@@ -10,10 +10,12 @@ one cut, one boundary rule and one set of error messages, which belong together.
 Both builtins follow one rule, and keep these invariants:
 
 - **The cut, in steps** (ADR 0078). A history within the bound comes back unchanged.
-  Past it, the cut removes whole steps of ``limit - low_water`` (messages or tokens)
-  counted from the start of the history, the fewest that bring it within the bound;
-  ``low_water`` defaults to half the bound. Prefix counts never change as a
-  conversation grows, so the cut point moves only once per step of growth, and between
+  Past it, the cut removes whole steps of at least ``limit - low_water`` (messages or
+  tokens), each from one step point to the next (a step point is the start, or the
+  first message at which the count since the previous step point reaches the step),
+  the fewest that bring it within the bound; ``low_water`` defaults to half the bound.
+  Step points depend only on the messages before them, so they never change as a
+  conversation grows: the cut point moves only once per step of growth, and between
   two moves every request's history is the previous one's plus new messages: a prompt
   cache serves it. ``low_water == limit`` is the sliding window (keep the newest
   messages that fit, cutting on every request once full). System messages are free:
@@ -71,6 +73,7 @@ __all__ = [
     "TokenCounter",
     "approximate_tokens",
     "budget_history",
+    "budget_window_start",
     "compose",
     "message_window",
     "token_counter",
@@ -346,21 +349,31 @@ def _protect_open_tail(history: Sequence[Message], start: int) -> int | None:
     return None
 
 
-def _step_point(counts: Sequence[int], total: int, limit: int, low_water: int) -> int:
-    """The first index whose prefix counts at least the next multiple of the step.
+def _step_points(counts: Sequence[int], total: int, limit: int, low_water: int) -> tuple[int, int]:
+    """The first step point whose suffix counts at most ``limit``, and the step point
+    before it (both ``0`` when everything fits; ``len`` when none fits).
 
-    The step is ``limit - low_water``; the cut removes ``k`` whole steps from the start,
-    the fewest that bring the rest within ``limit``. Prefix counts never change as the
-    history grows, so the point moves only when ``total`` passes ``limit + k * step``.
+    The step points are ``0`` and then, each from the one before, the first index at
+    which the counts since the previous step point reach the step (``limit -
+    low_water``): every step removes at least a step. Each point depends only on the
+    counts before it, so the points never change as the history grows and the cut moves
+    only when the suffix from it passes ``limit``. Counting each step from the one
+    before (not from the start) makes any step point a start as good as ``0``: the
+    points after it are the same, which is what lets a store load a window from one
+    (``budget_window_start``, ADR 0107); with unit counts they are the multiples of the
+    step.
     """
     step = limit - low_water
-    target = -(-(total - limit) // step) * step
-    reached = 0
-    for index, count in enumerate(counts):
-        if reached >= target:
-            return index
-        reached += count
-    return len(counts)
+    before, point, rest, end = 0, 0, total, len(counts)
+    while rest > limit:
+        before, reached = point, 0
+        while reached < step:
+            if point >= end:
+                return before, end
+            reached += counts[point]
+            point += 1
+        rest -= reached
+    return before, point
 
 
 def _check_low_water(function: str, limit_name: str, limit: int, value: object) -> int:
@@ -404,7 +417,7 @@ def _cut(
     below ``limit``; ``fit_cut`` is the sliding window's cut (the longest fitting
     suffix), used when ``low_water == limit``.
     """
-    point = fit_cut if low_water == limit else _step_point(counts, total, limit, low_water)
+    point = fit_cut if low_water == limit else _step_points(counts, total, limit, low_water)[1]
     return _cut_at(history, point)
 
 
@@ -598,6 +611,25 @@ class _BudgetHistory:
             )
         )
 
+    def window_start(self, history: Sequence[Message]) -> int:
+        """Where the newest part of ``history`` that this processor needs starts, when
+        ``history`` starts at one of its step points (see ``budget_window_start``)."""
+        counts = [
+            0 if m.role == Role.SYSTEM else _checked_count(self.counter, m, i)
+            for i, m in enumerate(history)
+        ]
+        total = sum(counts)
+        budget = self.max_tokens
+        if total <= budget:
+            return 0
+        if self.low_water < budget:
+            return _step_points(counts, total, budget, self.low_water)[0]
+        rest, fit = total, 0
+        while rest > budget:  # the sliding window: the longest suffix that fits
+            rest -= counts[fit]
+            fit += 1
+        return fit - 1
+
     def __repr__(self) -> str:
         low = _low_water_repr(self.max_tokens, self.low_water)
         return f"budget_history({_name_of(self.counter)}, {self.max_tokens}{low})"
@@ -610,13 +642,17 @@ def budget_history(
 
     A history whose non-system messages count at most ``max_tokens`` by ``counter``
     comes back unchanged (system messages are free and never counted: a run replaces
-    them with its instructions). Past that, the cut removes whole steps of
-    ``max_tokens - low_water`` tokens, counted from the start of the history, the
-    fewest that bring it within ``max_tokens``, then applies ``trim_history``'s
-    boundary rule; a pending call is never cut. Between two steps every request's
-    history is the previous one's plus new messages, so a prompt cache serves it
-    (ADR 0078). ``low_water=max_tokens`` is the sliding window: keep the longest
-    fitting suffix, cutting on every request once full.
+    them with its instructions). Past that, the cut removes whole steps, the fewest
+    that bring it within ``max_tokens``, then applies ``trim_history``'s boundary rule;
+    a pending call is never cut. A step runs from one step point to the next: the step
+    points are the start of the history and then, each from the one before, the first
+    message at which the tokens since the previous one reach ``max_tokens -
+    low_water``. They depend only on the messages before them, so between two steps
+    every request's history is the previous one's plus new messages and a prompt cache
+    serves it (ADR 0078); and any step point is as good a start as the first message,
+    so a store can load the newest part only (``budget_window_start``, ADR 0107).
+    ``low_water=max_tokens`` is the sliding window: keep the longest fitting suffix,
+    cutting on every request once full.
 
     Args:
         counter: Tokens per message, such as ``approximate_tokens`` or
@@ -709,8 +745,7 @@ def message_window(processor: object) -> tuple[int, int] | None:
     stage sees only the trim's output, so the processor returns from the newest part of
     a history that ``trim_history`` needs exactly what it returns from the whole (a
     store's ``load_window(processor=...)`` reads just that part). ``None`` for any other
-    processor: it may read every message (``budget_history`` counts its step points
-    from the start), so bound it with ``compose(trim_history(n), processor)``.
+    processor (``budget_history`` has its own windows: ``budget_window_start``).
 
     Total and pure: any object is accepted, and only ``golem_core``'s own processors
     are recognised.
@@ -719,4 +754,28 @@ def message_window(processor: object) -> tuple[int, int] | None:
     for first in stages:
         if isinstance(first, _TrimHistory):
             return first.max_messages, first.low_water
+    return None
+
+
+def budget_window_start(processor: object, history: Sequence[Message]) -> int | None:
+    """Where the part of ``history`` that a ``budget_history`` processor reads starts, or
+    ``None`` when ``processor`` is not one (nor a ``compose(...)`` that starts with one).
+
+    ``history`` must start at one of the processor's step points: the start of a
+    conversation, or the start an earlier call returned for a shorter version of it
+    (a conversation only grows). The answer is the step point one step before the
+    processor's cut (the sliding window: the message before its cut; ``0`` when the
+    history fits), so ``processor(history[start:]) == processor(history)`` and the
+    answer is itself a step point: a store loads, turn after turn, only the rows from
+    the last window's start on (``load_window(processor=..., after=window)``). Counts
+    each message once with the processor's counter (system messages count nothing).
+
+    Raises:
+        TypeError, ValueError: the counter returned something other than a
+            non-negative ``int`` (as the processor itself would).
+    """
+    stages = processor.processors[:1] if isinstance(processor, _Composed) else (processor,)
+    for first in stages:
+        if isinstance(first, _BudgetHistory):
+            return first.window_start(history)
     return None

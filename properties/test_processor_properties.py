@@ -31,6 +31,7 @@ from golem_core import (
     ToolCallPart,
     approximate_tokens,
     budget_history,
+    budget_window_start,
     compose,
     trim_history,
 )
@@ -310,3 +311,30 @@ def test_approximate_tokens_is_positive_deterministic_and_adds_up_over_parts(
         assert approximate_tokens(message) == tokens
         singles = [approximate_tokens(Message(message.role, (p,))) - 4 for p in message.parts]
         assert tokens == 4 + sum(singles)
+
+
+# -- windows: what a budget reads (budget_window_start, ADR 0107) -----------------------------
+
+
+@given(any_histories, any_histories, token_counters, max_tokens, st.data())
+def test_a_budget_returns_from_its_window_what_it_returns_from_the_whole(
+    history: tuple[Message, ...],
+    later: tuple[Message, ...],
+    counter: TokenCounter,
+    limit: int,
+    data: st.DataObject,
+) -> None:
+    """The window starts on a step point: the processor returns from it what it returns
+    from the whole history, and as the history grows a window found from the last one's
+    start is the window found from the start (so a store reads from there on)."""
+    low_water = data.draw(st.integers(1, limit), label="low_water")
+    processor = budget_history(counter, limit, low_water=low_water)
+    start = budget_window_start(processor, history)
+    assert start is not None and 0 <= start <= len(history)
+    assert processor(history[start:]) == processor(history)
+    grown = history + later
+    anchored = start + (budget_window_start(processor, grown[start:]) or 0)
+    assert anchored == budget_window_start(processor, grown)
+    assert processor(grown[anchored:]) == processor(grown)
+    assert budget_window_start(compose(processor, trim_history(3)), grown) == anchored
+    assert budget_window_start(trim_history(3), grown) is None

@@ -147,9 +147,11 @@ def test_bounds_a_history_by_exact_tokens(encoding: tiktoken.Encoding) -> None:
     history = (Message.user("abab " * 20), Message.assistant("abab"), Message.user("ab"))
     count = tiktoken_counter(encoding)
     assert [count(m) for m in history] == [4 + 2 + 40, 4 + 2 + 1, 4 + 2 + 1]
-    # the sliding window keeps what fits; the default cuts in a step, to half the budget
+    # the sliding window keeps what fits; the default cuts whole steps (each at least half
+    # the budget, from one step point to the next): the first message is a step of its own
     assert budget_history(count, 14, low_water=14)(history).unwrap() == history[1:]
-    assert budget_history(count, 14)(history).unwrap() == history[2:]
+    assert budget_history(count, 14)(history).unwrap() == history[1:]
+    assert budget_history(count, 13)(history).unwrap() == history[2:]
     assert budget_history(count, 60)(history).unwrap() is history
 
 
