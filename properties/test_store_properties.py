@@ -31,7 +31,7 @@ from golem_core import (
     encode_history,
     trim_history,
 )
-from golem_shell.store import HistoryConflict, PostgresHistoryStore, SQLiteHistoryStore
+from golem_shell.store import HistoryConflict, PostgresHistoryStore, SQLiteHistoryStore, Window
 from golem_shell.store._tombstone import PartFilter, erase_message
 
 History = tuple[Message, ...]
@@ -198,6 +198,7 @@ class StoredConversations(RuleBasedStateMachine):
         self.store = self.open_store()
         self.model = StoreModel()
         self.forks = 0
+        self.windows: dict[View, Window] = {}
 
     def teardown(self) -> None:
         self.store.close()
@@ -281,6 +282,7 @@ class StoredConversations(RuleBasedStateMachine):
         receipt = self.store.delete_sync(OWNER, cid)
         assert receipt.conversations in ((cid,), ())
         self.model.delete(cid)
+        self.windows = {v: w for v, w in self.windows.items() if v[0] != cid}
 
     @precondition(lambda self: bool(self.model.views))
     @rule(data=st.data(), last=st.integers(1, 8), low=st.integers(1, 8))
@@ -307,6 +309,25 @@ class StoredConversations(RuleBasedStateMachine):
                 self.store.load_window_sync(OWNER, cid, processor=bounded, branch=branch) == window
             )
             assert bounded(window.messages) == bounded(whole)
+
+    @precondition(lambda self: bool(self.model.views))
+    @rule(data=st.data(), budget=st.integers(1, 60))
+    def load_budget_window(self, data: st.DataObject, budget: int) -> None:
+        """A budget's window, read from the last window's start of the same view (any
+        processor's: another one's is not trusted as an anchor), is the whole branch's
+        suffix, and the processor returns from it what it returns from the whole."""
+        view = data.draw(st.sampled_from(self._views()))
+        low_water = data.draw(st.integers(1, budget), label="low_water")
+        processor = budget_history(approximate_tokens, budget, low_water=low_water)
+        after = self.windows.get(view)
+        whole = self.store.load_sync(OWNER, view[0], branch=view[1])
+        window = self.store.load_window_sync(
+            OWNER, view[0], processor=processor, branch=view[1], after=after
+        )
+        assert window.length == len(whole)
+        assert window.messages == whole[window.start :]
+        assert processor(window.messages) == processor(whole)
+        self.windows[view] = window
 
     @invariant()
     def every_branch_holds_the_models_messages_pairs_and_verifies(self) -> None:

@@ -377,7 +377,7 @@ def test_processor_names_the_window_of_a_trim_or_a_compose_that_starts_with_one(
         ({}, "pass last= .* or processor="),
         ({"processor": trim_history(9), "last": 9}, "not both"),
         ({"processor": trim_history(9), "low_water": 3}, "not both"),
-        ({"processor": budget_history(approximate_tokens, 900)}, "may read every message"),
+        ({"processor": drop_thinking()}, "may read every message"),
         ({"processor": compose(drop_thinking, trim_history(9))}, r"compose\(trim_history\(n\)"),
     ],
 )
@@ -527,3 +527,146 @@ def test_a_head_of_another_branch_or_not_a_head_is_a_usage_error(backend: Backen
         store.load_window_sync(OWNER, "c", last=5, last_head=kept)
     with pytest.raises(UsageError, match="the Head of an earlier window"):
         store.load_window_sync(OWNER, "c", last=5, last_head="01ab")  # type: ignore[arg-type]
+
+
+# -- budget_history's own windows: from its step point before the cut (after=) ------------------
+
+
+@pytest.mark.parametrize(("max_tokens", "low_water"), [(150, None), (150, 40), (120, 120)])
+def test_a_budget_window_returns_what_the_whole_branch_returns(
+    backend: Backend, max_tokens: int, low_water: int | None
+) -> None:
+    store = backend.open(signing_keys=KEY)
+    processor = budget_history(approximate_tokens, max_tokens, low_water=low_water)
+    history = turns(260)
+    previous: Window | None = None
+    stored = 0
+    for n in (*range(0, 40, 3), *range(40, 260, 11)):
+        store.append_sync(OWNER, "c", history[stored:n], stored)
+        stored = n
+        whole = store.load_sync(OWNER, "c")
+        window = store.load_window_sync(OWNER, "c", processor=processor, after=previous)
+        fresh = store.load_window_sync(OWNER, "c", processor=processor)  # reads it all
+        assert (window.start, window.messages) == (fresh.start, fresh.messages), n
+        assert window.messages == whole[window.start :]
+        assert window.step_grid == repr(processor)
+        assert processor(window.messages) == processor(whole), n
+        # bounded: the cut keeps at most the budget; one step more, and the message
+        # that crossed it, were read before it
+        kept = processor(window.messages).unwrap()
+        assert len(window.messages) - len(kept) <= 30
+        previous = window
+
+
+def test_an_anchored_budget_window_never_reads_before_the_last_start(backend: Backend) -> None:
+    store = backend.open(signing_keys=KEY)
+    processor = budget_history(approximate_tokens, 200)
+    store.append_sync(OWNER, "c", turns(600), 0)
+    first = store.load_window_sync(OWNER, "c", processor=processor)
+    assert first.start > 500
+    store.append_sync(OWNER, "c", turns(40, "n"), 600)
+    backend.raw("DELETE FROM {M} WHERE position < ?", first.start - 1)
+    window = store.load_window_sync(OWNER, "c", processor=processor, after=first)
+    assert window.start >= first.start and window.length == 640
+    assert texts(window.messages) == texts([*turns(600), *turns(40, "n")][window.start :])
+    with pytest.raises(CorruptHistoryError):
+        store.load_window_sync(OWNER, "c", processor=processor)  # without after: it reads all
+
+
+def test_an_erasure_or_another_processor_drops_the_anchor(backend: Backend) -> None:
+    store = backend.open(signing_keys=KEY)
+    processor = budget_history(approximate_tokens, 200)
+    store.append_sync(OWNER, "c", turns(300), 0)
+    first = store.load_window_sync(OWNER, "c", processor=processor)
+    store.erase_sync(OWNER, "c", list(range(0, 250)))  # shorter counts: other step points
+    whole = store.load_sync(OWNER, "c")
+    window = store.load_window_sync(OWNER, "c", processor=processor, after=first)
+    assert processor(window.messages) == processor(whole)
+    other = budget_history(approximate_tokens, 90)
+    window = store.load_window_sync(OWNER, "c", processor=other, after=first)
+    assert window.step_grid == repr(other)
+    assert other(window.messages) == other(whole)
+    trimmed = store.load_window_sync(OWNER, "c", last=20, after=window)  # the head checked only
+    assert trimmed.step_grid == "" and trimmed.length == 300
+
+
+def test_an_anchor_that_is_not_a_step_point_before_the_cut_is_not_trusted(
+    backend: Backend,
+) -> None:
+    """A window edited by hand (its start moved past the cut) would fit the budget whole:
+    the store reads the whole branch instead of returning less than the processor keeps."""
+    import attrs
+
+    store = backend.open(signing_keys=KEY)
+    processor = budget_history(approximate_tokens, 200)
+    store.append_sync(OWNER, "c", turns(300), 0)
+    first = store.load_window_sync(OWNER, "c", processor=processor)
+    edited = attrs.evolve(first, start=first.length - 2)
+    window = store.load_window_sync(OWNER, "c", processor=processor, after=edited)
+    assert (window.start, window.messages) == (first.start, first.messages)
+
+
+def test_after_must_be_a_window_of_this_branch(backend: Backend) -> None:
+    store = backend.open(signing_keys=KEY)
+    processor = budget_history(approximate_tokens, 200)
+    store.append_sync(OWNER, "c", turns(30), 0)
+    store.append_sync(OWNER, "d", turns(30), 0)
+    other = store.load_window_sync(OWNER, "d", processor=processor)
+    with pytest.raises(UsageError, match="a window of this owner, conversation and branch"):
+        store.load_window_sync(OWNER, "c", processor=processor, after=other)
+    with pytest.raises(UsageError, match="the Window of an earlier load"):
+        store.load_window_sync(OWNER, "c", processor=processor, after=3)  # type: ignore[arg-type]
+
+
+def test_a_budget_window_after_a_rollback_is_refused(backend: Backend) -> None:
+    store = backend.open(signing_keys=KEY)
+    processor = budget_history(approximate_tokens, 200)
+    store.append_sync(OWNER, "c", turns(200), 0)
+    snapshot = _snapshot(backend)
+    store.append_sync(OWNER, "c", turns(20, "lost"), 200)
+    seen = store.load_window_sync(OWNER, "c", processor=processor)
+    _restore(backend, snapshot)
+    with pytest.raises(CorruptHistoryError, match="rolled back"):
+        store.load_window_sync(OWNER, "c", processor=processor, after=seen)
+
+
+def test_the_agent_pattern_with_budget_history_alone(backend: Backend) -> None:
+    seen: list[tuple[Message, ...]] = []
+
+    def model(request: ModelRequest) -> str:
+        seen.append(request.messages)
+        asked = request.messages[-1].text
+        return f"answer to {asked} " + "words " * (int(asked[1:]) * 5 % 7)
+
+    agent = Agent(FunctionModel(model), history_processor=budget_history(approximate_tokens, 150))
+    whole_store, window_store = (
+        backend.open(signing_keys=KEY),
+        backend.open(signing_keys=KEY, table=backend.table + "_g"),
+    )
+    for s in (whole_store, window_store):
+        s.append_sync(OWNER, "c", turns(300), 0)
+    window: Window | None = None
+    for turn in range(16):
+        history = whole_store.load_sync(OWNER, "c")
+        result = agent.run_with_history_sync(history, f"q{turn}", conversation_id="c")
+        whole_store.append_sync(OWNER, "c", result.new_messages, len(history))
+        window = window_store.load_window_sync(
+            OWNER, "c", processor=agent.history_processor, after=window
+        )
+        result = agent.run_with_history_sync(window.messages, f"q{turn}", conversation_id="c")
+        window_store.append_sync(OWNER, "c", result.new_messages, window.length)
+        sent_whole, sent_window = seen[-2], seen[-1]
+        assert [(m.role, m.text) for m in sent_whole] == [(m.role, m.text) for m in sent_window]
+    assert texts(whole_store.load_sync(OWNER, "c")) == texts(window_store.load_sync(OWNER, "c"))
+
+
+def test_pinned_first_messages_with_a_budget(backend: Backend) -> None:
+    store = backend.open(signing_keys=KEY)
+    processor = budget_history(approximate_tokens, 200)
+    store.append_sync(OWNER, "c", turns(400), 0)
+    first = store.load_window_sync(OWNER, "c", processor=processor, keep_first=2)
+    store.append_sync(OWNER, "c", turns(10, "n"), 400)
+    window = store.load_window_sync(OWNER, "c", processor=processor, keep_first=2, after=first)
+    whole = store.load_sync(OWNER, "c")
+    assert window.pinned == 2 and window.messages[:2] == whole[:2]
+    assert window.messages[2:] == whole[window.start :]

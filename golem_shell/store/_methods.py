@@ -70,6 +70,7 @@ class HistoryStore(Protocol):
         self, owner: str, conversation_id: str, *, last: int | None = None,
         low_water: int | None = None, keep_first: int = 0, branch: str = MAIN,
         processor: Callable[..., object] | None = None, last_head: Head | None = None,
+        after: Window | None = None,
     ) -> Window: ...  # fmt: skip
 
     async def append(
@@ -110,6 +111,7 @@ class HistoryStore(Protocol):
         self, owner: str, conversation_id: str, *, last: int | None = None,
         low_water: int | None = None, keep_first: int = 0, branch: str = MAIN,
         processor: Callable[..., object] | None = None, last_head: Head | None = None,
+        after: Window | None = None,
     ) -> Window: ...  # fmt: skip
 
     def append_sync(
@@ -185,6 +187,7 @@ class StoreMethods:
         self, owner: str, conversation_id: str, *, last: int | None = None,
         low_water: int | None = None, keep_first: int = 0, branch: str = MAIN,
         processor: Callable[..., object] | None = None, last_head: Head | None = None,
+        after: Window | None = None,
     ) -> Window:  # fmt: skip
         """The newest part of the branch: what ``trim_history(last, low_water=...)``
         needs, read and verified against the signed head without reading the rest.
@@ -202,14 +205,22 @@ class StoreMethods:
             processor: Instead of ``last`` and ``low_water``: the agent's history
                 processor, read for them (``golem_core.message_window``):
                 ``trim_history(n, ...)`` or a ``compose(...)`` that starts with one,
-                such as ``compose(trim_history(400), budget_history(counter, 8000))``
-                for a token budget with a bounded load. Any other processor may read
-                every message: refused with a ``UsageError`` that says so.
+                such as ``compose(trim_history(400), budget_history(counter, 8000))``;
+                or ``budget_history(...)`` (or a ``compose(...)`` that starts with one),
+                whose window starts on its step point before the cut
+                (``golem_core.budget_window_start``): the first load reads the whole
+                branch once to find it, and a load given ``after=`` reads from the last
+                window's start on. Any other processor may read every message:
+                refused with a ``UsageError`` that says so.
             last_head: The ``window.head`` (or ``store.head(...)``) you kept from the
                 turn before: the branch must be it or a successor of it (appends, or
                 an erasure since), else ``CorruptHistoryError`` (the database was
                 rolled back to an older state, or the head is forged). Costs reading
                 the seals and links appended since that head, nothing more.
+            after: The ``Window`` of the last load of this branch: its head is checked
+                as ``last_head`` is, and a ``budget_history`` window reads only from its
+                ``start`` on (a step point), unless an erasure since rechained the
+                branch or the processor differs (then it reads the whole branch once).
             keep_first: Also return the branch's first messages (a first user message,
                 a summary placed first), before the window.
             branch: Which branch.
@@ -230,35 +241,22 @@ class StoreMethods:
                 by a ``trim_history``.
         """
         op = window_op(
-            self._config,
-            owner,
-            conversation_id,
-            branch,
-            last,
-            low_water,
-            keep_first,
-            processor,
-            last_head,
-        )
+            self._config, owner, conversation_id, branch, last, low_water, keep_first,
+            processor=processor, last_head=last_head, after=after,
+        )  # fmt: skip
         return await self._run_async(op)
 
     def load_window_sync(
         self, owner: str, conversation_id: str, *, last: int | None = None,
         low_water: int | None = None, keep_first: int = 0, branch: str = MAIN,
         processor: Callable[..., object] | None = None, last_head: Head | None = None,
+        after: Window | None = None,
     ) -> Window:  # fmt: skip
         """``load_window`` for code without an event loop."""
         op = window_op(
-            self._config,
-            owner,
-            conversation_id,
-            branch,
-            last,
-            low_water,
-            keep_first,
-            processor,
-            last_head,
-        )
+            self._config, owner, conversation_id, branch, last, low_water, keep_first,
+            processor=processor, last_head=last_head, after=after,
+        )  # fmt: skip
         return self._run(op)
 
     async def append(

@@ -174,6 +174,9 @@ class Window:
     ``omitted`` messages between them were not read. ``length`` is the branch's length:
     pass it as ``append``'s ``expected_length`` (not ``len(messages)``). ``head`` is the
     signed head the window was verified against (``None``: nothing stored).
+    ``step_grid`` names the ``budget_history`` processor whose step point ``start`` is
+    (``""`` for a window by message count): pass the window back as the next load's
+    ``after=`` and that load reads from ``start`` on.
     """
 
     messages: tuple[Message, ...]
@@ -181,6 +184,7 @@ class Window:
     length: int
     pinned: int
     head: Head | None
+    step_grid: str = ""
 
     @property
     def omitted(self) -> int:

@@ -39,12 +39,19 @@ bound to the head without reading the rows between: ADR 0107 says what that leav
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import cast
 
+from attrs import frozen
 from returns.result import Failure, Success
 
-from golem_core import Message, decode_history, decode_message, message_window
+from golem_core import (
+    Message,
+    budget_window_start,
+    decode_history,
+    decode_message,
+    message_window,
+)
 from golem_shell._errors import UsageError
 from golem_shell.store._errors import CorruptHistoryError, HistoryNotFound, check_length
 from golem_shell.store._rows import (
@@ -83,9 +90,19 @@ def window_start(length: int, last: int, low_water: int) -> int:
     return cut - step
 
 
+@frozen
+class _Bound:
+    """What bounds a window: ``trim_history``'s numbers, or a budget processor."""
+
+    last: int = 0
+    low_water: int = 0
+    budget: object = None  # a processor ``budget_window_start`` answers for
+
+
 def _check_args(
     last: object, low_water: object, keep_first: object, processor: object
-) -> tuple[int, int, int]:
+) -> tuple[_Bound, int]:
+    keep = check_length("keep_first", keep_first)
     if processor is not None:
         if last is not None or low_water is not None:
             raise UsageError(
@@ -93,15 +110,17 @@ def _check_args(
                 f"got processor={processor!r}, last={last!r}, low_water={low_water!r}"
             )
         numbers = message_window(processor)
-        if numbers is None:
-            raise UsageError(
-                f"load_window(processor): {processor!r} may read every message of the "
-                "history: only trim_history, or a compose(...) whose first stage is one, "
-                "bounds what a processor reads. Bound it with compose(trim_history(n), "
-                "...), or load() the whole branch"
-            )
-        last, low_water = numbers
-    elif last is None:
+        if numbers is not None:
+            return _Bound(*numbers), keep
+        if budget_window_start(processor, ()) is not None:
+            return _Bound(budget=processor), keep
+        raise UsageError(
+            f"load_window(processor): {processor!r} may read every message of the "
+            "history: only trim_history or budget_history, or a compose(...) whose first "
+            "stage is one, bounds what a processor reads. Bound it with "
+            "compose(trim_history(n), ...), or load() the whole branch"
+        )
+    if last is None:
         raise UsageError(
             "load_window: pass last= (your trim_history's max_messages) or processor= "
             "(the agent's history_processor)"
@@ -121,7 +140,7 @@ def _check_args(
         )
     else:
         low = low_water
-    return last, low, check_length("keep_first", keep_first)
+    return _Bound(last, low), keep
 
 
 def window_op(
@@ -134,10 +153,15 @@ def window_op(
     keep_first: int,
     processor: object = None,
     last_head: object = None,
+    after: object = None,
 ) -> Operation[Window]:
     checked(owner, cid, branch)
-    last, low, keep = _check_args(last, low_water, keep_first, processor)
+    bound, keep = _check_args(last, low_water, keep_first, processor)
+    previous = _check_after(owner, cid, branch, after)
+    if last_head is None and previous is not None:
+        last_head = previous.head
     last_seen = _check_head(owner, cid, branch, last_head)
+    grid = "" if bound.budget is None else repr(bound.budget)
 
     def steps(d: Dialect) -> Steps[Window]:
         row = yield from branch_row(d, owner, cid, branch)
@@ -145,27 +169,31 @@ def window_op(
             if last_seen is not None and last_seen.length:
                 _refuse(cid, gone_verdict(config, owner, last_seen).findings)
             if branch == MAIN:
-                return Window(messages=(), start=0, length=0, pinned=0, head=None)
+                return Window(messages=(), start=0, length=0, pinned=0, head=None, step_grid=grid)
             raise HistoryNotFound(cid, branch)
         n = row.length
-        start = window_start(n, last, low)
-        pinned = min(keep, start)
         found = yield from segments(d, owner, row)
-        if start == 0 or pinned >= start - 1:  # one run from the genesis: read it all
+        if bound.budget is None:
+            start = window_start(n, bound.last, bound.low_water)
+        else:
+            start = _anchor(row, previous, grid, keep)
+        pinned = min(keep, start)
+        if pinned >= start - 1:  # one run from the genesis: read it all
+            start = start if bound.budget is None else 0
             rows = yield from view_rows(d, owner, found, _COLUMNS)
             contents = _check_run(config, owner, row, rows, 0, n, None)
             _check_end(config, owner, row, rows)
             if last_seen is not None:
                 links = {int(r[0]): str(r[3]) for r in rows}
                 _refuse(cid, rollback_findings(config, owner, row, links, last_seen))
-            messages = _decode(cid, [*contents[:pinned], *contents[start:]], pinned, start)
+            read = _decode(cid, contents, 0, 0)
+            start += _budget_start(bound, read[start:], anchored=False)
+            pinned = min(keep, start)
+            messages = read[:pinned] + read[start:]
             return Window(
-                messages=messages, start=start, length=n, pinned=pinned, head=head_of(owner, row)
-            )
-        pins: list[bytes] = []
-        if pinned:
-            pin_rows = yield from view_rows(d, owner, _clip(found, 0, pinned), _COLUMNS)
-            pins = _check_run(config, owner, row, pin_rows, 0, pinned, None)
+                messages=messages, start=start, length=n, pinned=pinned,
+                head=head_of(owner, row), step_grid=grid,
+            )  # fmt: skip
         rows = yield from view_rows(d, owner, _clip(found, start - 1, n), _COLUMNS)
         if not rows or int(rows[0][0]) != start - 1:
             raise CorruptHistoryError(cid, start - 1, "no row at this position (before the window)")
@@ -174,12 +202,73 @@ def window_op(
         if last_seen is not None:
             links = yield from _links_back_to(d, config, owner, row, found, rows, last_seen)
             _refuse(cid, rollback_findings(config, owner, row, links, last_seen))
-        messages = _decode(cid, [*pins, *contents], pinned, start)
+        read = _decode(cid, contents, 0, start)
+        moved = _budget_start(bound, read, anchored=True)
+        if moved < 0:  # the anchor was not a step point before the cut: read it all
+            moved_window = yield from window_op(
+                config, owner, cid, branch, None, None, keep, bound.budget, last_head
+            ).steps(d)
+            return moved_window
+        start += moved
+        pinned = min(keep, start)
+        pins: tuple[Message, ...] = ()
+        if pinned:
+            pin_rows = yield from view_rows(d, owner, _clip(found, 0, pinned), _COLUMNS)
+            pins = _decode(cid, _check_run(config, owner, row, pin_rows, 0, pinned, None), 0, 0)
         return Window(
-            messages=messages, start=start, length=n, pinned=pinned, head=head_of(owner, row)
-        )
+            messages=pins + read[moved:], start=start, length=n, pinned=pinned,
+            head=head_of(owner, row), step_grid=grid,
+        )  # fmt: skip
 
     return Operation(steps)
+
+
+def _check_after(owner: str, cid: str, branch: str, after: object) -> Window | None:
+    if after is None:
+        return None
+    if not isinstance(after, Window):
+        raise UsageError(f"load_window(after): the Window of an earlier load, got {after!r}")
+    head = after.head
+    if head is not None and (head.owner, head.conversation_id, head.branch) != (
+        owner, cid, branch,
+    ):  # fmt: skip
+        raise UsageError(
+            "load_window(after): a window of this owner, conversation and branch, got one "
+            f"of {head.owner!r}, {head.conversation_id!r}, {head.branch!r}"
+        )
+    return after
+
+
+def _anchor(row: BranchRow, previous: Window | None, grid: str, keep: int) -> int:
+    """Where a budget window's read starts: the last window's start, when that is a step
+    point of this processor on this branch as it is now; else ``0`` (read it all)."""
+    if previous is None or previous.head is None or previous.step_grid != grid:
+        return 0
+    if row.rechained > previous.head.revision:  # an erasure since: counts may differ
+        return 0
+    start = previous.start
+    if start > row.length or (keep and keep >= start - 1):
+        return 0
+    return start
+
+
+def _budget_start(bound: _Bound, read: tuple[Message, ...], *, anchored: bool) -> int:
+    """How far past the first message read a budget window starts (``0`` for a window by
+    message count); ``-1`` when an anchored read fits the budget whole, which a genuine
+    anchor (a step point before the cut, on a history that only grew) never does."""
+    if bound.budget is None:
+        return 0
+    moved = budget_window_start(bound.budget, read)
+    assert moved is not None  # checked by _check_args
+    if anchored and moved == 0 and _fits(bound.budget, read):
+        return -1
+    return moved
+
+
+def _fits(processor: object, history: tuple[Message, ...]) -> bool:
+    """Whether ``processor`` returns ``history`` unchanged (its budget is not reached)."""
+    outcome = cast(Callable[[tuple[Message, ...]], object], processor)(history)
+    return isinstance(outcome, Success) and outcome.unwrap() is history
 
 
 def _check_head(owner: str, cid: str, branch: str, last_head: object) -> Head | None:
