@@ -66,6 +66,20 @@ class Backend:
             cursor = conn.execute(self.sql(statement), params)
             return cursor.fetchall() if cursor.description is not None else []
 
+    def snapshot(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """Every row of the messages and branches tables, to ``restore`` later."""
+        return self.raw("SELECT * FROM {M}"), self.raw("SELECT * FROM {B}")
+
+    def restore(self, snapshot: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]) -> None:
+        """The tables go back to ``snapshot`` (a restored backup, a replica behind)."""
+        messages, branches = snapshot
+        self.raw("DELETE FROM {M}")
+        self.raw("DELETE FROM {B}")
+        for row in branches:
+            self.raw("INSERT INTO {B} VALUES (" + ", ".join("?" * len(row)) + ")", *row)
+        for row in messages:
+            self.raw("INSERT INTO {M} VALUES (" + ", ".join("?" * len(row)) + ")", *row)
+
     def close(self) -> None:
         for store in self.opened:
             store.close()

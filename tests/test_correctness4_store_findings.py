@@ -69,19 +69,13 @@ def test_verify_reports_a_row_under_a_key_id_the_store_lacks(backend: Backend) -
 def test_a_rollback_to_before_a_branch_existed_is_reported(backend: Backend) -> None:
     store = backend.open(signing_keys=KEY)
     store.append_sync(OWNER, "c", [user("0"), user("1")], 0)
-    snapshot_m = backend.raw("SELECT * FROM {M}")
-    snapshot_b = backend.raw("SELECT * FROM {B}")
+    snapshot = backend.snapshot()
     name = store.branch_sync(OWNER, "c", 1)
     store.append_sync(OWNER, "c", [user("b")], 1, branch=name)
     heads = [store.head_sync(OWNER, "c"), store.head_sync(OWNER, "c", branch=name)]
     assert None not in heads
     # the database is restored from the snapshot taken before the branch existed
-    backend.raw("DELETE FROM {M}")
-    backend.raw("DELETE FROM {B}")
-    for row in snapshot_b:
-        backend.raw("INSERT INTO {B} VALUES (" + ", ".join("?" * len(row)) + ")", *row)
-    for row in snapshot_m:
-        backend.raw("INSERT INTO {M} VALUES (" + ", ".join("?" * len(row)) + ")", *row)
+    backend.restore(snapshot)
     assert store.verify_sync(OWNER, "c").intact  # a consistent older state
     report = store.verify_sync(OWNER, "c", last_head=heads)
     assert [(v.branch, [f.kind for f in v.findings]) for v in report.branches] == [

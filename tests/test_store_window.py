@@ -69,6 +69,12 @@ def turns(n: int, tag: str = "m") -> list[Message]:
     return out[:n]
 
 
+def budgeted(last: int, max_tokens: int, low_water: int | None = None) -> HistoryProcessor:
+    return compose(
+        trim_history(last, low_water=low_water), budget_history(approximate_tokens, max_tokens)
+    )
+
+
 def same_as_whole(store: Store, cid: str, last: int, low_water: int | None, branch: str) -> Window:
     processor = trim_history(last, low_water=low_water)
     whole = store.load_sync(OWNER, cid, branch=branch)
@@ -293,33 +299,43 @@ def test_an_encrypted_window_decrypts_and_verifies(backend: Backend) -> None:
 # -- the documented pattern ------------------------------------------------------------------
 
 
-def test_the_agent_pattern_sends_what_the_whole_history_sends(backend: Backend) -> None:
+@pytest.mark.parametrize(
+    "processor",
+    [trim_history(60), budgeted(80, 150), budget_history(approximate_tokens, 150)],
+    ids=["trim", "trim-then-budget", "budget"],
+)
+def test_the_agent_pattern_sends_what_the_whole_history_sends(
+    backend: Backend, processor: HistoryProcessor
+) -> None:
+    """Turn after turn, an agent run on the window (passed back as ``after=``) sends the
+    very requests it sends run on the whole branch, and stores the same messages."""
     seen: list[tuple[Message, ...]] = []
 
     def model(request: ModelRequest) -> str:
         seen.append(request.messages)
-        return f"answer to {request.messages[-1].text}"
+        asked = request.messages[-1].text  # "q<turn>": answers of varied lengths
+        return f"answer to {asked} " + "words " * (int(asked[1:]) * 5 % 7)
 
-    agent = Agent(FunctionModel(model), history_processor=trim_history(60))
+    agent = Agent(FunctionModel(model), history_processor=processor)
     whole_store, window_store = (
         backend.open(signing_keys=KEY),
         backend.open(signing_keys=KEY, table=backend.table + "_w"),
     )
     for s in (whole_store, window_store):
-        s.append_sync(OWNER, "c", turns(200), 0)
-    for turn in range(12):
+        s.append_sync(OWNER, "c", turns(200), 0)  # ends with a whole exchange
+    window: Window | None = None
+    for turn in range(14):
         history = whole_store.load_sync(OWNER, "c")
         result = agent.run_with_history_sync(history, f"q{turn}", conversation_id="c")
         whole_store.append_sync(OWNER, "c", result.new_messages, len(history))
-        window = window_store.load_window_sync(OWNER, "c", last=60)
+        window = window_store.load_window_sync(
+            OWNER, "c", processor=agent.history_processor, after=window
+        )
         result = agent.run_with_history_sync(window.messages, f"q{turn}", conversation_id="c")
         window_store.append_sync(OWNER, "c", result.new_messages, window.length)
         sent_whole, sent_window = seen[-2], seen[-1]
         assert [(m.role, m.text) for m in sent_whole] == [(m.role, m.text) for m in sent_window]
-    assert (
-        texts(whole_store.load_sync(OWNER, "c"))[200:]
-        == texts(window_store.load_sync(OWNER, "c"))[200:]
-    )
+    assert texts(whole_store.load_sync(OWNER, "c")) == texts(window_store.load_sync(OWNER, "c"))
     assert check_pairing(window_store.load_sync(OWNER, "c")) == ()
 
 
@@ -334,12 +350,6 @@ def test_the_last_row_restored_from_a_backup_is_refused(backend: Backend) -> Non
 
 
 # -- a token budget with a bounded load: the processor names the window ---------------------
-
-
-def budgeted(last: int, max_tokens: int, low_water: int | None = None) -> HistoryProcessor:
-    return compose(
-        trim_history(last, low_water=low_water), budget_history(approximate_tokens, max_tokens)
-    )
 
 
 @pytest.mark.parametrize(("last", "low_water", "max_tokens"), [(40, None, 60), (24, 24, 400)])
@@ -390,55 +400,7 @@ def test_a_processor_that_does_not_bound_the_load_is_refused(
         store.load_window_sync(OWNER, "c", **args)  # type: ignore[arg-type]
 
 
-def test_the_agent_pattern_with_a_token_budget_sends_what_the_whole_history_sends(
-    backend: Backend,
-) -> None:
-    seen: list[tuple[Message, ...]] = []
-
-    def model(request: ModelRequest) -> str:
-        seen.append(request.messages)
-        asked = request.messages[-1].text  # "q<turn>": answers of varied lengths
-        return f"answer to {asked} " + "words " * (int(asked[1:]) * 5 % 7)
-
-    processor = budgeted(80, 150)
-    agent = Agent(FunctionModel(model), history_processor=processor)
-    whole_store, window_store = (
-        backend.open(signing_keys=KEY),
-        backend.open(signing_keys=KEY, table=backend.table + "_b"),
-    )
-    for s in (whole_store, window_store):
-        s.append_sync(OWNER, "c", turns(300), 0)
-    for turn in range(10):
-        history = whole_store.load_sync(OWNER, "c")
-        result = agent.run_with_history_sync(history, f"q{turn}", conversation_id="c")
-        whole_store.append_sync(OWNER, "c", result.new_messages, len(history))
-        window = window_store.load_window_sync(OWNER, "c", processor=agent.history_processor)
-        assert len(window.messages) <= 80 + 40
-        result = agent.run_with_history_sync(window.messages, f"q{turn}", conversation_id="c")
-        window_store.append_sync(OWNER, "c", result.new_messages, window.length)
-        sent_whole, sent_window = seen[-2], seen[-1]
-        assert [(m.role, m.text) for m in sent_whole] == [(m.role, m.text) for m in sent_window]
-        kept = processor(window.messages).unwrap()  # what the run sent before its prompt
-        assert sum(approximate_tokens(m) for m in kept if m.role is not Role.SYSTEM) <= 150
-    assert texts(whole_store.load_sync(OWNER, "c")) == texts(window_store.load_sync(OWNER, "c"))
-
-
 # -- rollback: the head you kept (last_head=) --------------------------------------------------
-
-
-def _snapshot(backend: Backend) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
-    return backend.raw("SELECT * FROM {M}"), backend.raw("SELECT * FROM {B}")
-
-
-def _restore(backend: Backend, snapshot: tuple[list[tuple[object, ...]], ...]) -> None:
-    """The database goes back to ``snapshot`` (a restored backup, a replica behind)."""
-    messages, branches = snapshot
-    backend.raw("DELETE FROM {M}")
-    backend.raw("DELETE FROM {B}")
-    for row in branches:
-        backend.raw("INSERT INTO {B} VALUES (" + ", ".join("?" * len(row)) + ")", *row)
-    for row in messages:
-        backend.raw("INSERT INTO {M} VALUES (" + ", ".join("?" * len(row)) + ")", *row)
 
 
 def test_every_turn_given_the_head_kept_from_the_last_one_loads(backend: Backend) -> None:
@@ -465,11 +427,11 @@ def test_every_turn_given_the_head_kept_from_the_last_one_loads(backend: Backend
 def test_a_rolled_back_database_is_refused_given_the_last_head(backend: Backend) -> None:
     store = backend.open(signing_keys=KEY)
     store.append_sync(OWNER, "c", turns(200), 0)
-    snapshot = _snapshot(backend)
+    snapshot = backend.snapshot()
     store.append_sync(OWNER, "c", turns(10, "lost"), 200)
     kept = store.load_window_sync(OWNER, "c", last=40).head
     assert kept is not None and kept.length == 210
-    _restore(backend, snapshot)
+    backend.restore(snapshot)
     assert store.load_window_sync(OWNER, "c", last=40).length == 200  # consistent: unnoticed
     with pytest.raises(CorruptHistoryError, match=r"older than your head.s.*rolled back"):
         store.load_window_sync(OWNER, "c", last=40, last_head=kept)
@@ -505,7 +467,7 @@ def test_a_forged_head_or_a_lost_branch_is_refused(backend: Backend) -> None:
 
     store = backend.open(signing_keys=KEY)
     store.append_sync(OWNER, "c", turns(50), 0)
-    snapshot = _snapshot(backend)
+    snapshot = backend.snapshot()
     name = store.branch_sync(OWNER, "c", 20)
     store.append_sync(OWNER, "c", turns(5, "b"), 20, branch=name)
     kept = store.head_sync(OWNER, "c", branch=name)
@@ -513,7 +475,7 @@ def test_a_forged_head_or_a_lost_branch_is_refused(backend: Backend) -> None:
     forged = attrs.evolve(kept, length=kept.length + 1)
     with pytest.raises(CorruptHistoryError, match="the head you gave does not verify"):
         store.load_window_sync(OWNER, "c", last=10, branch=name, last_head=forged)
-    _restore(backend, snapshot)  # back to before the branch existed
+    backend.restore(snapshot)  # back to before the branch existed
     with pytest.raises(CorruptHistoryError, match=r"not stored.*older than that branch"):
         store.load_window_sync(OWNER, "c", last=10, branch=name, last_head=kept)
 
@@ -622,42 +584,12 @@ def test_a_budget_window_after_a_rollback_is_refused(backend: Backend) -> None:
     store = backend.open(signing_keys=KEY)
     processor = budget_history(approximate_tokens, 200)
     store.append_sync(OWNER, "c", turns(200), 0)
-    snapshot = _snapshot(backend)
+    snapshot = backend.snapshot()
     store.append_sync(OWNER, "c", turns(20, "lost"), 200)
     seen = store.load_window_sync(OWNER, "c", processor=processor)
-    _restore(backend, snapshot)
+    backend.restore(snapshot)
     with pytest.raises(CorruptHistoryError, match="rolled back"):
         store.load_window_sync(OWNER, "c", processor=processor, after=seen)
-
-
-def test_the_agent_pattern_with_budget_history_alone(backend: Backend) -> None:
-    seen: list[tuple[Message, ...]] = []
-
-    def model(request: ModelRequest) -> str:
-        seen.append(request.messages)
-        asked = request.messages[-1].text
-        return f"answer to {asked} " + "words " * (int(asked[1:]) * 5 % 7)
-
-    agent = Agent(FunctionModel(model), history_processor=budget_history(approximate_tokens, 150))
-    whole_store, window_store = (
-        backend.open(signing_keys=KEY),
-        backend.open(signing_keys=KEY, table=backend.table + "_g"),
-    )
-    for s in (whole_store, window_store):
-        s.append_sync(OWNER, "c", turns(300), 0)
-    window: Window | None = None
-    for turn in range(16):
-        history = whole_store.load_sync(OWNER, "c")
-        result = agent.run_with_history_sync(history, f"q{turn}", conversation_id="c")
-        whole_store.append_sync(OWNER, "c", result.new_messages, len(history))
-        window = window_store.load_window_sync(
-            OWNER, "c", processor=agent.history_processor, after=window
-        )
-        result = agent.run_with_history_sync(window.messages, f"q{turn}", conversation_id="c")
-        window_store.append_sync(OWNER, "c", result.new_messages, window.length)
-        sent_whole, sent_window = seen[-2], seen[-1]
-        assert [(m.role, m.text) for m in sent_whole] == [(m.role, m.text) for m in sent_window]
-    assert texts(whole_store.load_sync(OWNER, "c")) == texts(window_store.load_sync(OWNER, "c"))
 
 
 def test_pinned_first_messages_with_a_budget(backend: Backend) -> None:
