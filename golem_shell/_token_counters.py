@@ -380,7 +380,7 @@ class _AsyncBudget:
                     break
             if over:
                 break
-        if over and self.low_water < self.max_tokens:  # a stepped cut counts from the start
+        if over and self.low_water < self.max_tokens:  # a stepped cut counts every message
             rest = [m for m in newest_first if id(m) not in counts]
             for start in range(0, len(rest), self.concurrency):
                 window = rest[start : start + self.concurrency]
