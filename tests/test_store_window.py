@@ -602,3 +602,23 @@ def test_pinned_first_messages_with_a_budget(backend: Backend) -> None:
     whole = store.load_sync(OWNER, "c")
     assert window.pinned == 2 and window.messages[:2] == whole[:2]
     assert window.messages[2:] == whole[window.start :]
+
+
+def test_a_budget_window_on_a_branch_and_encrypted_rows(backend: Backend) -> None:
+    """Anchored on the branch's last window, a budget window reads into the parent's rows
+    where the step point lies there, and decrypts and verifies only what it reads."""
+    pytest.importorskip("cryptography")
+    keys = EncryptionKeys({"k1": b"1" * 32}, current="k1")
+    store = backend.open(signing_keys=KEY, encryption=keys)
+    processor = budget_history(approximate_tokens, 300)
+    store.append_sync(OWNER, "c", turns(300), 0)
+    edit = store.branch_sync(OWNER, "c", 290)
+    store.append_sync(OWNER, "c", turns(4, "b"), 290, branch=edit)
+    first = store.load_window_sync(OWNER, "c", processor=processor, branch=edit)
+    assert first.start < 290 < first.length  # from the parent's rows, then the branch's
+    store.append_sync(OWNER, "c", turns(6, "c"), first.length, branch=edit)
+    window = store.load_window_sync(OWNER, "c", processor=processor, branch=edit, after=first)
+    whole = store.load_sync(OWNER, "c", branch=edit)
+    assert window.messages == whole[window.start :]
+    assert processor(window.messages) == processor(whole)
+    assert "question" not in str(backend.raw("SELECT message FROM {M}"))
