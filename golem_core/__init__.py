@@ -142,12 +142,13 @@ from golem_core._prefix import (
     describe_processing,
 )
 from golem_core._processors import (
+    BudgetWindow,
     HistoryError,
     HistoryProcessor,
     TokenCounter,
     approximate_tokens,
     budget_history,
-    budget_window_start,
+    budget_window,
     compose,
     message_window,
     token_counter,
@@ -181,6 +182,7 @@ from golem_core._sanitize import (
 
 __all__ = [
     "Approved",
+    "BudgetWindow",
     "COMPACTED",
     "COMPACTION_KEY",
     "ClearReport",
@@ -269,7 +271,7 @@ __all__ = [
     "Usage",
     "approximate_tokens",
     "budget_history",
-    "budget_window_start",
+    "budget_window",
     "canonical_bytes",
     "carry_signatures",
     "check_pairing",

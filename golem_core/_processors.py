@@ -68,12 +68,13 @@ from golem_core._messages import (
 )
 
 __all__ = [
+    "BudgetWindow",
     "HistoryError",
     "HistoryProcessor",
     "TokenCounter",
     "approximate_tokens",
     "budget_history",
-    "budget_window_start",
+    "budget_window",
     "compose",
     "message_window",
     "token_counter",
@@ -360,7 +361,7 @@ def _step_points(counts: Sequence[int], total: int, limit: int, low_water: int) 
     only when the suffix from it passes ``limit``. Counting each step from the one
     before (not from the start) makes any step point a start as good as ``0``: the
     points after it are the same, which is what lets a store load a window from one
-    (``budget_window_start``, ADR 0107); with unit counts they are the multiples of the
+    (``budget_window``, ADR 0107); with unit counts they are the multiples of the
     step.
     """
     step = limit - low_water
@@ -611,9 +612,9 @@ class _BudgetHistory:
             )
         )
 
-    def window_start(self, history: Sequence[Message]) -> int:
+    def window(self, history: Sequence[Message]) -> BudgetWindow:
         """Where the newest part of ``history`` that this processor needs starts, when
-        ``history`` starts at one of its step points (see ``budget_window_start``)."""
+        ``history`` starts at one of its step points (see ``budget_window``)."""
         counts = [
             0 if m.role == Role.SYSTEM else _checked_count(self.counter, m, i)
             for i, m in enumerate(history)
@@ -621,14 +622,14 @@ class _BudgetHistory:
         total = sum(counts)
         budget = self.max_tokens
         if total <= budget:
-            return 0
+            return BudgetWindow(0, fits=True)
         if self.low_water < budget:
-            return _step_points(counts, total, budget, self.low_water)[0]
+            return BudgetWindow(_step_points(counts, total, budget, self.low_water)[0])
         rest, fit = total, 0
         while rest > budget:  # the sliding window: the longest suffix that fits
             rest -= counts[fit]
             fit += 1
-        return fit - 1
+        return BudgetWindow(fit - 1)
 
     def __repr__(self) -> str:
         low = _low_water_repr(self.max_tokens, self.low_water)
@@ -650,7 +651,7 @@ def budget_history(
     low_water``. They depend only on the messages before them, so between two steps
     every request's history is the previous one's plus new messages and a prompt cache
     serves it (ADR 0078); and any step point is as good a start as the first message,
-    so a store can load the newest part only (``budget_window_start``, ADR 0107).
+    so a store can load the newest part only (``budget_window``, ADR 0107).
     ``low_water=max_tokens`` is the sliding window: keep the longest fitting suffix,
     cutting on every request once full.
 
@@ -745,7 +746,7 @@ def message_window(processor: object) -> tuple[int, int] | None:
     stage sees only the trim's output, so the processor returns from the newest part of
     a history that ``trim_history`` needs exactly what it returns from the whole (a
     store's ``load_window(processor=...)`` reads just that part). ``None`` for any other
-    processor (``budget_history`` has its own windows: ``budget_window_start``).
+    processor (``budget_history`` has its own windows: ``budget_window``).
 
     Total and pure: any object is accepted, and only ``golem_core``'s own processors
     are recognised.
@@ -757,18 +758,31 @@ def message_window(processor: object) -> tuple[int, int] | None:
     return None
 
 
-def budget_window_start(processor: object, history: Sequence[Message]) -> int | None:
+@frozen
+class BudgetWindow:
+    """Where a ``budget_history`` processor's window starts in a history (``start``), and
+    whether the history fits its budget whole (``fits``: then ``start`` is ``0`` and the
+    processor returns the history unchanged)."""
+
+    start: int
+    fits: bool = False
+
+
+def budget_window(processor: object, history: Sequence[Message]) -> BudgetWindow | None:
     """Where the part of ``history`` that a ``budget_history`` processor reads starts, or
     ``None`` when ``processor`` is not one (nor a ``compose(...)`` that starts with one).
 
     ``history`` must start at one of the processor's step points: the start of a
-    conversation, or the start an earlier call returned for a shorter version of it
-    (a conversation only grows). The answer is the step point one step before the
+    conversation, or the ``start`` an earlier call returned for a shorter version of it
+    (a conversation only grows). ``start`` is the step point one step before the
     processor's cut (the sliding window: the message before its cut; ``0`` when the
-    history fits), so ``processor(history[start:]) == processor(history)`` and the
-    answer is itself a step point: a store loads, turn after turn, only the rows from
-    the last window's start on (``load_window(processor=..., after=window)``). Counts
-    each message once with the processor's counter (system messages count nothing).
+    history fits, and ``fits`` says so), so ``processor(history[start:]) ==
+    processor(history)`` and ``start`` is itself a step point: a store loads, turn after
+    turn, only the rows from the last window's start on (``load_window(processor=...,
+    after=window)``). A history read from such a start never fits (the suffix from a
+    step point before the cut only grows), so ``fits`` there means the start was not
+    one. Counts each message once with the processor's counter (system messages count
+    nothing).
 
     Raises:
         TypeError, ValueError: the counter returned something other than a
@@ -777,5 +791,5 @@ def budget_window_start(processor: object, history: Sequence[Message]) -> int | 
     stages = processor.processors[:1] if isinstance(processor, _Composed) else (processor,)
     for first in stages:
         if isinstance(first, _BudgetHistory):
-            return first.window_start(history)
+            return first.window(history)
     return None

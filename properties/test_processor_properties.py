@@ -31,7 +31,7 @@ from golem_core import (
     ToolCallPart,
     approximate_tokens,
     budget_history,
-    budget_window_start,
+    budget_window,
     compose,
     trim_history,
 )
@@ -313,7 +313,7 @@ def test_approximate_tokens_is_positive_deterministic_and_adds_up_over_parts(
         assert tokens == 4 + sum(singles)
 
 
-# -- windows: what a budget reads (budget_window_start, ADR 0107) -----------------------------
+# -- windows: what a budget reads (budget_window, ADR 0107) -----------------------------
 
 
 @given(any_histories, any_histories, token_counters, max_tokens, st.data())
@@ -329,12 +329,19 @@ def test_a_budget_returns_from_its_window_what_it_returns_from_the_whole(
     start is the window found from the start (so a store reads from there on)."""
     low_water = data.draw(st.integers(1, limit), label="low_water")
     processor = budget_history(counter, limit, low_water=low_water)
-    start = budget_window_start(processor, history)
-    assert start is not None and 0 <= start <= len(history)
+    window = budget_window(processor, history)
+    assert window is not None and 0 <= window.start <= len(history)
+    start = window.start
+    assert window.fits == (processor(history) == Success(history))
     assert processor(history[start:]) == processor(history)
     grown = history + later
-    anchored = start + (budget_window_start(processor, grown[start:]) or 0)
-    assert anchored == budget_window_start(processor, grown)
+    found = budget_window(processor, grown[start:])
+    assert found is not None
+    anchored = start + found.start
+    whole = budget_window(processor, grown)
+    assert whole is not None and anchored == whole.start
+    if start:  # the suffix from a step point before the cut only grows: it never fits
+        assert not found.fits
     assert processor(grown[anchored:]) == processor(grown)
-    assert budget_window_start(compose(processor, trim_history(3)), grown) == anchored
-    assert budget_window_start(trim_history(3), grown) is None
+    assert budget_window(compose(processor, trim_history(3)), grown) == whole
+    assert budget_window(trim_history(3), grown) is None

@@ -208,7 +208,7 @@ class StoreMethods:
                 such as ``compose(trim_history(400), budget_history(counter, 8000))``;
                 or ``budget_history(...)`` (or a ``compose(...)`` that starts with one),
                 whose window starts on its step point before the cut
-                (``golem_core.budget_window_start``): the first load reads the whole
+                (``golem_core.budget_window``): the first load reads the whole
                 branch once to find it, and a load given ``after=`` reads from the last
                 window's start on. Any other processor may read every message:
                 refused with a ``UsageError`` that says so.

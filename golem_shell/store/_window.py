@@ -39,7 +39,7 @@ bound to the head without reading the rows between: ADR 0107 says what that leav
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import cast
 
 from attrs import frozen
@@ -47,7 +47,7 @@ from returns.result import Failure, Success
 
 from golem_core import (
     Message,
-    budget_window_start,
+    budget_window,
     decode_history,
     decode_message,
     message_window,
@@ -96,7 +96,7 @@ class _Bound:
 
     last: int = 0
     low_water: int = 0
-    budget: object = None  # a processor ``budget_window_start`` answers for
+    budget: object = None  # a processor ``budget_window`` answers for
 
 
 def _check_args(
@@ -112,7 +112,7 @@ def _check_args(
         numbers = message_window(processor)
         if numbers is not None:
             return _Bound(*numbers), keep
-        if budget_window_start(processor, ()) is not None:
+        if budget_window(processor, ()) is not None:
             return _Bound(budget=processor), keep
         raise UsageError(
             f"load_window(processor): {processor!r} may read every message of the "
@@ -258,17 +258,9 @@ def _budget_start(bound: _Bound, read: tuple[Message, ...], *, anchored: bool) -
     anchor (a step point before the cut, on a history that only grew) never does."""
     if bound.budget is None:
         return 0
-    moved = budget_window_start(bound.budget, read)
-    assert moved is not None  # checked by _check_args
-    if anchored and moved == 0 and _fits(bound.budget, read):
-        return -1
-    return moved
-
-
-def _fits(processor: object, history: tuple[Message, ...]) -> bool:
-    """Whether ``processor`` returns ``history`` unchanged (its budget is not reached)."""
-    outcome = cast(Callable[[tuple[Message, ...]], object], processor)(history)
-    return isinstance(outcome, Success) and outcome.unwrap() is history
+    window = budget_window(bound.budget, read)
+    assert window is not None  # checked by _check_args
+    return -1 if anchored and window.fits else window.start
 
 
 def _check_head(owner: str, cid: str, branch: str, last_head: object) -> Head | None:
