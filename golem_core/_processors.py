@@ -738,6 +738,14 @@ def compose(*processors: HistoryProcessor) -> HistoryProcessor:
     return _Composed(tuple(flat))
 
 
+def _first_stage(processor: object) -> object:
+    """What sees the history first: the first stage of a ``compose(...)`` (``None`` for
+    the empty one), else ``processor`` itself."""
+    if isinstance(processor, _Composed):
+        return processor.processors[0] if processor.processors else None
+    return processor
+
+
 def message_window(processor: object) -> tuple[int, int] | None:
     """The ``trim_history`` numbers that bound what ``processor`` reads, or ``None``.
 
@@ -751,10 +759,9 @@ def message_window(processor: object) -> tuple[int, int] | None:
     Total and pure: any object is accepted, and only ``golem_core``'s own processors
     are recognised.
     """
-    stages = processor.processors[:1] if isinstance(processor, _Composed) else (processor,)
-    for first in stages:
-        if isinstance(first, _TrimHistory):
-            return first.max_messages, first.low_water
+    first = _first_stage(processor)
+    if isinstance(first, _TrimHistory):
+        return first.max_messages, first.low_water
     return None
 
 
@@ -788,8 +795,7 @@ def budget_window(processor: object, history: Sequence[Message]) -> BudgetWindow
         TypeError, ValueError: the counter returned something other than a
             non-negative ``int`` (as the processor itself would).
     """
-    stages = processor.processors[:1] if isinstance(processor, _Composed) else (processor,)
-    for first in stages:
-        if isinstance(first, _BudgetHistory):
-            return first.window(history)
+    first = _first_stage(processor)
+    if isinstance(first, _BudgetHistory):
+        return first.window(history)
     return None
