@@ -33,6 +33,7 @@ import functools
 import json
 import json.encoder
 import linecache
+import warnings
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final, TypeAlias, get_args
@@ -43,12 +44,15 @@ from golem_core._messages import Message, Part, PartKind, Role, UnknownPart, Usa
 
 __all__ = [
     "INEXACT_NUMBERS",
+    "NATIVE_PATHS",
+    "PYTHON_PATHS",
     "SOURCE",
     "Unhandled",
     "fast_message",
     "fast_message_list",
     "fast_messages",
     "message_text",
+    "native_spec",
     "unstructure_message",
     "unstructure_part",
     "unstructure_usage",
@@ -592,13 +596,91 @@ def _compile() -> tuple[str, dict[str, Any]]:
 
 SOURCE, _NS = _compile()
 
-fast_message: Final[Callable[[object, dict[str, str]], Message]] = _NS["_fast_Message"]
-"""The message of a JSON object, or ``Unhandled`` (the reference path then decides).
-``names`` shares equal strings of the ``shared`` fields within one decode."""
+# -- the compiled fast decoder (optional) ------------------------------------------------
+
+_KIND_CODES: Final = {
+    Kind.ROLE: 1,
+    Kind.PARTS: 2,
+    Kind.STR: 3,
+    Kind.OPTIONAL_STR: 4,
+    Kind.FLAG: 5,
+    Kind.TIMESTAMP: 6,
+    Kind.COUNT: 7,
+    Kind.USAGE: 8,
+    Kind.PART_KIND: 9,
+    Kind.BASE64: 10,
+}
+"""Each kind's number in ``_speedups.c`` (its ``K_`` enum)."""
+assert _KIND_CODES.keys() == set(Kind), "a code per kind"
+
+
+def _native_record(record: Record) -> tuple[object, ...]:
+    """A record of the table as ``_speedups.decoder`` reads it (its ``read_record``):
+    what the generated Python reads from the same row, in the same order."""
+    fields = tuple(
+        (
+            f.key,
+            f.attr,
+            _KIND_CODES[f.kind],
+            default is NO_DEFAULT,
+            None if default is NO_DEFAULT else default,
+            f.shared,
+            f.kind.nullable,
+        )
+        for f, default in zip(record.fields, record.defaults, strict=True)
+    )
+    not_null = tuple(f.key for f in record.fields if not f.kind.nullable)
+    return (record.cls, record.tag, record.known, not_null, fields)
+
+
+def native_spec(namespace: dict[str, Any]) -> tuple[object, ...]:
+    """The spec of the compiled decoder: the field table and the Python helpers it
+    calls for what is rare (``namespace``: the generated module's)."""
+    helpers = (
+        Unhandled,
+        namespace["_ROLES"],
+        namespace["_PART_KINDS"],
+        datetime.fromisoformat,
+        functools.partial(base64.b64decode, validate=True),
+        _leftovers,
+        namespace["_unknown_part"],
+    )
+    parts = tuple(_native_record(r) for r in PART_RECORDS)
+    return (helpers, _native_record(MESSAGE), _native_record(USAGE), parts)
 
 
 _MessageList: TypeAlias = Callable[[list[object], dict[Any, str]], list[Message]]
-fast_message_list: Final[_MessageList] = _NS["_fast_Messages"]
+_OneMessage: TypeAlias = Callable[[object, dict[Any, str]], Message]
+
+PYTHON_PATHS: Final[tuple[_OneMessage, _MessageList]] = (
+    _NS["_fast_Message"],
+    _NS["_fast_Messages"],
+)
+"""The fast decoder written in Python: ``(message, message_list)``."""
+
+
+def _native_paths() -> tuple[_OneMessage, _MessageList] | None:
+    try:  # built at install when a C compiler is there (ADR 0149); the same values
+        from golem_core import _speedups
+    except ImportError:  # no compiler at install, or an interpreter it was not built for
+        return None
+    try:
+        native = _speedups.decoder(native_spec(_NS))
+    except TypeError as e:  # built from another version's table: never a wrong value
+        warnings.warn(f"golem_core._speedups is stale ({e}); reinstall golem", stacklevel=1)
+        return None
+    return (native.message, native.messages)
+
+
+NATIVE_PATHS: Final = _native_paths()
+"""The compiled fast decoder, ``(message, message_list)``, or ``None`` without it."""
+
+fast_message: Final[_OneMessage] = (NATIVE_PATHS or PYTHON_PATHS)[0]
+"""The message of a JSON object, or ``Unhandled`` (the reference path then decides).
+``names`` shares equal strings of the ``shared`` fields within one decode. Compiled
+(``_speedups``) when installed, else the generated Python: the same values."""
+
+fast_message_list: Final[_MessageList] = (NATIVE_PATHS or PYTHON_PATHS)[1]
 """``fast_message`` of each element of a list (its body inlined in the loop)."""
 
 

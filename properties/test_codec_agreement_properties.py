@@ -22,8 +22,10 @@ compiled from it. These properties hold the compiled paths to the reference:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
+import os
 from datetime import UTC, datetime
 from typing import Any
 from unittest import mock
@@ -36,6 +38,7 @@ from returns.result import Failure, Result, Success
 from strategies import histories, json_values, messages
 
 import golem_core._json as codec
+import golem_core._json_compiled as compiled
 from golem_core import (
     DataPart,
     DecodeError,
@@ -49,9 +52,9 @@ from golem_core import (
     Usage,
 )
 from golem_core._json_compiled import (
+    NATIVE_PATHS,
+    PYTHON_PATHS,
     Unhandled,
-    fast_message,
-    fast_messages,
     message_text,
     unstructure_message,
 )
@@ -71,6 +74,25 @@ def parser(request: pytest.FixtureRequest) -> Any:
     elif codec._ORJSON is None:  # pragma: no cover - the test extra installs it
         pytest.skip("orjson is not installed")
     else:
+        yield request.param
+
+
+@pytest.fixture(autouse=True, scope="module", params=["native", "python"])
+def fast_decoder(request: pytest.FixtureRequest) -> Any:
+    """Every property runs on both fast decoders: the compiled one (``_speedups``, built
+    at install where a C compiler is; ADR 0149) and the generated Python, each standing
+    in for ``fast_message`` and ``fast_message_list`` everywhere the codec calls them.
+    ``GOLEM_REQUIRE_SPEEDUPS=1`` (``.ci/run``) makes a missing compiled one a failure."""
+    paths = NATIVE_PATHS if request.param == "native" else PYTHON_PATHS
+    if paths is None:
+        if os.environ.get("GOLEM_REQUIRE_SPEEDUPS") == "1":
+            pytest.fail("GOLEM_REQUIRE_SPEEDUPS=1 but golem_core._speedups is not built")
+        pytest.skip("golem_core._speedups is not built (no C compiler at install)")
+    one, many = paths
+    with contextlib.ExitStack() as stack:
+        for module in (compiled, codec):
+            stack.enter_context(mock.patch.object(module, "fast_message", one))
+            stack.enter_context(mock.patch.object(module, "fast_message_list", many))
         yield request.param
 
 
@@ -121,7 +143,7 @@ def fast_or_unhandled(value: list[Any]) -> tuple[Message, ...] | None:
     """The fast decoder's value, or ``None`` when it gives up; anything else it raises
     fails the property."""
     try:
-        return fast_messages(value)
+        return compiled.fast_messages(value)
     except Unhandled:
         return None
 
@@ -304,7 +326,7 @@ _RECORD_BY_CLASS = {r.cls: r for r in PART_RECORDS}
 def test_fast_decoder_handles_every_encoding(history: tuple[Message, ...]) -> None:
     assume(_well_formed(history))
     value = json.loads(codec.encode_history(history))
-    assert fast_messages(value) == history  # never gives up on a well-formed history
+    assert compiled.fast_messages(value) == history  # never gives up on a well-formed history
     assert reference_history(value) == Success(history)
     assert_decoders_agree(value)
 
@@ -355,7 +377,7 @@ WRONG: list[object] = [None, True, False, 0, -1, 1.5, "", "smell", "AAA=", [], {
 def test_every_field_of_the_table_set_wrong_decodes_alike() -> None:
     """Driven by the table itself: a new field is covered as soon as it has a row."""
     base = json.loads(codec.encode_history(FULL))
-    assert fast_messages(base) == FULL
+    assert compiled.fast_messages(base) == FULL
     covered: set[tuple[str, str]] = set()
     for k, obj in enumerate(_containers(base, [])):
         if type(obj) is not dict:
@@ -405,7 +427,7 @@ def test_decode_agrees_with_the_reference_on_damaged_bytes(value: Any, edits: li
 def test_a_single_message_decodes_alike(value: Any) -> None:
     for item in value if type(value) is list else [value]:
         try:
-            fast = fast_message(item, {})
+            fast = compiled.fast_message(item, {})
         except Unhandled:
             fast = None
         raw = json.dumps(item)
@@ -486,7 +508,7 @@ def test_the_fast_paths_give_up_only_by_unhandled() -> None:
     with_extra = Message(Role.USER, (TextPart("x", extra=(("k", "1"),)),))
     for bad in ([1], [{"role": "user"}], [{"role": "user", "parts": [{"type": 3}]}]):
         try:
-            fast_messages(bad)
+            compiled.fast_messages(bad)
         except Unhandled:
             pass
         else:  # pragma: no cover - the property above would fail first
@@ -506,7 +528,7 @@ def test_fast_values_equal_constructed_values() -> None:
         (TextPart("a"), ToolCallPart(None, "f"), URLPart("https://x", "image")),
         usage=usage,
     )
-    decoded = fast_messages(json.loads(codec.encode_history((built,))))
+    decoded = compiled.fast_messages(json.loads(codec.encode_history((built,))))
     assert decoded == (built,)
     assert hash(decoded[0]) == hash(built)
     assert repr(decoded[0]) == repr(built)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -187,10 +188,11 @@ def _helpers(
     return found
 
 
-def _pip(*args: str) -> None:
+def _pip(*args: str, env: dict[str, str] | None = None) -> None:
     completed = subprocess.run(
-        [sys.executable, "-m", "pip", *args], capture_output=True, text=True, check=False
-    )
+        [sys.executable, "-m", "pip", *args], capture_output=True, text=True, check=False,
+        env=env,
+    )  # fmt: skip
     if completed.returncode != 0:
         raise RuntimeError(f"pip {' '.join(args)} failed:\n{completed.stderr[-3000:]}")
 
@@ -223,10 +225,12 @@ def pinned_wheels(cache: Path = WHEEL_CACHE, pins: Iterable[str] = PINNED) -> li
 
 def golem_wheel(out: Path, root: Path = ROOT) -> Path:
     """golem's wheel, built from the clone ``root`` into ``out`` (fresh each time, so the
-    suite always runs the code in the working tree)."""
+    suite always runs the code in the working tree); pure Python (``GOLEM_PURE=1``: no
+    compiled decoder, which WebAssembly could not load; hatch_build.py)."""
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    _pip("wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(root))
+    pure = {**os.environ, "GOLEM_PURE": "1"}
+    _pip("wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(root), env=pure)
     built = sorted(out.glob("golem_agents-*.whl"))
     if len(built) != 1:
         raise RuntimeError(f"expected one golem wheel in {out}, found {built}")
