@@ -19,6 +19,11 @@ as attrs and cattrs compile their ``__init__`` and hooks:
   a value of a type it does not write itself (a ``str`` subclass, an ``int`` where a
   ``str`` belongs); the caller then encodes the dict path's object.
 
+The fast decoder also exists compiled (``_speedups.c``, built at install where a C
+compiler is; ADR 0149): ``native_spec`` hands it this same table, and ``fast_message``
+and ``fast_message_list`` are its functions when it is installed (``NATIVE_PATHS``), the
+generated Python's otherwise (``PYTHON_PATHS``); both give the same values.
+
 Each kind of field has one snippet per path (``_FAST``, ``_TO_JSON``, ``_TO_TEXT``);
 ``SOURCE`` holds the generated module (shown in tracebacks and profiles under
 ``<golem_core._json_compiled>``). Over 600 lines because it is one concept: the three
