@@ -29,7 +29,9 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
+from unittest import mock
 
+import golem_core._json as codec
 from bench import workload, workload2
 from bench.convert import to_golem
 from bench.peers import PydanticAI, load_peers
@@ -49,6 +51,7 @@ from golem_core import (
     encode_history,
     history_from_jsonable,
 )
+from golem_core._json_compiled import NATIVE_PATHS, PYTHON_PATHS
 
 __all__ = ["main", "render", "to_golem2", "to_pydantic2"]
 
@@ -209,6 +212,17 @@ def _paused(fn: Callable[[bytes], Any], data: bytes) -> Any:
         gc.enable()
 
 
+def _interpreted(data: bytes) -> Any:
+    """``decode_history`` with the generated Python fast decoder in place of the compiled
+    one (``golem_core._speedups``, ADR 0149): the baseline of its speed-up, in the same run."""
+    one, many = PYTHON_PATHS
+    with (
+        mock.patch.object(codec, "fast_message", one),
+        mock.patch.object(codec, "fast_message_list", many),
+    ):
+        return decode_history(data)
+
+
 def measure_row(name: str, n: int, pa: PydanticAI | None, repeat: int) -> dict[str, Any]:
     """One workload at one size: every op's median seconds, in interleaved rounds."""
     data, peer = _inputs(name, n, pa)
@@ -224,6 +238,8 @@ def measure_row(name: str, n: int, pa: PydanticAI | None, repeat: int) -> dict[s
         Op(parser_name, "parse", n, lambda: _paused(parse, data)),
         Op("golem", "build", n, lambda: history_from_jsonable(value)),
     ]
+    if NATIVE_PATHS is not None:
+        ops.append(Op("golem", "interpreted", n, lambda: _interpreted(data)))
     if pa is not None and peer is not None:
         ops.append(Op("pydantic-ai", "pydantic_ai", n, lambda: pa.decode(peer)))
     records = measure(ops, repeat, MIN_REPEAT_S, CLOCKS["cpu"])
@@ -234,10 +250,12 @@ def measure_row(name: str, n: int, pa: PydanticAI | None, repeat: int) -> dict[s
         "peer_bytes": None if peer is None else len(peer),
         "parser": parser_name,
         "repeats": repeat,
+        "compiled": NATIVE_PATHS is not None,
     }
     for r in records:
         row[f"{r.op}_s"] = r.median_s
     row.setdefault("pydantic_ai_s", None)
+    row.setdefault("interpreted_s", None)
     return row
 
 
@@ -275,6 +293,12 @@ def verdicts(data: dict[str, Any]) -> list[tuple[str, bool]]:
     return out
 
 
+def _compiled(row: dict[str, Any]) -> str:
+    if "compiled" not in row:
+        return "—"  # recorded before the compiled decoder existed
+    return "yes" if row["compiled"] else "no"
+
+
 def render(data: dict[str, Any]) -> str:
     """The ``decode`` section of the report, from its record in ``bench/results.json``."""
     versions = ", ".join(f"{k} {v}" for k, v in sorted(data["versions"].items()) if v)
@@ -291,15 +315,19 @@ def render(data: dict[str, Any]) -> str:
         " installed; the whole document, collector paused) plus `build`,"
         " `history_from_jsonable` on the already parsed value (constructing the same"
         " objects from dicts; collector paused, as in `decode_history`). The decode"
-        " parses in pieces of 64 KiB, so it can come in under parse + build.",
+        " parses in pieces of 64 KiB, so it can come in under parse + build. `decode` builds"
+        " with the compiled decoder (`golem_core._speedups`, ADR 0149) where the row says"
+        " so; `interpreted` is the same decode with the generated Python decoder instead,"
+        " measured in the same rounds.",
         "",
         f"Targets: decode at most {LOADS_TARGET}x `json.loads`, and at most {PEER_TARGET} of"
         " pydantic-ai's time, at every size.",
         "",
         "| workload | messages | MB | json.loads ms | decode ms | decode / json.loads "
         f"| ≤ {LOADS_TARGET}x | pydantic-ai ms | decode / pydantic-ai | ≤ {PEER_TARGET} "
-        "| parse ms | build ms | floor / json.loads |",
-        "|---|---:|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---:|",
+        "| parse ms | build ms | floor / json.loads | compiled | interpreted ms "
+        "| interpreted / decode |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---|---:|---:|",
     ]
     for row in data["rows"]:
         loads = row["json_loads_s"]
@@ -308,13 +336,16 @@ def render(data: dict[str, Any]) -> str:
         to_loads = decode / loads
         to_peer = None if peer is None else decode / peer
         floor = (row["parse_s"] + row["build_s"]) / loads
+        interpreted = row.get("interpreted_s")
         lines.append(
             f"| {row['workload']} | {row['n']:,} | {row['bytes'] / 1e6:.1f} | {_ms(loads)} "
             f"| {_ms(decode)} | {to_loads:.2f} | {_verdict(to_loads, LOADS_TARGET)} "
             f"| {'—' if peer is None else _ms(peer)} "
             f"| {'—' if to_peer is None else f'{to_peer:.3f}'} "
             f"| {_verdict(to_peer, PEER_TARGET)} | {_ms(row['parse_s'])} "
-            f"| {_ms(row['build_s'])} | {floor:.2f} |"
+            f"| {_ms(row['build_s'])} | {floor:.2f} | {_compiled(row)} "
+            f"| {'—' if interpreted is None else _ms(interpreted)} "
+            f"| {'—' if interpreted is None else f'{interpreted / decode:.2f}'} |"
         )
     results = verdicts(data)
     met = sum(ok for _, ok in results)
