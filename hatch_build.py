@@ -67,6 +67,8 @@ class SpeedupsHook(BuildHookInterface):  # type: ignore[type-arg]
                 shutil.copyfile(built, staged)
                 os.replace(staged, root / "golem_core" / f"_speedups{suffix}")
         except Exception as e:  # a missing compiler shows as any of several errors
+            if version == "editable":  # never leave an older build to be imported
+                (root / "golem_core" / f"_speedups{suffix}").unlink(missing_ok=True)
             if os.environ.get("GOLEM_REQUIRE_SPEEDUPS") == "1":
                 raise RuntimeError(f"GOLEM_REQUIRE_SPEEDUPS=1 but {SOURCE} did not compile") from e
             self.app.display_warning(

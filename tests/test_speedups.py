@@ -80,25 +80,39 @@ def test_it_builds_the_python_decoders_values_on_both_bench_workloads(workload: 
 # -- references ----------------------------------------------------------------------------
 
 
+def _fresh(value: Any) -> Any:
+    """``value`` with each string a new object (a literal may be shared with the rest of
+    the interpreter, whose count then moves with whatever else runs)."""
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fresh(v) for v in value]
+    if isinstance(value, str):
+        return "".join(list(value))
+    return value
+
+
 def _message_dict() -> dict[str, Any]:
     """A message using every kind of field, each value a fresh object."""
-    return {
-        "role": "assistant",
-        "parts": [
-            {"type": "thinking", "text": "".join(["th", "ink"]), "signature": "s" * 3},
-            {"type": "tool_call", "id": "c" * 2, "name": "tool" + "x", "arguments": "{}" * 2},
-            {"type": "url", "url": "https://x/" + "a", "kind": "image", "mediaType": "i/p"},
-            {"type": "data", "data": "AAE=", "kind": "document", "mediaType": "a/p"},
-            {"type": "hologram", "frames": 3},
-            {"type": "text", "text": "t" * 5, "future": [1, 2]},
-        ],
-        "runId": "r" * 4,
-        "createdAt": "2026-01-02T03:04:05+00:00",
-        "model": "m" * 6,
-        "usage": {"inputTokens": 10**30, "outputTokens": 2, "later": True},
-        "finishReason": "stop",
-        "zzz": {"unknown": "field"},
-    }
+    return _fresh(
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "thinking", "text": "".join(["th", "ink"]), "signature": "s" * 3},
+                {"type": "tool_call", "id": "c" * 2, "name": "tool" + "x", "arguments": "{}" * 2},
+                {"type": "url", "url": "https://x/" + "a", "kind": "image", "mediaType": "i/p"},
+                {"type": "data", "data": "AAE=", "kind": "document", "mediaType": "a/p"},
+                {"type": "hologram", "frames": 3},
+                {"type": "text", "text": "t" * 5, "future": [1, 2]},
+            ],
+            "runId": "r" * 4,
+            "createdAt": "2026-01-02T03:04:05+00:00",
+            "model": "m" * 6,
+            "usage": {"inputTokens": 10**30, "outputTokens": 2, "later": True},
+            "finishReason": "stop",
+            "zzz": {"unknown": "field"},
+        }
+    )
 
 
 def _shared_by_the_interpreter(x: object) -> bool:
@@ -205,6 +219,56 @@ def test_the_values_it_builds_own_their_references() -> None:
     assert message.parts[0].text is text
     del message
     assert sys.getrefcount(text) == base - 1  # only ``text``, the dict gone too
+
+
+# -- the collector -------------------------------------------------------------------------
+
+
+def _objects(value: object) -> Iterator[object]:
+    """``value`` and every object it refers to, depth first (each once)."""
+    seen: set[int] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if id(v) in seen or isinstance(v, Role | type):
+            continue
+        seen.add(id(v))
+        yield v
+        todo += gc.get_referents(v)
+
+
+def _acyclic(v: object, depth: int) -> bool:
+    """Untracked (atomic, or a value built and untracked), or a tuple of such values to
+    ``depth`` levels (the unknown fields' ``((key, text), ...)``)."""
+    if not gc.is_tracked(v):
+        return True
+    return depth > 0 and type(v) is tuple and all(_acyclic(x, depth - 1) for x in v)
+
+
+def test_what_it_builds_is_left_to_reference_counting_where_no_cycle_can_pass() -> None:
+    """Values made of immutable leaves are untracked (the collector never traverses a
+    long history again and again); each untracked value refers only to values that are
+    untracked or not the collector's, or to a ``Role``: no cycle can pass through it.
+    A value holding an ``UnknownPart`` (built in Python) stays tracked."""
+    speedups()
+    assert NATIVE_PATHS is not None
+    value = [*orjson.loads(_inputs("agentic", 300, None)[0]), _message_dict()]
+    built = NATIVE_PATHS[1](value, {})
+    untracked = 0
+    for message in built:
+        for o in _objects(message):
+            if gc.is_tracked(o) or not gc.is_tracked(type(o)):
+                continue  # tracked, or an atomic value (str, int, bytes, datetime, ...)
+            untracked += 1
+            for ref in gc.get_referents(o):
+                assert _acyclic(ref, 2) or isinstance(ref, Role | type), (o, ref)
+    assert untracked > len(built) * 2  # messages, parts, tuples, usages
+    assert sum(not gc.is_tracked(m) for m in built) == len(built) - 1  # but the last
+    assert not gc.is_tracked(built[0]) and not gc.is_tracked(built[0].parts)
+    holds_unknown = built[-1]  # ``_message_dict`` has a "hologram" part
+    assert any(type(p).__name__ == "UnknownPart" for p in holds_unknown.parts)
+    assert gc.is_tracked(holds_unknown) and gc.is_tracked(holds_unknown.parts)
+    assert not gc.is_tracked(holds_unknown.usage)  # a usage of known fields: untracked
 
 
 # -- the spec --------------------------------------------------------------------------------
