@@ -7,10 +7,11 @@ into the physical ranges to read; positions are the same numbers in every view.
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import cast
+from typing import Final, cast
 
 import attrs
 from attrs import frozen
@@ -207,6 +208,10 @@ def link_at(d: Dialect, config: Config, owner: str, row: BranchRow, position: in
     return str(rows[0][0])
 
 
+_TEXT: Final = operator.itemgetter(1)
+"""A row's stored text (``(position, text)``)."""
+
+
 def decode_rows(
     config: Config, owner: str, cid: str, rows: Sequence[Row], length: int
 ) -> tuple[Message, ...]:
@@ -216,9 +221,12 @@ def decode_rows(
         config.cipher.keys is None
         and len(rows) == length
         and (not rows or (rows[0][0], rows[-1][0]) == (0, length - 1))  # unique, ordered
-        and all(type(r[1]) is str for r in rows)
     ):
-        fast = decode_joined(",".join([r[1] for r in rows]), length)
+        try:  # ``join`` refuses a value that is not text (the row path says where)
+            joined: str | None = ",".join(map(_TEXT, rows))
+        except TypeError:
+            joined = None
+        fast = None if joined is None else decode_joined(joined, length)
         if fast is not None:
             return fast
     texts: list[bytes] = []
