@@ -223,6 +223,15 @@ def _interpreted(data: bytes) -> Any:
         return decode_history(data)
 
 
+def _collected(decode: Callable[[bytes], Any], data: bytes) -> Any:
+    """``decode(data)``, then a full collection while the history is alive: what the
+    cyclic collector costs a program that keeps a decoded history (the compiled decoder
+    untracks the values it builds; ADR 0149)."""
+    history = decode(data)
+    gc.collect()
+    return history
+
+
 def measure_row(name: str, n: int, pa: PydanticAI | None, repeat: int) -> dict[str, Any]:
     """One workload at one size: every op's median seconds, in interleaved rounds."""
     data, peer = _inputs(name, n, pa)
@@ -240,6 +249,8 @@ def measure_row(name: str, n: int, pa: PydanticAI | None, repeat: int) -> dict[s
     ]
     if NATIVE_PATHS is not None:
         ops.append(Op("golem", "interpreted", n, lambda: _interpreted(data)))
+        ops.append(Op("golem", "collect", n, lambda: _collected(decode_history, data)))
+        ops.append(Op("golem", "interpreted_collect", n, lambda: _collected(_interpreted, data)))
     if pa is not None and peer is not None:
         ops.append(Op("pydantic-ai", "pydantic_ai", n, lambda: pa.decode(peer)))
     records = measure(ops, repeat, MIN_REPEAT_S, CLOCKS["cpu"])
@@ -256,6 +267,8 @@ def measure_row(name: str, n: int, pa: PydanticAI | None, repeat: int) -> dict[s
         row[f"{r.op}_s"] = r.median_s
     row.setdefault("pydantic_ai_s", None)
     row.setdefault("interpreted_s", None)
+    row.setdefault("collect_s", None)
+    row.setdefault("interpreted_collect_s", None)
     return row
 
 
@@ -271,6 +284,10 @@ def _version(name: str) -> str | None:
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:,.1f}" if seconds >= 0.01 else f"{seconds * 1e3:.2f}"
+
+
+def _maybe_ms(seconds: float | None) -> str:
+    return "—" if seconds is None else _ms(seconds)
 
 
 def _verdict(ratio: float | None, target: float) -> str:
@@ -318,7 +335,9 @@ def render(data: dict[str, Any]) -> str:
         " parses in pieces of 64 KiB, so it can come in under parse + build. `decode` builds"
         " with the compiled decoder (`golem_core._speedups`, ADR 0149) where the row says"
         " so; `interpreted` is the same decode with the generated Python decoder instead,"
-        " measured in the same rounds.",
+        " measured in the same rounds. `+ gc` is a decode followed by a full `gc.collect()`"
+        " while the history is alive (what the collector costs a program that keeps it; the"
+        " compiled decoder leaves its values to reference counting), each decoder.",
         "",
         f"Targets: decode at most {LOADS_TARGET}x `json.loads`, and at most {PEER_TARGET} of"
         " pydantic-ai's time, at every size.",
@@ -326,8 +345,8 @@ def render(data: dict[str, Any]) -> str:
         "| workload | messages | MB | json.loads ms | decode ms | decode / json.loads "
         f"| ≤ {LOADS_TARGET}x | pydantic-ai ms | decode / pydantic-ai | ≤ {PEER_TARGET} "
         "| parse ms | build ms | floor / json.loads | compiled | interpreted ms "
-        "| interpreted / decode |",
-        "|---|---:|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---|---:|---:|",
+        "| interpreted / decode | decode + gc ms | interpreted + gc ms |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---|---:|---:|---:|---:|",
     ]
     for row in data["rows"]:
         loads = row["json_loads_s"]
@@ -345,7 +364,8 @@ def render(data: dict[str, Any]) -> str:
             f"| {_verdict(to_peer, PEER_TARGET)} | {_ms(row['parse_s'])} "
             f"| {_ms(row['build_s'])} | {floor:.2f} | {_compiled(row)} "
             f"| {'—' if interpreted is None else _ms(interpreted)} "
-            f"| {'—' if interpreted is None else f'{interpreted / decode:.2f}'} |"
+            f"| {'—' if interpreted is None else f'{interpreted / decode:.2f}'} "
+            f"| {_maybe_ms(row.get('collect_s'))} | {_maybe_ms(row.get('interpreted_collect_s'))} |"
         )
     results = verdicts(data)
     met = sum(ok for _, ok in results)
