@@ -16,7 +16,8 @@
  *
  * Without a C compiler the package installs without this module and the Python fast
  * decoder runs; properties/test_codec_agreement_properties.py holds both to the
- * reference decoder on every input.
+ * reference decoder on every input. Over 600 lines because it is one concept: the
+ * decoder, the spec it reads and the untracking of what it builds are read together.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -104,14 +105,17 @@ part(Decoder *self, PyObject *pd, PyObject *names)
     return PyObject_CallFunctionObjArgs(self->unknown_part, pd, names, NULL);
 }
 
+typedef PyObject *(*Reader)(Decoder *, PyObject *, PyObject *);
+
+/* ``read`` of each item of the list ``v``, into a new tuple (``tuple``) or list. */
 static PyObject *
-parts(Decoder *self, PyObject *v, PyObject *names)
+each(Decoder *self, PyObject *v, PyObject *names, Reader read, int tuple)
 {
     if (!PyList_CheckExact(v)) {
         return unhandled(self);
     }
     Py_ssize_t n = PyList_GET_SIZE(v);
-    PyObject *out = PyTuple_New(n);
+    PyObject *out = tuple ? PyTuple_New(n) : PyList_New(n);
     if (out == NULL) {
         return NULL;
     }
@@ -120,20 +124,41 @@ parts(Decoder *self, PyObject *v, PyObject *names)
             Py_DECREF(out);
             return unhandled(self);
         }
-        PyObject *pd = PyList_GET_ITEM(v, i);
-        Py_INCREF(pd);
-        PyObject *p = part(self, pd, names);
-        Py_DECREF(pd);
-        if (p == NULL) {
+        PyObject *item = PyList_GET_ITEM(v, i);
+        Py_INCREF(item);
+        PyObject *x = read(self, item, names);
+        Py_DECREF(item);
+        if (x == NULL) {
             Py_DECREF(out);
             return NULL;
         }
-        PyTuple_SET_ITEM(out, i, p);
+        if (tuple) {
+            PyTuple_SET_ITEM(out, i, x);
+        }
+        else {
+            PyList_SET_ITEM(out, i, x);
+        }
     }
-    if (acyclic(out, 1)) { /* every part untracked (see untrack_if_acyclic) */
+    return out;
+}
+
+static PyObject *
+parts(Decoder *self, PyObject *v, PyObject *names)
+{
+    PyObject *out = each(self, v, names, part, 1);
+    if (out != NULL && acyclic(out, 1)) { /* every part untracked (untrack_if_acyclic) */
         PyObject_GC_UnTrack(out);
     }
     return out;
+}
+
+static PyObject *
+message(Decoder *self, PyObject *d, PyObject *names)
+{
+    if (!PyDict_CheckExact(d)) {
+        return unhandled(self);
+    }
+    return build(self, &self->message, d, names);
 }
 
 /* A value read by the stdlib parser ``fn`` (a timestamp, base64), or ``Unhandled``
@@ -332,35 +357,7 @@ decoder_messages(Decoder *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "messages(raw, names): names must be a dict");
         return NULL;
     }
-    PyObject *raw = args[0], *names = args[1];
-    if (!PyList_CheckExact(raw)) {
-        return unhandled(self);
-    }
-    Py_ssize_t n = PyList_GET_SIZE(raw);
-    PyObject *out = PyList_New(n);
-    if (out == NULL) {
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (i >= PyList_GET_SIZE(raw)) { /* only Python callbacks could shrink it */
-            Py_DECREF(out);
-            return unhandled(self);
-        }
-        PyObject *d = PyList_GET_ITEM(raw, i);
-        if (!PyDict_CheckExact(d)) {
-            Py_DECREF(out);
-            return unhandled(self);
-        }
-        Py_INCREF(d);
-        PyObject *m = build(self, &self->message, d, names);
-        Py_DECREF(d);
-        if (m == NULL) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        PyList_SET_ITEM(out, i, m);
-    }
-    return out;
+    return each(self, args[0], args[1], message, 0);
 }
 
 static PyObject *
@@ -370,10 +367,7 @@ decoder_message(Decoder *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "message(d, names): names must be a dict");
         return NULL;
     }
-    if (!PyDict_CheckExact(args[0])) {
-        return unhandled(self);
-    }
-    return build(self, &self->message, args[0], args[1]);
+    return message(self, args[0], args[1]);
 }
 
 /* -- reading the spec ------------------------------------------------------------------ */
