@@ -602,9 +602,17 @@ PyInit__speedups(void)
         return NULL;
     }
     PyObject *module = PyModule_Create(&module_def);
-    if (module != NULL
-        && PyModule_AddStringConstant(module, "source_sha256", GOLEM_SOURCE_SHA256) < 0) {
-        Py_CLEAR(module);
+    if (module == NULL) {
+        return NULL;
     }
+    PyObject *all = Py_BuildValue("(sss)", "Decoder", "decoder", "source_sha256");
+    if (PyModule_AddStringConstant(module, "source_sha256", GOLEM_SOURCE_SHA256) < 0
+        || PyModule_AddObjectRef(module, "Decoder", (PyObject *)&DecoderType) < 0
+        || all == NULL || PyModule_AddObjectRef(module, "__all__", all) < 0) {
+        Py_XDECREF(all);
+        Py_DECREF(module);
+        return NULL;
+    }
+    Py_DECREF(all);
     return module;
 }

@@ -4,6 +4,8 @@ from typing import Any
 
 from golem_core._messages import Message
 
+__all__ = ["Decoder", "decoder", "source_sha256"]
+
 class Decoder:
     """The compiled fast decoder of one field table's spec."""
 
