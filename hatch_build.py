@@ -1,6 +1,6 @@
-"""The wheel's build hook: compiles ``golem_core/_speedups.c`` when it can (ADR 0149).
+"""The wheel's build hook: compiles ``golem_core/_native/_speedups.c`` when it can (ADR 0149).
 
-``golem_core._speedups`` is the JSON fast decoder compiled: optional, like orjson. This
+``golem_core._native._speedups`` is the JSON fast decoder compiled: optional, like orjson. This
 hook builds it with setuptools' ``build_ext`` (the compiler and flags of the Python it
 builds for) into the wheel, which is then tagged for that interpreter; for an editable
 install (``pip install -e``) it writes the module beside ``_speedups.c`` (ignored by git).
@@ -25,8 +25,8 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-SOURCE = "golem_core/_speedups.c"
-MODULE = "golem_core._speedups"
+SOURCE = "golem_core/_native/_speedups.c"
+MODULE = "golem_core._native._speedups"
 
 
 def _compile(source: Path, out_dir: Path) -> Path:
@@ -63,12 +63,12 @@ class SpeedupsHook(BuildHookInterface):  # type: ignore[type-arg]
             built = _compile(root / SOURCE, Path(self._temp))
             if version == "editable":  # the package's sources are imported in place
                 # a rename, never a write over the file: a running process may have it mapped
-                staged = root / "golem_core" / f".{built.name}.tmp"
+                staged = root / "golem_core" / "_native" / f".{built.name}.tmp"
                 shutil.copyfile(built, staged)
-                os.replace(staged, root / "golem_core" / f"_speedups{suffix}")
+                os.replace(staged, root / "golem_core" / "_native" / f"_speedups{suffix}")
         except Exception as e:  # a missing compiler shows as any of several errors
             if version == "editable":  # never leave an older build to be imported
-                (root / "golem_core" / f"_speedups{suffix}").unlink(missing_ok=True)
+                (root / "golem_core" / "_native" / f"_speedups{suffix}").unlink(missing_ok=True)
             if os.environ.get("GOLEM_REQUIRE_SPEEDUPS") == "1":
                 raise RuntimeError(f"GOLEM_REQUIRE_SPEEDUPS=1 but {SOURCE} did not compile") from e
             self.app.display_warning(
@@ -77,7 +77,7 @@ class SpeedupsHook(BuildHookInterface):  # type: ignore[type-arg]
             )
             return
         if version != "editable":
-            build_data["force_include"][str(built)] = f"golem_core/_speedups{suffix}"
+            build_data["force_include"][str(built)] = f"golem_core/_native/_speedups{suffix}"
         build_data["pure_python"] = False
         build_data["infer_tag"] = True
 

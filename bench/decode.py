@@ -214,7 +214,8 @@ def _paused(fn: Callable[[bytes], Any], data: bytes) -> Any:
 
 def _interpreted(data: bytes) -> Any:
     """``decode_history`` with the generated Python fast decoder in place of the compiled
-    one (``golem_core._speedups``, ADR 0149): the baseline of its speed-up, in the same run."""
+    one (``golem_core._native._speedups``, ADR 0149): the baseline of its speed-up, in the
+    same run."""
     one, many = PYTHON_PATHS
     with (
         mock.patch.object(codec, "fast_message", one),
@@ -333,7 +334,7 @@ def render(data: dict[str, Any]) -> str:
         " `history_from_jsonable` on the already parsed value (constructing the same"
         " objects from dicts; collector paused, as in `decode_history`). The decode"
         " parses in pieces of 64 KiB, so it can come in under parse + build. `decode` builds"
-        " with the compiled decoder (`golem_core._speedups`, ADR 0149) where the row says"
+        " with the compiled decoder (`golem_core._native._speedups`, ADR 0149) where the row says"
         " so; `interpreted` is the same decode with the generated Python decoder instead,"
         " measured in the same rounds. `+ gc` is a decode followed by a full `gc.collect()`"
         " while the history is alive (what the collector costs a program that keeps it; the"

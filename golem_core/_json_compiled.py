@@ -666,13 +666,13 @@ PYTHON_PATHS: Final[tuple[_OneMessage, _MessageList]] = (
 
 def _native_paths() -> tuple[_OneMessage, _MessageList] | None:
     try:  # built at install when a C compiler is there (ADR 0149); the same values
-        from golem_core import _speedups
+        from golem_core._native import _speedups
     except ImportError:  # no compiler at install, or an interpreter it was not built for
         return None
     try:
         native = _speedups.decoder(native_spec(_NS))
     except TypeError as e:  # built from another version's table: never a wrong value
-        warnings.warn(f"golem_core._speedups is stale ({e}); reinstall golem", stacklevel=1)
+        warnings.warn(f"golem_core._native._speedups is stale ({e}); reinstall golem", stacklevel=1)
         return None
     return (native.message, native.messages)
 

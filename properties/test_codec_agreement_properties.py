@@ -86,8 +86,8 @@ def fast_decoder(request: pytest.FixtureRequest) -> Any:
     paths = NATIVE_PATHS if request.param == "native" else PYTHON_PATHS
     if paths is None:
         if os.environ.get("GOLEM_REQUIRE_SPEEDUPS") == "1":
-            pytest.fail("GOLEM_REQUIRE_SPEEDUPS=1 but golem_core._speedups is not built")
-        pytest.skip("golem_core._speedups is not built (no C compiler at install)")
+            pytest.fail("GOLEM_REQUIRE_SPEEDUPS=1 but golem_core._native._speedups is not built")
+        pytest.skip("golem_core._native._speedups is not built (no C compiler at install)")
     one, many = paths
     with contextlib.ExitStack() as stack:
         for module in (compiled, codec):

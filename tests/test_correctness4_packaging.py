@@ -85,11 +85,11 @@ def test_the_wheel_holds_every_module_the_package_data_and_the_command(dist: Pat
 def test_the_wheel_holds_the_compiled_decoder_and_is_tagged_for_this_interpreter(
     dist: Path,
 ) -> None:
-    """hatch_build.py compiles ``golem_core/_speedups.c`` (a C compiler is on every machine
+    """hatch_build.py compiles ``golem_core/_native/_speedups.c`` (a C compiler is on every machine
     here; ``GOLEM_REQUIRE_SPEEDUPS=1`` in ``.ci/run``; ADR 0149)."""
     wheel = one(dist, "*.whl")
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    assert f"golem_core/_speedups{suffix}" in zipfile.ZipFile(wheel).namelist()
+    assert f"golem_core/_native/_speedups{suffix}" in zipfile.ZipFile(wheel).namelist()
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
     assert wheel.name.startswith(f"golem_agents-0.1.0-{tag}-{tag}-"), wheel.name
 
@@ -133,7 +133,7 @@ def test_the_wheels_files_alone_run_the_command_and_an_offline_agent(
         "import golem_core, golem_shell\n"
         "from golem_shell import Agent, TestModel\n"
         "print(golem_shell.__file__)\n"
-        "from golem_core import _speedups\n"
+        "from golem_core._native import _speedups\n"
         "from golem_core._json_compiled import NATIVE_PATHS\n"
         "assert NATIVE_PATHS and _speedups.__file__.startswith(golem_core.__path__[0])\n"
         "agent = Agent(TestModel())\n"

@@ -1,4 +1,4 @@
-"""The compiled fast decoder (``golem_core/_speedups.c``, ADR 0149).
+"""The compiled fast decoder (``golem_core/_native/_speedups.c``, ADR 0149).
 
 properties/test_codec_agreement_properties.py holds it to the reference decoder on every
 input (each property runs on it and on the generated Python). Here: it is the one the
@@ -37,24 +37,26 @@ from golem_core import Message, Role, TextPart
 from golem_core._json_compiled import NATIVE_PATHS, PYTHON_PATHS, Unhandled, native_spec
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "golem_core" / "_speedups.c"
+SOURCE = ROOT / "golem_core" / "_native" / "_speedups.c"
 
 
 def speedups() -> ModuleType:
-    """``golem_core._speedups``, or a skip (a failure under ``GOLEM_REQUIRE_SPEEDUPS=1``)."""
+    """``golem_core._native._speedups``, or a skip (a failure under
+    ``GOLEM_REQUIRE_SPEEDUPS=1``)."""
     try:
-        from golem_core import _speedups
+        from golem_core._native import _speedups
     except ImportError:
         if os.environ.get("GOLEM_REQUIRE_SPEEDUPS") == "1":
-            pytest.fail("GOLEM_REQUIRE_SPEEDUPS=1 but golem_core._speedups is not built")
-        pytest.skip("golem_core._speedups is not built (no C compiler at install)")
+            pytest.fail("GOLEM_REQUIRE_SPEEDUPS=1 but golem_core._native._speedups is not built")
+        pytest.skip("golem_core._native._speedups is not built (no C compiler at install)")
     return _speedups
 
 
 def test_the_codec_decodes_with_the_compiled_decoder_built_from_this_source() -> None:
     module = speedups()
     assert module.source_sha256 == hashlib.sha256(SOURCE.read_bytes()).hexdigest(), (
-        "golem_core._speedups was built from another _speedups.c: reinstall (pip install -e .)"
+        "golem_core._native._speedups was built from another _speedups.c: reinstall "
+        "(pip install -e .)"
     )
     assert NATIVE_PATHS is not None
     assert compiled.fast_message is NATIVE_PATHS[0] is codec.fast_message

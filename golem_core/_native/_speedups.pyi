@@ -1,4 +1,4 @@
-"""Types of ``golem_core._speedups``, the compiled JSON fast decoder (``_speedups.c``)."""
+"""Types of ``golem_core._native._speedups``, the compiled JSON fast decoder (``_speedups.c``)."""
 
 from typing import Any
 

@@ -1,4 +1,4 @@
-/* golem_core._speedups: the JSON fast decoder, compiled (optional; ADR 0149).
+/* golem_core._native._speedups: the JSON fast decoder, compiled (optional; ADR 0149).
  *
  * It does exactly what the fast decoder that ``_json_compiled`` writes in Python does,
  * read from the same field table (``_json_fields``), which ``_json_compiled`` hands it
@@ -243,7 +243,7 @@ convert(Decoder *self, Field *f, PyObject *v, PyObject *names)
     case K_BASE64:
         return parsed(self, self->b64decode, v);
     }
-    PyErr_Format(PyExc_SystemError, "golem_core._speedups: unknown kind %d", f->kind);
+    PyErr_Format(PyExc_SystemError, "golem_core._native._speedups: unknown kind %d", f->kind);
     return NULL;
 }
 
@@ -498,14 +498,14 @@ static PyMethodDef decoder_methods[] = {
 
 static PyTypeObject DecoderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "golem_core._speedups.Decoder",
+    .tp_name = "golem_core._native._speedups.Decoder",
     .tp_basicsize = sizeof(Decoder),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_dealloc = (destructor)decoder_dealloc,
     .tp_traverse = (traverseproc)decoder_traverse,
     .tp_clear = (inquiry)decoder_clear,
     .tp_methods = decoder_methods,
-    .tp_doc = "The compiled fast decoder of one field table (golem_core._speedups.decoder).",
+    .tp_doc = "The compiled fast decoder of one field table (golem_core._native._speedups.decoder).",
 };
 
 /* spec: (helpers, message, usage, parts); helpers: (Unhandled, roles, part_kinds,
@@ -589,7 +589,7 @@ static PyMethodDef module_methods[] = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "golem_core._speedups",
+    .m_name = "golem_core._native._speedups",
     .m_doc = "The compiled fast decoder of golem_core's JSON codec (optional; ADR 0149).",
     .m_size = -1,
     .m_methods = module_methods,
