@@ -289,10 +289,7 @@ def _fast_body(src: _Source, record: Record, finish: list[str], p: str = "") -> 
     ``{p}o``, an instance of the record's class; ``finish`` follows each place where it
     is done. The prefix ``p`` names the variables of a body inlined in another's."""
     known = src.name(f"_KNOWN_{record.cls.__name__}", record.known)
-    not_null = src.name(
-        f"_NOT_NULL_{record.cls.__name__}",
-        tuple(f.key for f in record.fields if not f.kind.nullable),
-    )
+    not_null = src.name(f"_NOT_NULL_{record.cls.__name__}", record.not_null)
     v, seen_, n = f"{p}v", f"{p}seen", f"{p}n"
     out: list[str] = []
     seen: int | None = 1 if record.tag is not None else 0  # a number until a field is optional
@@ -634,8 +631,7 @@ def _native_record(record: Record) -> tuple[object, ...]:
         )
         for f, default in zip(record.fields, record.defaults, strict=True)
     )
-    not_null = tuple(f.key for f in record.fields if not f.kind.nullable)
-    return (record.cls, record.tag, record.known, not_null, fields)
+    return (record.cls, record.tag, record.known, record.not_null, fields)
 
 
 def native_spec(namespace: dict[str, Any]) -> tuple[object, ...]:
@@ -686,7 +682,7 @@ fast_message: Final[_OneMessage] = (NATIVE_PATHS or PYTHON_PATHS)[0]
 (``_speedups``) when installed, else the generated Python: the same values."""
 
 fast_message_list: Final[_MessageList] = (NATIVE_PATHS or PYTHON_PATHS)[1]
-"""``fast_message`` of each element of a list (its body inlined in the loop)."""
+"""``fast_message`` of each element of a list, in one call."""
 
 
 def fast_messages(value: list[object]) -> tuple[Message, ...]:

@@ -120,9 +120,10 @@ class Field:
 class Record:
     """A class and its fields in the order they are written.
 
-    ``tag`` is a part's ``type`` (``None`` for a message and a usage); ``defaults`` and
-    ``known`` are derived: each field's default (``NO_DEFAULT`` when required), and
-    every key this version reads (the tag's ``type`` included).
+    ``tag`` is a part's ``type`` (``None`` for a message and a usage); ``defaults``,
+    ``known`` and ``not_null`` are derived: each field's default (``NO_DEFAULT`` when
+    required), every key this version reads (the tag's ``type`` included), and the keys
+    whose JSON ``null`` is an error (their kind is not ``nullable``).
     """
 
     cls: type
@@ -130,6 +131,7 @@ class Record:
     tag: str | None = None
     defaults: tuple[Any, ...] = attrs.field(init=False)
     known: frozenset[str] = attrs.field(init=False)
+    not_null: tuple[str, ...] = attrs.field(init=False)
 
     @defaults.default
     def _defaults(self) -> tuple[Any, ...]:
@@ -154,6 +156,10 @@ class Record:
     def _known(self) -> frozenset[str]:
         keys = {f.key for f in self.fields}
         return frozenset(keys | {"type"} if self.tag is not None else keys)
+
+    @not_null.default
+    def _not_null(self) -> tuple[str, ...]:
+        return tuple(f.key for f in self.fields if not f.kind.nullable)
 
 
 # -- the table ----------------------------------------------------------------------
