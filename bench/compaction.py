@@ -71,8 +71,8 @@ from golem_core import (
 )
 from golem_core.wire.openai_responses import COMPACTION_CONTENT_KEY, compaction_item
 from golem_shell import FunctionModel, OpenAIResponsesModel, summarize_history
-from golem_shell._native_compaction import native_compaction
-from golem_shell._summarize import AsyncHistoryProcessor, run_history_processor
+from golem_shell.context._native_compaction import native_compaction
+from golem_shell.context._summarize import AsyncHistoryProcessor, run_history_processor
 
 TURNS = 500
 BUDGET = cache.BUDGET

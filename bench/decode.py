@@ -31,7 +31,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 from unittest import mock
 
-import golem_core._json as codec
+import golem_core.codec._json as codec
 from bench import workload, workload2
 from bench.convert import to_golem
 from bench.peers import PydanticAI, load_peers
@@ -51,7 +51,7 @@ from golem_core import (
     encode_history,
     history_from_jsonable,
 )
-from golem_core._json_compiled import NATIVE_PATHS, PYTHON_PATHS
+from golem_core.codec._json_compiled import NATIVE_PATHS, PYTHON_PATHS
 
 __all__ = ["main", "render", "to_golem2", "to_pydantic2"]
 

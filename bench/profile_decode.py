@@ -33,8 +33,8 @@ from typing import Any
 
 from bench.decode import _inputs
 from bench.timing import CLOCKS, Op, measure
-from golem_core import _json as codec
 from golem_core import decode_history, history_from_jsonable
+from golem_core.codec import _json as codec
 
 __all__ = ["main"]
 

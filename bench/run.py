@@ -75,7 +75,7 @@ from golem_core import (
     sanitize_history,
     trim_history,
 )
-from golem_core import _json as codec
+from golem_core.codec import _json as codec
 from golem_shell import Agent, FunctionModel
 
 __all__ = ["main", "render"]

@@ -79,7 +79,7 @@ async def _modes(repeat: int, min_repeat_s: float, clock: str) -> list[Record]:
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.trace import TracerProvider
 
-    from golem_shell import _observe, _otel
+    from golem_shell.observe import _observe, _otel
 
     text, tool = _agents()
     setups = {  # built once: instrument() itself is not what is measured
@@ -132,7 +132,7 @@ async def history_ops(repeat: int, min_repeat_s: float, clock: Any) -> list[Reco
 
     from bench.convert import to_golem
     from bench.workload import conversation
-    from golem_shell import _observe, _otel
+    from golem_shell.observe import _observe, _otel
 
     _, tool = _agents()
     setup = _otel.Instrumentation(

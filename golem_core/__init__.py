@@ -11,94 +11,7 @@ provenance. Below it: ``golem_core.loop`` (the sans-IO driver protocol), ``golem
 (Hypothesis strategies and processor laws).
 """
 
-from golem_core._compaction import (
-    COMPACTED,
-    COMPACTION_KEY,
-    DECLINED_NOTHING_TO_FOLD,
-    DECLINED_PENDING_CALL,
-    CompactionKind,
-    CompactionProbe,
-    CompactionRecord,
-    FactCheck,
-    compaction_of,
-    compaction_records,
-    failed_outcome,
-    message_ref,
-    new_compactions,
-    probe_history,
-    with_compaction,
-)
-from golem_core._context import (
-    DEFAULT_CLEARED_PLACEHOLDER,
-    SUMMARY_KEY,
-    ClearedResult,
-    ClearReport,
-    SummaryPlan,
-    clear_old_tool_results,
-    clear_tool_results,
-    drop_thinking,
-    is_summary,
-    plan_compaction,
-    plan_summary,
-    summary_message,
-    turn_starts,
-)
-from golem_core._deferred import (
-    Approved,
-    DeferredAnswer,
-    DeferredCall,
-    Denied,
-    ExternalResult,
-)
-from golem_core._events import (
-    CompactionFinished,
-    CompactionStarted,
-    CompactionTrigger,
-    HistoryPorted,
-    HistoryProcessed,
-    LifecycleEvent,
-    RequestFailed,
-    RequestFinished,
-    RequestStarted,
-    RetryScheduled,
-    RunFailed,
-    RunFinished,
-    RunPaused,
-    RunStarted,
-    RunSteered,
-    ToolFinished,
-    ToolOutcomeKind,
-    ToolStarted,
-)
-from golem_core._history import (
-    INTERRUPTED_RESULT_TEXT,
-    UNFINISHED_RESULT_TEXT,
-    HistoryRepair,
-    PairingKind,
-    PairingProblem,
-    RepairEntry,
-    RepairReason,
-    check_pairing,
-    interrupted_result,
-    normalize_history,
-    repair_history,
-)
 from golem_core._identity import conversation_id_of
-from golem_core._instructions import join_instructions
-from golem_core._json import (
-    DecodeError,
-    HistoryDecodeError,
-    configure_converter,
-    decode_history,
-    decode_history_or_raise,
-    decode_message,
-    decode_message_or_raise,
-    encode_history,
-    encode_message,
-    history_from_jsonable,
-    history_to_jsonable,
-    make_converter,
-)
 from golem_core._messages import (
     DataPart,
     Extra,
@@ -127,7 +40,68 @@ from golem_core._model import (
     ToolCallDelta,
     ToolDefinition,
 )
-from golem_core._port import (
+from golem_core._retry import RetryPolicy
+from golem_core.codec._json import (
+    DecodeError,
+    HistoryDecodeError,
+    configure_converter,
+    decode_history,
+    decode_history_or_raise,
+    decode_message,
+    decode_message_or_raise,
+    encode_history,
+    encode_message,
+    history_from_jsonable,
+    history_to_jsonable,
+    make_converter,
+)
+from golem_core.history._compaction import (
+    COMPACTED,
+    COMPACTION_KEY,
+    DECLINED_NOTHING_TO_FOLD,
+    DECLINED_PENDING_CALL,
+    CompactionKind,
+    CompactionProbe,
+    CompactionRecord,
+    FactCheck,
+    compaction_of,
+    compaction_records,
+    failed_outcome,
+    message_ref,
+    new_compactions,
+    probe_history,
+    with_compaction,
+)
+from golem_core.history._context import (
+    DEFAULT_CLEARED_PLACEHOLDER,
+    SUMMARY_KEY,
+    ClearedResult,
+    ClearReport,
+    SummaryPlan,
+    clear_old_tool_results,
+    clear_tool_results,
+    drop_thinking,
+    is_summary,
+    plan_compaction,
+    plan_summary,
+    summary_message,
+    turn_starts,
+)
+from golem_core.history._history import (
+    INTERRUPTED_RESULT_TEXT,
+    UNFINISHED_RESULT_TEXT,
+    HistoryRepair,
+    PairingKind,
+    PairingProblem,
+    RepairEntry,
+    RepairReason,
+    check_pairing,
+    interrupted_result,
+    normalize_history,
+    repair_history,
+)
+from golem_core.history._instructions import join_instructions
+from golem_core.history._port import (
     Origin,
     PortedPart,
     PortReport,
@@ -135,13 +109,13 @@ from golem_core._port import (
     Target,
     port_history,
 )
-from golem_core._prefix import (
+from golem_core.history._prefix import (
     HistoryChange,
     PrefixBreak,
     describe_cut,
     describe_processing,
 )
-from golem_core._processors import (
+from golem_core.history._processors import (
     BudgetWindow,
     HistoryError,
     HistoryProcessor,
@@ -154,7 +128,7 @@ from golem_core._processors import (
     token_counter,
     trim_history,
 )
-from golem_core._provenance import (
+from golem_core.history._provenance import (
     MIN_KEY_BYTES,
     PROVENANCE_FIELD,
     MessageProvenance,
@@ -170,14 +144,40 @@ from golem_core._provenance import (
     verify_history,
     verify_message,
 )
-from golem_core._retry import RetryPolicy
-from golem_core._sanitize import (
+from golem_core.history._sanitize import (
     SanitizeReport,
     UnsafePart,
     is_safe_url,
     safe_parts,
     sanitize_history,
     url_scheme,
+)
+from golem_core.loop._deferred import (
+    Approved,
+    DeferredAnswer,
+    DeferredCall,
+    Denied,
+    ExternalResult,
+)
+from golem_core.loop._events import (
+    CompactionFinished,
+    CompactionStarted,
+    CompactionTrigger,
+    HistoryPorted,
+    HistoryProcessed,
+    LifecycleEvent,
+    RequestFailed,
+    RequestFinished,
+    RequestStarted,
+    RetryScheduled,
+    RunFailed,
+    RunFinished,
+    RunPaused,
+    RunStarted,
+    RunSteered,
+    ToolFinished,
+    ToolOutcomeKind,
+    ToolStarted,
 )
 
 __all__ = [

@@ -36,6 +36,7 @@ __all__ = [
     "URLPart",
     "UnknownPart",
     "Usage",
+    "calls_of",
 ]
 
 Extra: TypeAlias = tuple[tuple[str, str], ...]
@@ -439,3 +440,14 @@ class Message:
 
 
 _MESSAGE_OPTIONAL = attrs.fields(Message)[2:]
+
+
+def calls_of(message: Message) -> list[ToolCallPart]:
+    """The calls of a turn that need a result: id'd, one per distinct id, in call order."""
+    seen: set[str] = set()
+    calls: list[ToolCallPart] = []
+    for p in message.parts:
+        if type(p) is ToolCallPart and p.id is not None and p.id not in seen:
+            seen.add(p.id)
+            calls.append(p)
+    return calls

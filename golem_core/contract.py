@@ -1,7 +1,7 @@
 """The message contract as data: the field table every reader and writer of history JSON
 is generated from.
 
-Owns nothing new: it publishes the table of ``golem_core._json_fields`` (ADR 0060) for
+Owns nothing new: it publishes the table of ``golem_core.codec._json_fields`` (ADR 0060) for
 the generators outside the codec. ``MESSAGE``, ``USAGE`` and ``PART_RECORDS`` list, per
 class, every JSON key in the order it is written, its attribute, its ``Kind`` and its
 default (``Record.defaults``; ``NO_DEFAULT`` when the key is required). The codec's
@@ -17,8 +17,16 @@ from __future__ import annotations
 
 from typing import Final, get_args
 
-from golem_core._json_fields import MESSAGE, NO_DEFAULT, PART_RECORDS, USAGE, Field, Kind, Record
 from golem_core._messages import PartKind, Role
+from golem_core.codec._json_fields import (
+    MESSAGE,
+    NO_DEFAULT,
+    PART_RECORDS,
+    USAGE,
+    Field,
+    Kind,
+    Record,
+)
 
 __all__ = [
     "MESSAGE",

@@ -9,18 +9,6 @@ stored ``provider`` value, old spellings included. The porting names an adapter 
 quirks) are here too, so the shell imports no private core module for them.
 """
 
-from golem_core._port import (
-    Origin,
-    PortedPart,
-    PortReport,
-    RewrittenId,
-    Target,
-    asked_model_of,
-    describe_report,
-    port_history,
-    record_asked_model,
-    same_model,
-)
 from golem_core._providers import (
     MISTRAL_CALL_IDS,
     PROFILES,
@@ -33,6 +21,18 @@ from golem_core._providers import (
     UnknownProviderError,
     profile_of,
     recorded_provider,
+)
+from golem_core.history._port import (
+    Origin,
+    PortedPart,
+    PortReport,
+    RewrittenId,
+    Target,
+    asked_model_of,
+    describe_report,
+    port_history,
+    record_asked_model,
+    same_model,
 )
 
 __all__ = [

@@ -11,6 +11,7 @@ imports only the core's public modules) uses the same function.
 from __future__ import annotations
 
 import inspect
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -21,9 +22,9 @@ __all__ = ["claim_public_names"]
 
 def claim_public_names(namespace: dict[str, Any]) -> None:
     """Give each class and function in ``namespace["__all__"]`` that a private module of
-    the same package defines (``golem_core._messages`` for ``golem_core``; the siblings
-    for a public module such as ``golem_core.loop``) the namespace's module as its
-    ``__module__``.
+    the same package defines (``golem_core._messages`` or a room's ``golem_core.codec._json``
+    for ``golem_core``; the siblings for a public module such as ``golem_core.loop``) the
+    namespace's module as its ``__module__``.
 
     Only a name exported under its own ``__qualname__`` is claimed, so the public path
     resolves (``getattr(module, qualname)`` is the object: pickling by reference works);
@@ -35,7 +36,7 @@ def claim_public_names(namespace: dict[str, Any]) -> None:
     """
     public: str = namespace["__name__"]
     package = public if "__path__" in namespace else public.rpartition(".")[0]
-    private = f"{package}._"
+    private = f"{package}."
     exported = tuple(namespace.get("__all__", ()))
     for name in exported:
         if name in namespace:
@@ -63,13 +64,37 @@ def _claim(public: str, private: str, name: str, value: object) -> None:
     if not isinstance(value, type | types.FunctionType):
         return
     module = getattr(value, "__module__", None)
-    if not isinstance(module, str) or not module.startswith(private):
+    if not isinstance(module, str) or not _is_private(module, private, name):
         return
     if value.__qualname__ != name:
         return
     if isinstance(value, type):
         _resolve_annotations(value)
     value.__module__ = public
+
+
+def _is_private(module: str, package: str, name: str) -> bool:
+    """Whether ``module`` is a private module of ``package`` (given with its final dot)
+    whose ``name`` no public module nearer to it exports: ``golem_core._messages``, or a
+    module of a room (``golem_core.codec._json``), or a private module of a public
+    subpackage that does not export the name itself (``golem_core.loop._events`` for
+    ``golem_core.RunStarted``); never a public module such as ``golem_core.wire.anthropic``.
+    """
+    if not module.startswith(package):
+        return False
+    segments = module[len(package) :].split(".")
+    if not any(s.startswith("_") for s in segments):
+        return False
+    nearer = package
+    for segment in segments[:-1]:
+        nearer += segment
+        inner = sys.modules.get(nearer)
+        if segment.startswith("_") or inner is None:
+            break
+        if name in getattr(inner, "__all__", ()):
+            return False
+        nearer += "."
+    return True
 
 
 def _resolve_annotations(cls: type) -> None:

@@ -1,7 +1,7 @@
 """Server-sent events, framed purely (the shell's HTTP adapters read the bytes): the
 decoder, its events and errors, and the default bound on one line."""
 
-from golem_core._sse import DEFAULT_MAX_LINE_BYTES, ServerSentEvent, SSEDecoder, SSEError
+from golem_core.wire._sse import DEFAULT_MAX_LINE_BYTES, ServerSentEvent, SSEDecoder, SSEError
 
 __all__ = ["DEFAULT_MAX_LINE_BYTES", "SSEDecoder", "SSEError", "ServerSentEvent"]
 

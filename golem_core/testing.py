@@ -59,17 +59,6 @@ except ImportError as e:  # pragma: no cover - exercised in a subprocess by the 
     ) from e
 from returns.result import Failure, Result, Success
 
-from golem_core._compaction import (
-    COMPACTED,
-    DECLINED_NOTHING_TO_FOLD,
-    CompactionProbe,
-    FactCheck,
-    failed_outcome,
-    probe_history,
-)
-from golem_core._context import is_summary
-from golem_core._history import check_pairing
-from golem_core._json import encode_history
 from golem_core._messages import (
     DataPart,
     Message,
@@ -83,8 +72,19 @@ from golem_core._messages import (
     URLPart,
     Usage,
 )
-from golem_core._processors import HistoryProcessor, _opening_index
+from golem_core.codec._json import encode_history
 from golem_core.contract import MESSAGE, PART_RECORDS, USAGE, Kind, Record
+from golem_core.history._compaction import (
+    COMPACTED,
+    DECLINED_NOTHING_TO_FOLD,
+    CompactionProbe,
+    FactCheck,
+    failed_outcome,
+    probe_history,
+)
+from golem_core.history._context import is_summary
+from golem_core.history._history import check_pairing
+from golem_core.history._processors import HistoryProcessor, _opening_index
 
 __all__ = [
     "C0_OR_SPACE",

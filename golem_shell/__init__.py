@@ -26,7 +26,6 @@ from golem_core import (
     ToolStarted,
 )
 from golem_shell._agent import Agent
-from golem_shell._capture import capture_run_messages
 from golem_shell._errors import (
     DeferredResultsError,
     GolemError,
@@ -37,13 +36,7 @@ from golem_shell._errors import (
     Stage,
     UsageError,
 )
-from golem_shell._event_stream import EventStream, RunEvent
 from golem_shell._ids import new_id
-from golem_shell._limits import UsageLimits
-from golem_shell._native_compaction import native_compaction
-from golem_shell._observe import EventHandler, instrument, uninstrument
-from golem_shell._options import RunOptions, StreamOptions
-from golem_shell._recall import RECALL_HINT, recall_tool
 from golem_shell._results import (
     DeltaEvent,
     DeltaHandler,
@@ -51,9 +44,9 @@ from golem_shell._results import (
     ToolResultEvent,
     partial_from,
 )
-from golem_shell._setup import RunSpec
-from golem_shell._steering import Steering
-from golem_shell._summarize import (
+from golem_shell.context._native_compaction import native_compaction
+from golem_shell.context._recall import RECALL_HINT, recall_tool
+from golem_shell.context._summarize import (
     AsyncHistoryProcessor,
     ModelProbe,
     compact_history,
@@ -61,8 +54,22 @@ from golem_shell._summarize import (
     run_history_processor,
     summarize_history,
 )
-from golem_shell._tokens import tiktoken_counter
-from golem_shell._tools import (
+from golem_shell.context._tokens import tiktoken_counter
+from golem_shell.models import (
+    FunctionModel,
+    Model,
+    ScriptedModel,
+    TestModel,
+    infer_model,
+)
+from golem_shell.observe._observe import EventHandler, instrument, uninstrument
+from golem_shell.run._capture import capture_run_messages
+from golem_shell.run._event_stream import EventStream, RunEvent
+from golem_shell.run._limits import UsageLimits
+from golem_shell.run._options import RunOptions, StreamOptions
+from golem_shell.run._setup import RunSpec
+from golem_shell.run._steering import Steering
+from golem_shell.tools._tools import (
     Canceled,
     ModelRetry,
     RunContext,
@@ -72,23 +79,16 @@ from golem_shell._tools import (
     Toolset,
     tool,
 )
-from golem_shell.models import (
-    FunctionModel,
-    Model,
-    ScriptedModel,
-    TestModel,
-    infer_model,
-)
 
 if _TYPE_CHECKING:  # imported on first use (start-up: issue 29), see ``__getattr__``
-    from golem_shell._token_counters import (
+    from golem_shell.cli import history_schema
+    from golem_shell.context._token_counters import (
         AsyncTokenCounter,
         ProviderTokenCounter,
         anthropic_token_counter,
         async_budget_history,
         gemini_token_counter,
     )
-    from golem_shell.cli import history_schema
     from golem_shell.models.anthropic import AnthropicModel
     from golem_shell.models.gemini import GeminiModel
     from golem_shell.models.openai import OpenAIModel
@@ -115,7 +115,7 @@ _LAZY = {
             "async_budget_history",
             "gemini_token_counter",
         ),
-        "golem_shell._token_counters",
+        "golem_shell.context._token_counters",
     ),
     "history_schema": "golem_shell.cli",
     **dict.fromkeys(

@@ -3,10 +3,10 @@
 Owns an agent's configuration (model, instructions, tools, output type, history
 processor, limits), the registration of tools and validators, ``override`` for tests,
 opening toolsets, and the public run methods with their ``_sync`` twins. A run is set up
-as a value (``golem_shell._setup.RunSpec``, from ``run_spec``) and handed to the asyncio
-runtime (``golem_shell._asyncio``), as the durable runtimes (``golem_shell.durable``,
+as a value (``golem_shell.run._setup.RunSpec``, from ``run_spec``) and handed to the asyncio
+runtime (``golem_shell.run._asyncio``), as the durable runtimes (``golem_shell.durable``,
 ``golem_shell.temporal``) take it too; every decision is the core's (``golem_core.loop``),
-driven by the one driver (``golem_shell._driver``).
+driven by the one driver (``golem_shell.run._driver``).
 """
 
 from __future__ import annotations
@@ -28,21 +28,21 @@ from golem_core import (
     signing_keys,
 )
 from golem_core.loop import Answered, DeferredCall, IssuedCalls, waiting_calls
-from golem_shell._asyncio import OpenToolsets, resume, start, sync
-from golem_shell._checks import check_history, check_settings
 from golem_shell._errors import UsageError
-from golem_shell._limits import KEEP, Overrides, UsageLimits
-from golem_shell._options import (
+from golem_shell._results import DeltaEvent, DeltaHandler, RunResult
+from golem_shell.context._summarize import AsyncHistoryProcessor
+from golem_shell.models import Model, infer_model
+from golem_shell.run._asyncio import OpenToolsets, resume, start, sync
+from golem_shell.run._checks import check_history, check_settings
+from golem_shell.run._limits import KEEP, Overrides, UsageLimits
+from golem_shell.run._options import (
     STREAM_KEYWORDS,
     RunOptions,
     StreamOptions,
     check_options,
     overrides_of,
 )
-from golem_shell._output import Output, OutputMode
-from golem_shell._registry import Registry
-from golem_shell._results import DeltaEvent, DeltaHandler, RunResult
-from golem_shell._setup import (
+from golem_shell.run._setup import (
     InstructionsFunction,
     Prompt,
     RunSpec,
@@ -50,13 +50,13 @@ from golem_shell._setup import (
     prompt_parts,
     run_ids,
 )
-from golem_shell._summarize import AsyncHistoryProcessor
-from golem_shell._tools import RunContext, Tool, Toolset
-from golem_shell.models import Model, infer_model
+from golem_shell.tools._output import Output, OutputMode
+from golem_shell.tools._registry import Registry
+from golem_shell.tools._tools import RunContext, Tool, Toolset
 
 if TYPE_CHECKING:
-    from golem_shell._event_stream import EventStream
-    from golem_shell._observe import EventHandler
+    from golem_shell.observe._observe import EventHandler
+    from golem_shell.run._event_stream import EventStream
 
 __all__ = ["Agent"]
 
@@ -367,7 +367,7 @@ class Agent(Registry[DepsT, OutputT]):
         then ``stream.result``. Leaving early cancels the run; ``stream.partial`` keeps
         what it completed. See ``EventStream``.
         """
-        from golem_shell._event_stream import EventStream
+        from golem_shell.run._event_stream import EventStream
 
         check_options("iter_stream", options, allowed=STREAM_KEYWORDS)
 

@@ -1,6 +1,6 @@
 """The retry hook: how the HTTP layer tells the run in progress that a request is retried.
 
-Owns one context variable. The run's observer (``golem_shell._observe``) sets it for the
+Owns one context variable. The run's observer (``golem_shell.observe._observe``) sets it for the
 duration of a run; the HTTP layer (``golem_shell.models._http``) calls ``report_retry``
 before it sleeps. A leaf module, so the HTTP layer depends on it and not on the observer.
 """

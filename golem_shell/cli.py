@@ -53,7 +53,7 @@ from golem_core import (
     sanitize_history,
     trim_history,
 )
-from golem_shell._foreign_history import describe_foreign_history
+from golem_shell.context._foreign_history import describe_foreign_history
 
 __all__ = ["history_schema", "main"]
 
@@ -68,7 +68,7 @@ _SCHEMA_FILE: Final = "history.schema.json"
 def history_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of golem's history JSON, as ``golem schema`` prints it.
 
-    Generated from the codec's field table (``golem_shell._history_schema``), it accepts
+    Generated from the codec's field table (``golem_shell.context._history_schema``), it accepts
     exactly what ``decode_history`` accepts (unknown fields and part types included: the
     contract is additive), except what a schema cannot say: a timestamp
     ``datetime.fromisoformat`` cannot read, an integer written as ``1.0``, unknown fields
@@ -336,7 +336,7 @@ def _counter(name: str) -> TokenCounter:
     if name == "approximate":
         return approximate_tokens
     if name == "tiktoken" or name.startswith("tiktoken:"):
-        from golem_shell._tokens import tiktoken_counter
+        from golem_shell.context._tokens import tiktoken_counter
 
         encoding = name.partition(":")[2] or "o200k_base"
         try:

@@ -59,8 +59,9 @@ from golem_core.loop import (
     check_resume,
 )
 from golem_shell._agent import Agent
-from golem_shell._asyncio import AgentEffects
-from golem_shell._blobs import (
+from golem_shell._errors import RunError, Stage, UsageError
+from golem_shell._results import RunResult
+from golem_shell.engines._blobs import (
     BlobStore,
     Chain,
     MemoryBlobs,
@@ -68,8 +69,7 @@ from golem_shell._blobs import (
     SQLBlobs,
     SQLiteBlobs,
 )
-from golem_shell._driver import Progress, ToolBatch, run
-from golem_shell._engine import (
+from golem_shell.engines._engine import (
     WaitingCalls,
     answers_to_send,
     check_wrapped,
@@ -82,9 +82,7 @@ from golem_shell._engine import (
     set_up,
     waiting_of,
 )
-from golem_shell._errors import RunError, Stage, UsageError
-from golem_shell._observe import EventHandler, observe_run
-from golem_shell._records import (
+from golem_shell.engines._records import (
     MESSAGES,
     AnswersSent,
     CorruptRecord,
@@ -94,10 +92,12 @@ from golem_shell._records import (
     decode_as,
     encode,
 )
-from golem_shell._results import RunResult
-from golem_shell._setup import Prompt, RunSpec, compact_once, validate_output
-from golem_shell._steering import steering_message
-from golem_shell._tools import RunContext
+from golem_shell.observe._observe import EventHandler, observe_run
+from golem_shell.run._asyncio import AgentEffects
+from golem_shell.run._driver import Progress, ToolBatch, run
+from golem_shell.run._setup import Prompt, RunSpec, compact_once, validate_output
+from golem_shell.run._steering import steering_message
+from golem_shell.tools._tools import RunContext
 
 try:
     from dbos import (
@@ -213,7 +213,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
     read the result by run id with ``result``. The run id is the DBOS workflow id:
     starting a run id again does not start a second run.
 
-    The run is driven by the same driver as ``Agent.run`` (``golem_shell._driver``),
+    The run is driven by the same driver as ``Agent.run`` (``golem_shell.run._driver``),
     with effects that are DBOS steps. What differs: tools of one batch all run to the
     end (``tool_batch="run_all"``: a tool that stops the run does not cancel its
     siblings, so a replay never runs a cancelled tool again); ``timeout`` and streaming

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from golem_core import DataPart, Part, PartKind, TextPart
 from golem_shell._errors import UsageError
-from golem_shell._tools import ModelRetry, RunContext, Tool, ToolFailure
+from golem_shell.tools._tools import ModelRetry, RunContext, Tool, ToolFailure
 
 if TYPE_CHECKING:  # the mcp package is an optional extra: imported when a server connects
     from mcp import ClientSession

@@ -1,6 +1,6 @@
 """Durable runs on Temporal: an ``Agent`` run as a workflow whose activities are its effects.
 
-Owns the mapping of golem's run driver (``golem_shell._driver``) onto Temporal (ADR 0083,
+Owns the mapping of golem's run driver (``golem_shell.run._driver``) onto Temporal (ADR 0083,
 docs/durable.md). The workflow ``golem.run`` (``GolemRun``) is the driver, replayed from
 its history; each effect is an activity recorded there before the run moves on:
 ``golem.instructions`` (dynamic instructions), ``golem.processor`` (the history
@@ -8,7 +8,7 @@ processor, once per run), ``golem.compact`` (compact and retry's one compaction)
 ``golem.request`` (one model request, the adapter's retries inside), ``golem.tool`` (one
 tool call; a batch's calls are concurrent activities scheduled in call order).
 Validation and every transition run in the workflow. Inputs and results are
-``golem_shell._records`` JSON; the workflow id is the run id.
+``golem_shell.engines._records`` JSON; the workflow id is the run id.
 
 Nothing a conversation grows into crosses Temporal (ADR 0125): the run's input, each
 request and tool activity carry the head of the conversation's chain in the agent's blob
@@ -76,8 +76,9 @@ from golem_core.loop import (
     check_resume,
 )
 from golem_shell._agent import Agent
-from golem_shell._asyncio import AgentEffects
-from golem_shell._blobs import (
+from golem_shell._errors import DeferredResultsError, RunError, Stage, UsageError, error_type
+from golem_shell._results import RunResult
+from golem_shell.engines._blobs import (
     LOG_CHAIN,
     MESSAGE_CHAIN,
     BlobStore,
@@ -91,8 +92,7 @@ from golem_shell._blobs import (
     stash,
     unstash,
 )
-from golem_shell._driver import Progress, ToolBatch, run
-from golem_shell._engine import (
+from golem_shell.engines._engine import (
     WaitingCalls,
     answers_to_send,
     check_wrapped,
@@ -106,9 +106,7 @@ from golem_shell._engine import (
     set_up,
     waiting_of,
 )
-from golem_shell._errors import DeferredResultsError, RunError, Stage, UsageError, error_type
-from golem_shell._observe import EventHandler, observe_run
-from golem_shell._records import (
+from golem_shell.engines._records import (
     CALL,
     MESSAGES,
     USAGE,
@@ -122,10 +120,12 @@ from golem_shell._records import (
     decode_as,
     encode,
 )
-from golem_shell._results import RunResult
-from golem_shell._setup import Prompt, RunSpec, compact_once, validate_output
-from golem_shell._steering import steering_message
-from golem_shell._tools import RunContext
+from golem_shell.observe._observe import EventHandler, observe_run
+from golem_shell.run._asyncio import AgentEffects
+from golem_shell.run._driver import Progress, ToolBatch, run
+from golem_shell.run._setup import Prompt, RunSpec, compact_once, validate_output
+from golem_shell.run._steering import steering_message
+from golem_shell.tools._tools import RunContext
 
 try:
     from temporalio import activity, workflow
@@ -402,7 +402,7 @@ class TemporalAgent(Generic[DepsT, OutputT]):
     result by run id with ``result``, from any process connected to the server. The run
     id is the workflow id: starting a run id again does not start a second run.
 
-    The run is driven by the same driver as ``Agent.run`` (``golem_shell._driver``),
+    The run is driven by the same driver as ``Agent.run`` (``golem_shell.run._driver``),
     with effects that are activities. As with DBOS: the tools of one batch all run to
     their end (``tool_batch="run_all"``); ``timeout`` and streaming do not apply (use
     Temporal's workflow timeouts); a paused run waits for ``answer``; the history

@@ -75,7 +75,7 @@ __all__ = [
 ]
 
 
-# -- history processors (golem_core._processors) ----------------------------------------
+# -- history processors (golem_core.history._processors) ----------------------------------------
 
 
 def one_token(message: Message) -> int:

@@ -1,6 +1,6 @@
 """The JSON codec's fast paths agree with its reference paths, on every input.
 
-The field table (``golem_core/_json_fields.py``) drives four paths: the reference
+The field table (``golem_core/codec/_json_fields.py``) drives four paths: the reference
 decoder interprets it; the fast decoder, the dict encoder and the text encoder are
 compiled from it. These properties hold the compiled paths to the reference:
 
@@ -37,8 +37,8 @@ from hypothesis import strategies as st
 from returns.result import Failure, Result, Success
 from strategies import histories, json_values, messages
 
-import golem_core._json as codec
-import golem_core._json_compiled as compiled
+import golem_core.codec._json as codec
+import golem_core.codec._json_compiled as compiled
 from golem_core import (
     DataPart,
     DecodeError,
@@ -51,15 +51,15 @@ from golem_core import (
     URLPart,
     Usage,
 )
-from golem_core._json_compiled import (
+from golem_core.codec._json_compiled import (
     NATIVE_PATHS,
     PYTHON_PATHS,
     Unhandled,
     message_text,
     unstructure_message,
 )
-from golem_core._json_fields import MESSAGE, PART_RECORDS, USAGE, Field, Kind, Record
-from golem_core._json_reference import _Invalid, structure_message
+from golem_core.codec._json_fields import MESSAGE, PART_RECORDS, USAGE, Field, Kind, Record
+from golem_core.codec._json_reference import _Invalid, structure_message
 
 AGREE = settings(deadline=None)
 

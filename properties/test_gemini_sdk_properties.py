@@ -46,8 +46,8 @@ from golem_core import (
     ToolDefinition,
     repair_history,
 )
-from golem_core._sse import SSEDecoder
 from golem_core.wire import gemini as wire
+from golem_core.wire._sse import SSEDecoder
 
 genai = pytest.importorskip("google.genai")
 from google.genai import types  # noqa: E402

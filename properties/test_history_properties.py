@@ -19,7 +19,7 @@ from golem_core import (
     normalize_history,
     repair_history,
 )
-from golem_core._instructions import apply_instructions
+from golem_core.history._instructions import apply_instructions
 from golem_core.wire import (
     TRUNCATED_ARGS_KEY,
     wire_arguments,

@@ -47,7 +47,7 @@ from golem_core import (
     port_history,
     repair_history,
 )
-from golem_core._port import MISTRAL_CALL_IDS, PROVIDERS, STRING_CONTENT
+from golem_core.history._port import MISTRAL_CALL_IDS, PROVIDERS, STRING_CONTENT
 from golem_core.wire.gemini import with_thought_signature
 from golem_core.wire.openai_responses import reasoning_part
 from golem_shell import UsageError

@@ -35,7 +35,7 @@ from golem_core import (
     compose,
     trim_history,
 )
-from golem_core._history import check_pairing, repair_history
+from golem_core.history._history import check_pairing, repair_history
 
 any_histories = st.one_of(histories(), histories(max_size=40), valid_histories(max_turns=8))
 

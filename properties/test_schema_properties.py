@@ -36,8 +36,14 @@ from wire_rules import (
 )
 
 from golem_core import ToolDefinition
-from golem_shell._schema import NO_DEFAULT, ValidationFailed, json_schema, to_jsonable, validate
 from golem_shell.models.test import example_from_schema
+from golem_shell.tools._schema import (
+    NO_DEFAULT,
+    ValidationFailed,
+    json_schema,
+    to_jsonable,
+    validate,
+)
 
 
 class Color(enum.Enum):
@@ -261,9 +267,9 @@ def _bodies(tp: Any) -> dict[str, dict[str, Any]]:
     tool taking ``tp`` as a parameter beside them."""
     from golem_core import Message, ModelRequest
     from golem_core.wire import anthropic, gemini, openai, openai_responses
-    from golem_shell._output import Output
-    from golem_shell._schema import object_schema
     from golem_shell.models import OpenAIModel
+    from golem_shell.tools._output import Output
+    from golem_shell.tools._schema import object_schema
 
     tool = ToolDefinition("use", "", object_schema([("value", tp, None, NO_DEFAULT)]))
     out = Output(tp, "native", OpenAIModel("gpt-4o-mini", api_key="k"))
@@ -401,7 +407,7 @@ def test_strict_mode_loses_no_value_of_the_type(tp: Any, seed: int, prune: bool)
     """Every value of the type can be written under the strict schema (optional
     properties as ``null``), and reads back as the same value."""
     from golem_core.wire.strict import absent_nulls_dropped, openai_strict_schema
-    from golem_shell._output import Output
+    from golem_shell.tools._output import Output
 
     output = Output(tp, "tool")
     strict, why_not = openai_strict_schema(output.schema)

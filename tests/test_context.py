@@ -19,7 +19,7 @@ from golem_core import (
     encode_history,
     trim_history,
 )
-from golem_core._context import (
+from golem_core.history._context import (
     DEFAULT_CLEARED_PLACEHOLDER,
     SUMMARY_KEY,
     ClearedResult,

@@ -21,9 +21,9 @@ from returns.result import Success
 from golem_core import Message, decode_history, encode_history
 from golem_core.contract import MESSAGE, PART_RECORDS, USAGE, Field, Kind, Record
 from golem_core.testing import histories
-from golem_shell import _history_schema
-from golem_shell._history_schema import build_history_schema, render_history_schema
 from golem_shell.cli import history_schema
+from golem_shell.context import _history_schema
+from golem_shell.context._history_schema import build_history_schema, render_history_schema
 
 VALIDATOR = jsonschema.Draft202012Validator(build_history_schema())
 
@@ -36,7 +36,7 @@ def agree(document: object) -> tuple[bool, bool]:
 
 def test_the_shipped_schema_is_the_generated_one() -> None:
     text = resources.files("golem_shell").joinpath("history.schema.json").read_text("utf-8")
-    assert text == render_history_schema()  # python -m golem_shell._history_schema
+    assert text == render_history_schema()  # python -m golem_shell.context._history_schema
     assert history_schema() == build_history_schema()
     jsonschema.Draft202012Validator.check_schema(build_history_schema())
 

@@ -48,7 +48,7 @@ def test_token_usage_buckets_are_the_genai_conventions_list() -> None:
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-    from golem_shell._otel import Instrumentation
+    from golem_shell.observe._otel import Instrumentation
 
     reader = InMemoryMetricReader()
     inst = Instrumentation(

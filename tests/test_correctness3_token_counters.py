@@ -18,7 +18,7 @@ from pytest_httpserver import HTTPServer
 
 from golem_core import Message, ModelErrorKind, RetryPolicy
 from golem_shell import ModelError, UsageError
-from golem_shell._token_counters import anthropic_token_counter, gemini_token_counter
+from golem_shell.context._token_counters import anthropic_token_counter, gemini_token_counter
 
 KEY = "sk-count-secret-4b1d"
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from golem_core import Message, trim_history
 from golem_core._messages import Role
-from golem_core._processors import _after_counted
+from golem_core.history._processors import _after_counted
 
 ROLES = st.lists(st.sampled_from([Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.TOOL]))
 

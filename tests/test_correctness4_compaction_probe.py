@@ -20,7 +20,7 @@ from golem_core import (
 )
 from golem_core.testing import check_compaction, compaction_probe
 from golem_shell import FunctionModel
-from golem_shell._summarize import probe_compaction, summarize_history
+from golem_shell.context._summarize import probe_compaction, summarize_history
 
 pytestmark = pytest.mark.anyio
 

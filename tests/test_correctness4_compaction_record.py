@@ -44,7 +44,7 @@ from golem_core import (
 )
 from golem_core.wire import anthropic, gemini, openai, openai_responses
 from golem_shell import Agent, FunctionModel, ScriptedModel
-from golem_shell._summarize import DEFAULT_SUMMARY_PREFIX, summarize_history
+from golem_shell.context._summarize import DEFAULT_SUMMARY_PREFIX, summarize_history
 
 pytestmark = pytest.mark.anyio
 

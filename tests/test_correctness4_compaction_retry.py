@@ -53,9 +53,9 @@ from golem_shell import (
     OpenAIResponsesModel,
     RetryPolicy,
 )
-from golem_shell._driver import Progress, drive
-from golem_shell._observe import RunObserver
-from golem_shell._summarize import compact_history, summarize_history
+from golem_shell.context._summarize import compact_history, summarize_history
+from golem_shell.observe._observe import RunObserver
+from golem_shell.run._driver import Progress, drive
 
 pytestmark = pytest.mark.anyio
 

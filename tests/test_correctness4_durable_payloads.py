@@ -26,7 +26,7 @@ import pytest
 
 from golem_core import Message, Role, TextPart, ToolCallPart, encode_message
 from golem_shell import Agent, FunctionModel, RunError, Stage, Tool, tool
-from golem_shell._blobs import (
+from golem_shell.engines._blobs import (
     LOG_CHAIN,
     MESSAGE_CHAIN,
     Chain,

@@ -58,8 +58,8 @@ from golem_core.loop import CompactHistory, HistoryCompacted
 from golem_core.wire import anthropic as anthropic_wire
 from golem_core.wire import openai_responses as responses_wire
 from golem_shell import AnthropicModel, OpenAIModel, OpenAIResponsesModel, UsageError
-from golem_shell._native_compaction import native_compaction
-from golem_shell._summarize import compact_history
+from golem_shell.context._native_compaction import native_compaction
+from golem_shell.context._summarize import compact_history
 
 pytestmark = pytest.mark.anyio
 

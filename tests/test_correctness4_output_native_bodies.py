@@ -25,8 +25,8 @@ from golem_core.wire import anthropic as anthropic_wire
 from golem_core.wire import gemini as gemini_wire
 from golem_core.wire._cache import strip_cache_markers
 from golem_shell import UsageError
-from golem_shell._output import Output
 from golem_shell.models import AnthropicModel, GeminiModel, OpenAIModel, OpenAIResponsesModel
+from golem_shell.tools._output import Output
 
 # -- the output types --------------------------------------------------------------------
 

@@ -134,7 +134,7 @@ def test_the_wheels_files_alone_run_the_command_and_an_offline_agent(
         "from golem_shell import Agent, TestModel\n"
         "print(golem_shell.__file__)\n"
         "from golem_core._native import _speedups\n"
-        "from golem_core._json_compiled import NATIVE_PATHS\n"
+        "from golem_core.codec._json_compiled import NATIVE_PATHS\n"
         "assert NATIVE_PATHS and _speedups.__file__.startswith(golem_core.__path__[0])\n"
         "agent = Agent(TestModel())\n"
         "@agent.tool_plain\n"

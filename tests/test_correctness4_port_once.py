@@ -22,8 +22,8 @@ from golem_core import HistoryPorted, Message, ModelRequest, ModelSettings, Thin
 from golem_core.providers import PortReport, Target
 from golem_core.retry import RetryPolicy
 from golem_shell import Agent
-from golem_shell._limits import merge_settings
 from golem_shell.models import OpenAIModel
+from golem_shell.run._limits import merge_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = RetryPolicy(max_attempts=2, base=0.01, cap=0.02)

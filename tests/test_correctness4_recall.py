@@ -26,7 +26,7 @@ from store_backends import (  # noqa: F401 (fixtures)
 
 from golem_core import Message, Role, TextPart, ToolCallPart, is_summary
 from golem_shell import Agent, FunctionModel, ScriptedModel, UsageError, summarize_history
-from golem_shell._recall import RECALL_HINT, recall_tool
+from golem_shell.context._recall import RECALL_HINT, recall_tool
 from golem_shell.store._recall import search_messages
 
 SECRET = "ZEBRA-42"

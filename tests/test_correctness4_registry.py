@@ -26,10 +26,10 @@ from golem_core.retry import RetryPolicy
 from golem_core.wire._cache import add_cache_markers
 from golem_core.wire.gemini import with_thought_signature
 from golem_shell import UsageError
-from golem_shell._otel import model_names
 from golem_shell.models import ADAPTERS, infer_model
 from golem_shell.models._adapter import HTTPModel
 from golem_shell.models._http import ProviderHTTP
+from golem_shell.observe._otel import model_names
 
 CODEC_NAMES = ("PROVIDER", "encode_request", "decode_response", "decode_error", "media_block")
 

@@ -30,10 +30,10 @@ from golem_core.wire import gemini as gemini_wire
 from golem_core.wire import openai as openai_wire
 from golem_core.wire import openai_responses as responses_wire
 from golem_shell import Agent, Tool
-from golem_shell._output import Output
-from golem_shell._schema import json_schema, validate
-from golem_shell._tools import RunContext
 from golem_shell.models import OpenAIModel
+from golem_shell.tools._output import Output
+from golem_shell.tools._schema import json_schema, validate
+from golem_shell.tools._tools import RunContext
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ import pytest
 from returns.result import Success
 
 from golem_core import Message, decode_history, encode_history
-from golem_core import _json as codec
+from golem_core.codec import _json as codec
 
 pytest.importorskip("orjson")
 

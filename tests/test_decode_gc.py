@@ -12,7 +12,7 @@ import pytest
 from returns.result import Failure, Success
 
 from golem_core import Message, decode_history, encode_history, history_from_jsonable
-from golem_core import _json as codec
+from golem_core.codec import _json as codec
 
 HISTORY = (Message.user("hi"), Message.tool_result("call_1", "search", "found"))
 DATA = encode_history(HISTORY)

@@ -23,8 +23,8 @@ from provider_server import (  # noqa: F401 (fixtures, asked for by name)
 )
 
 from golem_shell import Agent, OpenAIModel, RunError, ScriptedModel, UsageError
-from golem_shell._event_stream import EventStream
-from golem_shell._partial_json import INCOMPLETE, parse_partial
+from golem_shell.run._event_stream import EventStream
+from golem_shell.tools._partial_json import INCOMPLETE, parse_partial
 
 pytestmark = pytest.mark.anyio
 
@@ -239,7 +239,7 @@ async def test_a_long_output_is_parsed_a_bounded_number_of_times(
     # each parse reads the whole prefix, so parsing on every piece of a long answer is
     # quadratic in its length; past the first kilobyte the stream parses again only
     # once the prefix has grown by an eighth
-    import golem_shell._output as output_module
+    import golem_shell.tools._output as output_module
 
     calls: list[int] = []
     real = output_module.parse_partial

@@ -9,7 +9,7 @@ from golem_core import (
     Role,
     join_instructions,
 )
-from golem_core._instructions import apply_instructions
+from golem_core.history._instructions import apply_instructions
 
 
 @pytest.mark.parametrize(

@@ -239,7 +239,7 @@ _ACCELERATED_CASES = [
 @pytest.mark.parametrize("raw", _ACCELERATED_CASES)
 @pytest.mark.parametrize("chunk", [0, 1 << 16])
 def test_the_accelerator_changes_no_value_and_no_error(raw: bytes, chunk: int) -> None:
-    import golem_core._json as codec
+    import golem_core.codec._json as codec
 
     pytest.importorskip("orjson")
     with pytest.MonkeyPatch.context() as patch:
@@ -258,7 +258,7 @@ def test_the_accelerator_changes_no_value_and_no_error(raw: bytes, chunk: int) -
 
 
 def test_a_large_history_decodes_alike_in_chunks() -> None:
-    import golem_core._json as codec
+    import golem_core.codec._json as codec
 
     pytest.importorskip("orjson")
     history = tuple(
@@ -272,7 +272,7 @@ def test_a_large_history_decodes_alike_in_chunks() -> None:
 
 
 def test_the_accelerator_takes_subclasses_and_odd_inputs_like_the_stdlib_path() -> None:
-    import golem_core._json as codec
+    import golem_core.codec._json as codec
 
     class Text(str):
         pass

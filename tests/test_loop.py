@@ -142,7 +142,7 @@ def test_next_command_reads_the_tables_command_column() -> None:
 
 def test_receive_dispatches_on_the_table_and_refuses_steps_outside_it() -> None:
     """Issue 14.10: the table drives ``receive``; every row's handler lands in its row."""
-    from golem_core._loop_table import _BY_STEP
+    from golem_core.loop._table import _BY_STEP
 
     assert {(t.phase, t.outcome) for t in TRANSITIONS} == set(_BY_STEP)
     assert all(Phase.DONE not in t.after for t in TRANSITIONS if t.phase is Phase.REQUEST)

@@ -508,7 +508,7 @@ def test_instrument_without_opentelemetry_is_a_usage_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "opentelemetry", None)
-    monkeypatch.delitem(sys.modules, "golem_shell._otel", raising=False)
+    monkeypatch.delitem(sys.modules, "golem_shell.observe._otel", raising=False)
     with pytest.raises(UsageError, match=r"golem-agents\[otel\]"):
         instrument()
 
@@ -518,7 +518,7 @@ def test_opentelemetry_is_not_imported_unless_tracing_is_enabled() -> None:
         "import asyncio, sys\n"
         "from golem_shell import Agent, FunctionModel\n"
         "asyncio.run(Agent(FunctionModel(lambda r: 'ok')).run('hi', on_event=lambda e: None))\n"
-        "assert 'golem_shell._otel' not in sys.modules\n"
+        "assert 'golem_shell.observe._otel' not in sys.modules\n"
         "assert not [m for m in sys.modules if m.startswith('opentelemetry')], 'imported'\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -8,7 +8,7 @@ from test_otel import Telemetry, otel_fixture  # noqa: F401 (fixture)
 
 from golem_core import Message, ToolCallPart
 from golem_shell import Agent, FunctionModel, ScriptedModel
-from golem_shell._summarize import summarize_history
+from golem_shell.context._summarize import summarize_history
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("opentelemetry")
 
 from golem_core import Message, TextPart, ToolCallPart
-from golem_shell import _otel
+from golem_shell.observe import _otel
 
 
 def _plain(history: tuple[Message, ...]) -> str:

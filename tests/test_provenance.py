@@ -33,7 +33,7 @@ from golem_core import (
     verify_history,
     verify_message,
 )
-from golem_core._history import unfinished_result
+from golem_core.history._history import unfinished_result
 from golem_shell import (
     Agent,
     DeferredResultsError,

@@ -220,7 +220,7 @@ def test_anthropic_refuses_an_empty_request_before_sending() -> None:
 
 
 def test_anthropic_stream_server_tool_blocks_are_not_calls() -> None:
-    from golem_core._sse import ServerSentEvent
+    from golem_core.wire._sse import ServerSentEvent
 
     events = [
         {"type": "message_start", "message": {"model": "claude", "usage": {"input_tokens": 1}}},

@@ -30,11 +30,11 @@ from unittest import mock
 import orjson
 import pytest
 
-import golem_core._json as codec
-import golem_core._json_compiled as compiled
+import golem_core.codec._json as codec
+import golem_core.codec._json_compiled as compiled
 from bench.decode import _inputs
 from golem_core import Message, Role, TextPart
-from golem_core._json_compiled import NATIVE_PATHS, PYTHON_PATHS, Unhandled, native_spec
+from golem_core.codec._json_compiled import NATIVE_PATHS, PYTHON_PATHS, Unhandled, native_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "golem_core" / "_native" / "_speedups.c"

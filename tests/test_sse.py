@@ -1,4 +1,4 @@
-"""golem_core._sse: the WHATWG event-stream rules, however the bytes are split."""
+"""golem_core.wire._sse: the WHATWG event-stream rules, however the bytes are split."""
 
 from __future__ import annotations
 

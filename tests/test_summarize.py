@@ -17,7 +17,7 @@ from golem_core import (
     is_summary,
 )
 from golem_shell import ModelError, ScriptedModel
-from golem_shell._summarize import (
+from golem_shell.context._summarize import (
     DEFAULT_SUMMARY_INSTRUCTIONS,
     DEFAULT_SUMMARY_PREFIX,
     run_history_processor,

@@ -44,8 +44,8 @@ from golem_core import (
     encode_history,
     port_history,
 )
-from golem_core._port import describe_report, same_model
 from golem_core._retry import RetryPolicy
+from golem_core.history._port import describe_report, same_model
 from golem_core.wire.gemini import with_thought_signature
 from golem_core.wire.openai_responses import reasoning_part
 from golem_shell import Agent, UsageError, tool

@@ -33,13 +33,13 @@ from golem_core import (
     is_safe_url,
     trim_history,
 )
-from golem_core._context import (
+from golem_core.contract import MESSAGE, NO_DEFAULT, PART_RECORDS, USAGE, Field, Kind, Record
+from golem_core.history._context import (
     clear_tool_results,
     drop_thinking,
     plan_summary,
     summary_message,
 )
-from golem_core.contract import MESSAGE, NO_DEFAULT, PART_RECORDS, USAGE, Field, Kind, Record
 from golem_core.testing import (
     LAWS,
     LawViolation,

@@ -28,8 +28,8 @@ from golem_core import (
     token_counter,
 )
 from golem_shell._errors import ModelError, UsageError
-from golem_shell._summarize import run_history_processor
-from golem_shell._token_counters import (
+from golem_shell.context._summarize import run_history_processor
+from golem_shell.context._token_counters import (
     ProviderTokenCounter,
     anthropic_token_counter,
     async_budget_history,

@@ -37,15 +37,15 @@ from golem_shell import (
     TestModel,
     tool,
 )
-from golem_shell._output import Output
-from golem_shell._schema import (
+from golem_shell.models.test import example_from_schema
+from golem_shell.tools._output import Output
+from golem_shell.tools._schema import (
     ValidationFailed,
     is_pydantic_model,
     json_schema,
     to_jsonable,
     validate,
 )
-from golem_shell.models.test import example_from_schema
 
 pytestmark = pytest.mark.anyio
 

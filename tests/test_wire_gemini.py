@@ -27,9 +27,9 @@ from golem_core import (
     encode_history,
     repair_history,
 )
-from golem_core._sse import SSEDecoder
 from golem_core.wire import anthropic as anthropic_wire
 from golem_core.wire import gemini as wire
+from golem_core.wire._sse import SSEDecoder
 
 WEATHER = ToolDefinition(
     "get_weather",

@@ -583,7 +583,7 @@ fail:
 static PyMethodDef module_methods[] = {
     {"decoder", (PyCFunction)decoder, METH_O,
      "decoder(spec): the compiled fast decoder of a field table's spec (built by "
-     "golem_core._json_compiled)."},
+     "golem_core.codec._json_compiled)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,10 +14,10 @@ provider cannot take), ``decode_response(body)`` the assistant ``Message``,
   are in the request path, ``request_path(model, stream=...)``, not the body).
 """
 
-from golem_core._arguments import TRUNCATED_ARGS_KEY, wire_arguments
-from golem_core._sse import ServerSentEvent, SSEDecoder, SSEError
-from golem_core._stream import StreamAccumulator, text_deltas
+from golem_core.wire._arguments import TRUNCATED_ARGS_KEY, wire_arguments
 from golem_core.wire._common import WireError, call_as_text, result_as_text
+from golem_core.wire._sse import ServerSentEvent, SSEDecoder, SSEError
+from golem_core.wire._stream import StreamAccumulator, text_deltas
 
 __all__ = [
     "TRUNCATED_ARGS_KEY",

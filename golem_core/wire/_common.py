@@ -27,11 +27,10 @@ from typing import Any, Final, NoReturn, cast
 import attrs
 from attrs import field, frozen
 
-from golem_core._history import _calls_of
-from golem_core._json import _describe, collector_paused
-from golem_core._messages import DataPart, Message, Part, Role, ToolCallPart, URLPart
+from golem_core._messages import DataPart, Message, Part, Role, ToolCallPart, URLPart, calls_of
 from golem_core._model import ModelErrorKind
 from golem_core._retry import _header, parse_retry_after
+from golem_core.codec._json import _describe, collector_paused
 
 __all__ = [
     "REPEATED_CALL_TEXT",
@@ -539,9 +538,9 @@ def wire_sequence(messages: Sequence[Message]) -> list[tuple[int, Message]]:
 
 
 def _has_repeat(message: Message) -> bool:
-    """Whether a turn repeats a call id: more id'd calls than distinct ids (``_calls_of``)."""
+    """Whether a turn repeats a call id: more id'd calls than distinct ids (``calls_of``)."""
     ids = sum(1 for p in message.parts if type(p) is ToolCallPart and p.id is not None)
-    return ids > len(_calls_of(message))
+    return ids > len(calls_of(message))
 
 
 # -- output schemas: what the providers' structured output rules need to see ------------------

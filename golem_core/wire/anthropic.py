@@ -73,7 +73,6 @@ from typing import Any, assert_never
 import attrs
 from returns.result import Failure, Result, Success
 
-from golem_core._arguments import wire_arguments
 from golem_core._messages import (
     DataPart,
     Message,
@@ -94,8 +93,7 @@ from golem_core._model import (
     ThinkingDelta,
     ToolCallDelta,
 )
-from golem_core._sse import ServerSentEvent
-from golem_core._stream import StreamAccumulator
+from golem_core.wire._arguments import wire_arguments
 from golem_core.wire._cache import add_anthropic_breakpoints
 from golem_core.wire._common import (
     Malformed,
@@ -119,6 +117,8 @@ from golem_core.wire._common import (
     stream_error,
     wire_sequence,
 )
+from golem_core.wire._sse import ServerSentEvent
+from golem_core.wire._stream import StreamAccumulator
 
 __all__ = [
     "ANTHROPIC_VERSION",

@@ -80,7 +80,6 @@ from urllib.parse import quote
 import attrs
 from returns.result import Failure, Result, Success
 
-from golem_core._arguments import wire_arguments
 from golem_core._messages import (
     DataPart,
     Message,
@@ -102,7 +101,7 @@ from golem_core._model import (
     ThinkingDelta,
     ToolCallDelta,
 )
-from golem_core._sse import ServerSentEvent
+from golem_core.wire._arguments import wire_arguments
 from golem_core.wire._common import REPEATED_CALL_TEXT as REPEATED_CALL_TEXT
 from golem_core.wire._common import (
     Malformed,
@@ -127,6 +126,7 @@ from golem_core.wire._common import (
     stand_in,
     wire_sequence,
 )
+from golem_core.wire._sse import ServerSentEvent
 
 __all__ = [
     "OPENING_TEXT",

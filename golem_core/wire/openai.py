@@ -51,7 +51,6 @@ from typing import Any, Literal, assert_never
 
 from returns.result import Failure, Result, Success
 
-from golem_core._arguments import wire_arguments
 from golem_core._messages import (
     DataPart,
     Message,
@@ -73,8 +72,7 @@ from golem_core._model import (
     ToolCallDelta,
     ToolDefinition,
 )
-from golem_core._sse import ServerSentEvent
-from golem_core._stream import StreamAccumulator
+from golem_core.wire._arguments import wire_arguments
 from golem_core.wire._cache import add_openai_cache_key
 from golem_core.wire._common import (
     Malformed,
@@ -97,6 +95,8 @@ from golem_core.wire._common import (
     stream_error,
     wire_sequence,
 )
+from golem_core.wire._sse import ServerSentEvent
+from golem_core.wire._stream import StreamAccumulator
 from golem_core.wire.strict import openai_strict_schema
 
 __all__ = [

@@ -81,7 +81,6 @@ from typing import Any, assert_never
 
 from returns.result import Failure, Result, Success
 
-from golem_core._arguments import wire_arguments
 from golem_core._messages import (
     DataPart,
     Extra,
@@ -103,8 +102,7 @@ from golem_core._model import (
     ThinkingDelta,
     ToolCallDelta,
 )
-from golem_core._sse import ServerSentEvent
-from golem_core._stream import StreamAccumulator
+from golem_core.wire._arguments import wire_arguments
 from golem_core.wire._cache import add_openai_cache_key
 from golem_core.wire._common import (
     Malformed,
@@ -127,6 +125,8 @@ from golem_core.wire._common import (
     stand_in,
     wire_sequence,
 )
+from golem_core.wire._sse import ServerSentEvent
+from golem_core.wire._stream import StreamAccumulator
 from golem_core.wire.openai import json_schema_spec
 from golem_core.wire.strict import openai_strict_schema
 

@@ -2,7 +2,7 @@
 
 Owns every effect of a model request: the httpx call, the clock, the jitter, the sleep
 between retries, reading a body within a size limit, and reading a stream through the
-pure SSE decoder (``golem_core._sse``) and a provider's pure stream decoder. Every
+pure SSE decoder (``golem_core.wire._sse``) and a provider's pure stream decoder. Every
 foreign failure becomes a ``ModelError`` here, and only here:
 
 - httpx timeouts are ``TIMEOUT``; failing to connect or send is ``CONNECTION``; a

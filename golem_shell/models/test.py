@@ -25,8 +25,8 @@ from golem_core import (
     ToolCallPart,
     ToolDefinition,
 )
-from golem_shell._output import OUTPUT_TOOL_NAME
 from golem_shell.models.function import deltas_of
+from golem_shell.tools._output import OUTPUT_TOOL_NAME
 
 __all__ = ["TestModel", "example_from_schema"]
 

@@ -1,0 +1,259 @@
+"""Provider-native compaction behind the summarizer's interface (ADR 0148).
+
+Owns ``native_compaction(model, fallback=...)``: an async history processor, passed
+wherever ``summarize_history`` is (an agent's ``history_processor``, compact-and-retry's
+strategy, ``probe_compaction``), that folds the older turns with the provider's own
+compaction where there is one:
+
+- **OpenAI Responses**: the older turns (``golem_core.plan_compaction``'s plan, the same
+  cut, threshold and step as the summarizer) go to ``POST /responses/compact``; they are
+  replaced by what it returns: the user messages OpenAI kept (golem's own message where
+  the text is the same) and one assistant message holding the encrypted ``compaction``
+  item, marked as a summary and carrying its compaction record (ADR 0140);
+- **Anthropic**: the model compacts on its side (``AnthropicModel(context_edits=
+  [compact()])``) and answers with a ``compaction`` block; Anthropic then ignores what
+  stands before the block, so the processor cuts it (system messages kept) and writes the
+  record on the message holding the block. Nothing to cut: the history is returned as it
+  is (Anthropic compacts when its trigger is reached); when forced (compact-and-retry) the
+  fallback runs;
+- **any other model** (Chat Completions, Gemini, offline models): the fallback, golem's
+  summarizer by default (``summarize_history(model, ...)`` with the same settings).
+
+The artifacts stay in the history under their origin: ``port_history`` sends them only to
+their issuer and reports what it left off or sent as text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+from returns.result import Failure, Result, Success
+
+from golem_core import (
+    SUMMARY_KEY,
+    CompactionRecord,
+    HistoryError,
+    HistoryProcessor,
+    Message,
+    ModelRequest,
+    Role,
+    SummaryPlan,
+    TextPart,
+    TokenCounter,
+    approximate_tokens,
+    message_ref,
+    plan_compaction,
+    with_compaction,
+)
+from golem_core.wire import anthropic as anthropic_wire
+from golem_shell._errors import GolemError
+from golem_shell.context._summarize import (
+    AsyncHistoryProcessor,
+    run_history_processor,
+    summarize_history,
+)
+from golem_shell.models import Model
+
+if TYPE_CHECKING:  # the adapters (and httpx) load on first use, not with golem_shell
+    from golem_shell.models.anthropic import AnthropicModel
+    from golem_shell.models.openai_responses import OpenAIResponsesModel
+
+__all__ = ["native_compaction"]
+
+
+def _is_anthropic_compaction(message: Message) -> bool:
+    return any(
+        type(p) is TextPart
+        and p.text
+        and any(k == anthropic_wire.COMPACTION_KEY for k, _ in p.extra)
+        for p in message.parts
+    )
+
+
+def _tokens(history: Sequence[Message], counter: TokenCounter) -> int:
+    return sum(counter(m) for m in history if m.role is not Role.SYSTEM)
+
+
+class _NativeCompaction:
+    def __init__(
+        self,
+        model: Model,
+        *,
+        fallback: HistoryProcessor | AsyncHistoryProcessor,
+        keep_last_turns: int,
+        max_tokens: int | None,
+        step_turns: int,
+        counter: TokenCounter,
+        instructions: str | None,
+        forced: bool = False,
+    ) -> None:
+        self.model = model
+        self.fallback = fallback
+        self.keep_last_turns = keep_last_turns
+        self.max_tokens = max_tokens
+        self.step_turns = step_turns
+        self.counter = counter
+        self.instructions = instructions
+        self.is_forced = forced
+        plan_compaction(  # checks the arguments
+            (), keep_last_turns=keep_last_turns, max_tokens=max_tokens, step_turns=step_turns
+        )
+
+    def __repr__(self) -> str:
+        return f"native_compaction({self.model.name!r}, keep_last_turns={self.keep_last_turns})"
+
+    def forced(self) -> _NativeCompaction:
+        """This strategy without its threshold or step (compact-and-retry, ADR 0141)."""
+        fallback = self.fallback
+        forced_fallback = getattr(fallback, "forced", None)
+        return _NativeCompaction(
+            self.model,
+            fallback=forced_fallback() if callable(forced_fallback) else fallback,
+            keep_last_turns=self.keep_last_turns,
+            max_tokens=None,
+            step_turns=0,
+            counter=self.counter,
+            instructions=self.instructions,
+            forced=True,
+        )
+
+    async def __call__(
+        self, history: Sequence[Message]
+    ) -> Result[tuple[Message, ...], HistoryError]:
+        history = tuple(history)
+        from golem_shell.models.anthropic import AnthropicModel
+        from golem_shell.models.openai_responses import OpenAIResponsesModel
+
+        if isinstance(self.model, OpenAIResponsesModel):
+            return await self._responses(self.model, history)
+        if isinstance(self.model, AnthropicModel):
+            cut = self._anthropic_cut(self.model, history)
+            if cut is not None:
+                return Success(cut)
+            if not self.is_forced:
+                return Success(history)
+        return await run_history_processor(self.fallback, history)
+
+    async def _responses(
+        self, model: OpenAIResponsesModel, history: tuple[Message, ...]
+    ) -> Result[tuple[Message, ...], HistoryError]:
+        plan = plan_compaction(
+            history,
+            keep_last_turns=self.keep_last_turns,
+            max_tokens=self.max_tokens,
+            counter=self.counter,
+            step_turns=self.step_turns,
+        )
+        if not isinstance(plan, SummaryPlan):
+            return Success(history)
+        request = ModelRequest(messages=plan.to_summarize, instructions=self.instructions)
+        try:
+            window = await model.compact(request)
+        except GolemError as e:
+            return Failure(HistoryError(f"{self!r}: the compaction request failed: {e}"))
+        originals = {m.text: m for m in plan.to_summarize if m.role is Role.USER}
+        kept = tuple(originals.get(m.text, m) if m.role is Role.USER else m for m in window[:-1])
+        kept_refs = {message_ref(m) for m in kept}
+        folded = window[-1]
+        marker = attrs.evolve(folded, extra=(*folded.extra, (SUMMARY_KEY, '{"messages":0}')))
+        record = CompactionRecord(
+            repr(self),
+            "summary",
+            replaced=tuple(
+                message_ref(m) for m in plan.to_summarize if message_ref(m) not in kept_refs
+            ),
+            tokens_before=_tokens((*plan.to_summarize, *plan.kept), self.counter),
+            tokens_after=_tokens((*kept, marker, *plan.kept), self.counter),
+            usage=folded.usage,
+        )
+        return Success((*plan.head, *kept, with_compaction(marker, record), *plan.kept))
+
+    def _anthropic_cut(
+        self, model: AnthropicModel, history: tuple[Message, ...]
+    ) -> tuple[Message, ...] | None:
+        """The history from the newest compaction block this model issued (what
+        Anthropic reads of it anyway), system messages kept; ``None`` when there is
+        nothing before it to cut."""
+        origin = model.origin
+        at = max(
+            (
+                i
+                for i, m in enumerate(history)
+                if m.role is Role.ASSISTANT
+                and m.provider == origin.provider
+                and (m.endpoint or "").lower() == (origin.endpoint or "").lower()
+                and _is_anthropic_compaction(m)
+            ),
+            default=-1,
+        )
+        if at <= 0:
+            return None
+        older = history[:at]
+        head = tuple(m for m in older if m.role is Role.SYSTEM)
+        replaced = tuple(m for m in older if m.role is not Role.SYSTEM)
+        if not replaced:
+            return None
+        holder = history[at]
+        after = history[at:]
+        record = CompactionRecord(
+            repr(self),
+            "summary",
+            replaced=tuple(message_ref(m) for m in replaced),
+            tokens_before=_tokens(history, self.counter),
+            tokens_after=_tokens(after, self.counter),
+            usage=None,
+        )
+        return (*head, with_compaction(holder, record), *after[1:])
+
+
+def native_compaction(
+    model: Model,
+    *,
+    fallback: HistoryProcessor | AsyncHistoryProcessor | None = None,
+    keep_last_turns: int = 2,
+    max_tokens: int | None = None,
+    step_turns: int = 4,
+    counter: TokenCounter = approximate_tokens,
+    instructions: str | None = None,
+) -> AsyncHistoryProcessor:
+    """An async processor that folds older turns with the provider's own compaction.
+
+    Args:
+        model: The model whose provider compacts: an ``OpenAIResponsesModel``
+            (``/responses/compact``) or an ``AnthropicModel`` made with
+            ``context_edits=[golem_core.wire.anthropic.compact(...)]``; any other model
+            uses ``fallback``.
+        fallback: What compacts where the provider has no compaction (and for a forced
+            Anthropic fold); default ``summarize_history(model, ...)`` with the same
+            ``keep_last_turns``, ``max_tokens``, ``step_turns`` and ``counter``.
+        keep_last_turns, max_tokens, step_turns, counter: When and where to cut, as
+            ``summarize_history`` (OpenAI and the fallback).
+        instructions: Instructions sent with the compaction request (OpenAI).
+
+    Returns:
+        The processor, with ``forced()`` for compact-and-retry (ADR 0141). It returns
+        the history unchanged when there is nothing to fold, the compacted history (its
+        fold carrying a compaction record, ADR 0140), or ``Failure(HistoryError)`` when
+        the compaction request fails.
+
+    Raises:
+        ValueError: ``keep_last_turns``, ``max_tokens`` or ``step_turns`` out of range.
+    """
+    chosen = fallback or summarize_history(
+        model,
+        keep_last_turns=keep_last_turns,
+        max_tokens=max_tokens,
+        step_turns=step_turns,
+        counter=counter,
+    )
+    return _NativeCompaction(
+        model,
+        fallback=chosen,
+        keep_last_turns=keep_last_turns,
+        max_tokens=max_tokens,
+        step_turns=step_turns,
+        counter=counter,
+        instructions=instructions,
+    )

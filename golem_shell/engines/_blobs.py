@@ -1,0 +1,421 @@
+"""Content-addressed payload storage for durable engines: blobs, history chains, stashes.
+
+Owns how a durable engine keeps what is large out of what it records (ADR 0125). A
+**blob** is bytes stored under the SHA-256 of those bytes (``key_of``), once, in a
+``BlobStore`` the engine is given: ``SQLBlobs`` (a ``golem_blobs`` table beside DBOS's own,
+in its system database, SQLite or Postgres), ``SQLiteBlobs`` (a file every worker of a
+host opens) or ``MemoryBlobs`` (one process). A key names exactly one content, so a
+reference read twice, by any worker, on any replay, gives the same bytes: reading a blob
+is as deterministic as the reference itself, and a blob can never be swapped for
+another revision (``BlobStore.get`` checks the hash of what it returns).
+
+- A **chain** is a sequence of values stored one node per value, each node holding its
+  predecessor's key (``prev``) and its value: the key of the last node (the ``head``)
+  stands for the whole sequence, and two sequences that share a prefix share its nodes.
+  A conversation is a chain of messages (``MESSAGE_CHAIN``): a run's input, the history
+  processor's outcome and a run's end hold its head, never the messages; extending a
+  chain by one turn stores one node per new message. ``Chain`` keeps the values with
+  their keys, so the writer hashes only what is new.
+- A **stash** is a JSON value larger than an engine's payload limit replaced by
+  ``{"type": "golemBlob", "key", "size"}`` (``stash`` / ``unstash``); Temporal stashes
+  every workflow and activity payload above ``STASH_LIMIT``.
+
+``MissingBlob`` (a ``CorruptRecord``) is raised when a reference names a blob the store
+does not hold (another store than the writer's) or whose bytes do not hash to its key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeAlias, TypeVar
+
+from attrs import frozen
+
+from golem_core import Message, decode_message_or_raise, encode_message
+from golem_shell.engines._records import CorruptRecord
+
+__all__ = [
+    "BlobStore",
+    "Chain",
+    "ChainKind",
+    "LOG_CHAIN",
+    "MESSAGE_CHAIN",
+    "MemoryBlobs",
+    "MissingBlob",
+    "Row",
+    "SQLBlobs",
+    "SQLiteBlobs",
+    "STASH_LIMIT",
+    "extend_chain",
+    "is_stashed",
+    "key_of",
+    "load_chain",
+    "messages_chain",
+    "stash",
+    "unstash",
+]
+
+JSON: TypeAlias = Any
+V = TypeVar("V")
+Row: TypeAlias = tuple[str, str | None, bytes]
+"""A stored blob: its key, the key of the chain node before it (or ``None``), its bytes."""
+
+STASH_LIMIT = 256 * 1024
+"""The largest JSON payload (in bytes) Temporal carries inline; larger ones are stashed
+(Temporal refuses a payload over 2 MB and retries the task that sent it without end)."""
+_WALK = 32  # chain nodes read one query at a time before reading the rest at once
+_CACHED = 32  # chains kept decoded per kind (by head), for the next step of a run
+_STASH_TAG = "golemBlob"
+
+
+class MissingBlob(CorruptRecord):
+    """A reference to a blob the store does not hold, or holds with other bytes."""
+
+
+def key_of(data: bytes) -> str:
+    """The key of ``data``: the hex SHA-256 of the bytes (total, deterministic)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+class BlobStore(Protocol):
+    """Where an engine keeps blobs, shared by every process of its runs. Writes are
+    idempotent (a key already stored is left as it is); nothing is ever updated."""
+
+    def put(self, rows: Sequence[Row]) -> None:
+        """Store ``rows`` (``(key, prev, bytes)``, ``key == key_of(bytes)``)."""
+        ...
+
+    def get(self, keys: Sequence[str]) -> dict[str, bytes]:
+        """The bytes of each of ``keys`` the store holds (missing keys are left out)."""
+        ...
+
+    def walk(self, head: str, limit: int | None) -> list[Row]:
+        """The chain ending at ``head``, newest first, following ``prev``, at most
+        ``limit`` nodes (``None``: to its start); empty when ``head`` is not stored."""
+        ...
+
+
+class MemoryBlobs:
+    """Blobs in this process's memory (a test, or client and worker in one process)."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, tuple[str | None, bytes]] = {}
+
+    def __repr__(self) -> str:
+        return f"MemoryBlobs({len(self._rows)} blobs)"
+
+    def put(self, rows: Sequence[Row]) -> None:
+        for key, prev, body in rows:
+            self._rows.setdefault(key, (prev, body))
+
+    def get(self, keys: Sequence[str]) -> dict[str, bytes]:
+        return {k: self._rows[k][1] for k in keys if k in self._rows}
+
+    def walk(self, head: str, limit: int | None) -> list[Row]:
+        out: list[Row] = []
+        key: str | None = head
+        while key is not None and key in self._rows and (limit is None or len(out) < limit):
+            prev, body = self._rows[key]
+            out.append((key, prev, body))
+            key = prev
+        return out
+
+
+_WALK_SQL = """
+WITH RECURSIVE chain(key, prev, body, depth) AS (
+    SELECT key, prev, body, 1 FROM golem_blobs WHERE key = :head
+    UNION ALL
+    SELECT b.key, b.prev, b.body, chain.depth + 1
+    FROM golem_blobs b JOIN chain ON b.key = chain.prev
+    WHERE chain.depth < :limit
+)
+SELECT key, prev, body FROM chain ORDER BY depth
+"""
+_NO_LIMIT = 2**62
+
+
+class SQLiteBlobs:
+    """Blobs in a SQLite file (table ``golem_blobs``, WAL): every process of one host
+    that opens the same path shares them. Safe across threads."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)
+        with self._lock, self._db:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS golem_blobs"
+                " (key TEXT PRIMARY KEY, prev TEXT, body BLOB NOT NULL)"
+            )
+
+    def __repr__(self) -> str:
+        return f"SQLiteBlobs({self.path!r})"
+
+    def put(self, rows: Sequence[Row]) -> None:
+        if rows:
+            with self._lock, self._db:
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO golem_blobs (key, prev, body) VALUES (?, ?, ?)", rows
+                )
+
+    def get(self, keys: Sequence[str]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        with self._lock:
+            for i in range(0, len(keys), 500):
+                batch = list(keys[i : i + 500])
+                marks = ",".join("?" * len(batch))
+                query = f"SELECT key, body FROM golem_blobs WHERE key IN ({marks})"
+                out.update(self._db.execute(query, batch).fetchall())
+        return out
+
+    def walk(self, head: str, limit: int | None) -> list[Row]:
+        params = {"head": head, "limit": _NO_LIMIT if limit is None else limit}
+        with self._lock:
+            return [(k, p, bytes(b)) for k, p, b in self._db.execute(_WALK_SQL, params)]
+
+
+class SQLBlobs:
+    """Blobs in a SQLAlchemy database (SQLite or Postgres), table ``golem_blobs``: what a
+    ``DurableAgent`` uses by default, in DBOS's own system database."""
+
+    def __init__(self, engine: Any) -> None:
+        import sqlalchemy as sa  # DBOS's dependency; this class is DBOS's default
+
+        self.engine = engine
+        self._sa = sa
+        self._table = sa.Table(
+            "golem_blobs",
+            sa.MetaData(),
+            sa.Column("key", sa.Text, primary_key=True),
+            sa.Column("prev", sa.Text, nullable=True),
+            sa.Column("body", sa.LargeBinary, nullable=False),
+        )
+        self._table.metadata.create_all(engine, checkfirst=True)
+
+    def __repr__(self) -> str:
+        return f"SQLBlobs({self.engine.url.render_as_string(hide_password=True)!r})"
+
+    def put(self, rows: Sequence[Row]) -> None:
+        if not rows:
+            return
+        from sqlalchemy.dialects import postgresql, sqlite
+
+        postgres = self.engine.dialect.name == "postgresql"
+        insert: Any = postgresql.insert if postgres else sqlite.insert
+        values = [{"key": k, "prev": p, "body": b} for k, p, b in rows]
+        with self.engine.begin() as c:
+            c.execute(insert(self._table).on_conflict_do_nothing(), values)
+
+    def get(self, keys: Sequence[str]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        t = self._table
+        with self.engine.connect() as c:
+            for i in range(0, len(keys), 500):
+                query = self._sa.select(t.c.key, t.c.body).where(t.c.key.in_(keys[i : i + 500]))
+                out.update((k, bytes(b)) for k, b in c.execute(query))
+        return out
+
+    def walk(self, head: str, limit: int | None) -> list[Row]:
+        params = {"head": head, "limit": _NO_LIMIT if limit is None else limit}
+        with self.engine.connect() as c:
+            rows = c.execute(self._sa.text(_WALK_SQL), params)
+            return [(k, p, bytes(b)) for k, p, b in rows]
+
+
+# -- chains ---------------------------------------------------------------------------------
+
+
+@frozen
+class ChainKind(Generic[V]):
+    """How the values of one kind of chain are written and read (and its cache)."""
+
+    name: str
+    encode: Callable[[V], bytes]
+    decode: Callable[[bytes], V]
+    cache: OrderedDict[str, Chain[V]]
+
+
+@frozen
+class Chain(Generic[V]):
+    """A stored sequence: its ``values`` and the key of each one's node (same length)."""
+
+    values: tuple[V, ...] = ()
+    keys: tuple[str, ...] = ()
+
+    @property
+    def head(self) -> str | None:
+        """The key standing for the whole sequence (``None`` when it is empty)."""
+        return self.keys[-1] if self.keys else None
+
+
+def _node(prev: str | None, value: bytes) -> bytes:
+    return (prev or "").encode("ascii") + b"\n" + value
+
+
+def _remember(kind: ChainKind[V], chain: Chain[V]) -> Chain[V]:
+    head = chain.head
+    if head is not None:
+        kind.cache[head] = chain
+        kind.cache.move_to_end(head)
+        while len(kind.cache) > _CACHED:
+            kind.cache.popitem(last=False)
+    return chain
+
+
+def extend_chain(
+    store: BlobStore, kind: ChainKind[V], chain: Chain[V], values: Sequence[V]
+) -> Chain[V]:
+    """The chain of ``values``, stored: the nodes of the prefix ``values`` shares with
+    ``chain`` are reused (compared by identity, then equality), the rest hashed and
+    stored (idempotent, deterministic: the same values always give the same keys)."""
+    old = chain.values
+    if len(values) >= len(old) and tuple(values[: len(old)]) == old:
+        same = len(old)  # the usual case, a run's chain grown at its end: compared in C
+        # (a tuple compares its items by identity first), not item by item in Python,
+        # which made every step cost more as the conversation grew
+    else:
+        same = 0
+        for a, b in zip(old, values, strict=False):
+            if a is not b and a != b:
+                break
+            same += 1
+    if same == len(old) == len(values):
+        return chain
+    keys = list(chain.keys[:same])
+    rows: list[Row] = []
+    for value in values[same:]:
+        prev = keys[-1] if keys else None
+        body = _node(prev, kind.encode(value))
+        key = key_of(body)
+        rows.append((key, prev, body))
+        keys.append(key)
+    store.put(rows)
+    return _remember(kind, Chain(tuple(values), tuple(keys)))
+
+
+def load_chain(store: BlobStore, kind: ChainKind[V], head: str | None, where: str) -> Chain[V]:
+    """The chain ``head`` stands for, read from ``store`` (or this process's cache of
+    recently read and written chains of ``kind``: a key names one content).
+
+    Raises:
+        MissingBlob: a node is not in the store, or its bytes do not hash to its key.
+    """
+    if head is None:
+        return Chain()
+    cached = kind.cache.get(head)
+    if cached is not None:
+        kind.cache.move_to_end(head)
+        return cached
+    newest: list[tuple[str, bytes]] = []  # (key, value bytes), newest first
+    key: str | None = head
+    base: Chain[V] = Chain()
+    limit: int | None = _WALK
+    while key is not None:
+        rows = store.walk(key, limit)
+        if not rows:
+            raise MissingBlob(
+                f"{where}: {kind.name} node {key} is not in {store!r}: every process of a"
+                " run needs the same blob store (blobs=)"
+            )
+        found = False
+        for k, prev, body in rows:
+            hit = kind.cache.get(k)
+            if hit is not None:
+                base, found = hit, True
+                break
+            if key_of(body) != k:
+                raise MissingBlob(f"{where}: {kind.name} node {k} does not hold its content")
+            cut = body.index(b"\n")
+            if (body[:cut].decode("ascii") or None) != prev:
+                raise MissingBlob(f"{where}: {kind.name} node {k} names another predecessor")
+            newest.append((k, body[cut + 1 :]))
+            key = prev
+        if found:
+            break
+        limit = None  # not near a cached chain: read the rest in one query
+    values = list(base.values)
+    keys = list(base.keys)
+    for k, value in reversed(newest):
+        try:
+            values.append(kind.decode(value))
+        except (ValueError, TypeError) as e:
+            raise CorruptRecord(f"{where}: {kind.name} node {k}: {e}") from None
+        keys.append(k)
+    return _remember(kind, Chain(tuple(values), tuple(keys)))
+
+
+def _compact(value: JSON) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8", "surrogatepass"
+    )
+
+
+MESSAGE_CHAIN: ChainKind[Message] = ChainKind(
+    "message", encode_message, decode_message_or_raise, OrderedDict()
+)
+"""A conversation: one node per message, in golem's message contract."""
+LOG_CHAIN: ChainKind[JSON] = ChainKind("record", _compact, json.loads, OrderedDict())
+"""A log of recorded JSON values (a Temporal run's outcomes, carried across
+``continue_as_new``)."""
+
+
+# -- stashes --------------------------------------------------------------------------------
+
+
+def stash(store: BlobStore, value: JSON, limit: int = STASH_LIMIT) -> JSON:
+    """``value``, or a reference to it stored as a blob when its JSON is over ``limit``
+    bytes (deterministic: the same value gives the same reference)."""
+    data = _compact(value)
+    if len(data) <= limit:
+        return value
+    key = key_of(data)
+    store.put([(key, None, data)])
+    return {"type": _STASH_TAG, "key": key, "size": len(data)}
+
+
+def is_stashed(value: JSON) -> bool:
+    """Whether ``value`` is a reference ``stash`` made."""
+    return (
+        type(value) is dict
+        and value.get("type") == _STASH_TAG
+        and set(value)
+        == {
+            "type",
+            "key",
+            "size",
+        }
+    )
+
+
+def unstash(store: BlobStore, value: JSON, where: str) -> JSON:
+    """The value a ``stash`` result stands for (``value`` itself when it is not one).
+
+    Raises:
+        MissingBlob: the stashed blob is not in the store, or not what its key says.
+    """
+    if not is_stashed(value):
+        return value
+    key = value["key"]
+    data = store.get([key]).get(key)
+    if data is None:
+        raise MissingBlob(
+            f"{where}: blob {key} is not in {store!r}: every process of a run needs the"
+            " same blob store (blobs=)"
+        )
+    if key_of(data) != key:
+        raise MissingBlob(f"{where}: blob {key} does not hold its content")
+    return json.loads(data)
+
+
+def messages_chain(
+    store: BlobStore, messages: Sequence[Message], known: Chain[Message] | None = None
+) -> Chain[Message]:
+    """``messages`` stored as a chain (reusing ``known``'s nodes for a shared prefix)."""
+    return extend_chain(store, MESSAGE_CHAIN, known or Chain(), messages)
