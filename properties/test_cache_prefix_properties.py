@@ -60,6 +60,7 @@ from golem_core.loop import (
     ToolsReturned,
     ValidateOutput,
     next_command,
+    process,
     receive,
     start_run,
 )
@@ -143,7 +144,9 @@ def run_turn(
         instructions=INSTRUCTIONS,
         tools=TOOLS,
     )
-    state = start_run(config, history, (TextPart(turn.prompt),), processor=processor, now=NOW)
+    state = start_run(
+        config, history, (TextPart(turn.prompt),), processed=process(processor, history), now=NOW
+    )
     requests: list[ModelRequest] = []
     results = {
         f"call_{run}_{r}_{k}": (size, failed)

@@ -32,6 +32,7 @@ from golem_core.loop import (
     ToolsReturned,
     ValidateOutput,
     next_command,
+    process,
     receive,
     start_run,
 )
@@ -88,10 +89,16 @@ def test_signatures_and_minted_ids_survive_every_trim(
     for n, (_, turns) in enumerate(runs):
         config = RunConfig(run_id=f"r{n}", conversation_id="c", tools=TOOLS, signing_key=KEY)
         prompt = (TextPart(f"q{n}"),)
-        state = drive(start_run(config, tuple(stored), prompt, processor=processor), list(turns))
+        state = drive(
+            start_run(config, tuple(stored), prompt, processed=process(processor, tuple(stored))),
+            list(turns),
+        )
         assert state.failure is None, state.failure
         stored.extend(state.added)
-        client = drive(start_run(config, window, prompt, processor=processor), list(turns))
+        client = drive(
+            start_run(config, window, prompt, processed=process(processor, window)),
+            list(turns),
+        )
         window = client.messages
     for history in (tuple(stored), window):
         report = verify_history(history, KEY)

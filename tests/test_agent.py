@@ -235,6 +235,24 @@ async def test_a_raising_processor_is_a_history_failure() -> None:
     assert "RuntimeError: nope" in str(info.value)
 
 
+async def test_a_processor_returning_none_is_a_history_failure_not_no_processor() -> None:
+    """The core takes the processor's outcome as a value (``processed=``), where ``None``
+    means "no processor": a processor that returns ``None`` must still fail the run."""
+    model = ScriptedModel(["never"])
+    with pytest.raises(RunError) as info:
+        await Agent(model, history_processor=lambda history: None).run("x")
+    assert info.value.stage is Stage.HISTORY
+    assert "returned None" in str(info.value)
+    assert model.requests == []
+
+
+async def test_a_processor_returning_a_non_result_says_what_it_was() -> None:
+    with pytest.raises(RunError) as info:
+        await Agent(ScriptedModel([]), history_processor=lambda history: list(history)).run("x")
+    assert info.value.stage is Stage.HISTORY
+    assert "Success(messages)" in str(info.value)
+
+
 # -- tools ------------------------------------------------------------------------------
 
 

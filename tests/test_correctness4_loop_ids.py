@@ -28,6 +28,7 @@ from golem_core.loop import (
     ToolsReturned,
     ValidateOutput,
     next_command,
+    process,
     receive,
     start_run,
 )
@@ -62,7 +63,7 @@ def run(stored: list[Message], n: int, reply: Sequence[Message], **config: objec
         RunConfig(run_id=f"run-{n}", conversation_id="conv", tools=(LOOKUP,), **config),  # type: ignore[arg-type]
         tuple(stored),
         (TextPart(f"question {n}"),),
-        processor=trim_history(4),
+        processed=process(trim_history(4), tuple(stored)),
     )
     state = drive(state, list(reply))
     stored.extend(state.added)

@@ -176,3 +176,27 @@ def test_a_run_config_that_could_leave_a_call_dangling_is_refused(
 ) -> None:
     with pytest.raises(ValueError, match=says):
         RunConfig(run_id="r", conversation_id="c", **kwargs)
+
+
+def test_start_run_takes_the_processors_outcome_as_a_value() -> None:
+    """``start_run(processed=...)``: the outcome, not a function; ``process`` runs a
+    synchronous processor for it, and ``as_outcome(None)`` is a failure (issue 45 item 3)."""
+    from returns.result import Failure, Success
+
+    from golem_core import Message, trim_history
+    from golem_core.loop import RunConfig, Stage, as_outcome, process, start_run
+
+    history = tuple(Message.user(f"u{i}") for i in range(5))
+    config = RunConfig(run_id="r", conversation_id="c")
+    assert process(None, history) is None
+    cut = start_run(config, history, None, processed=process(trim_history(2), history))
+    assert [m.text for m in cut.history] == ["u3", "u4"]
+    assert cut.processed is not None and cut.processed.removed == ((0, 3),)
+    kept = start_run(config, history, None, processed=Success(history))
+    assert [m.text for m in kept.history] == [m.text for m in history]
+    failed = start_run(config, history, None, processed=Failure("boom"))
+    assert failed.phase is Phase.FAILED and failed.failure is not None
+    assert failed.failure[0] is Stage.HISTORY and "boom" in failed.failure[1]
+    none = start_run(config, history, None, processed=as_outcome(None))
+    assert none.phase is Phase.FAILED and none.failure is not None
+    assert "returned None" in none.failure[1]

@@ -60,7 +60,9 @@ from golem_core.loop._deferred import (
     waiting_calls,
 )
 from golem_core.loop._start import (
+    as_outcome,
     paused_from,
+    process,
     resume_run,
     start_run,
 )
@@ -142,10 +144,12 @@ __all__ = [
     "ToolsReturned",
     "Transition",
     "ValidateOutput",
+    "as_outcome",
     "check_answers",
     "check_resume",
     "next_command",
     "paused_from",
+    "process",
     "receive",
     "resume_run",
     "start_run",

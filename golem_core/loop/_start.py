@@ -1,8 +1,9 @@
 """Starting and resuming a run: the first ``RunState`` of the loop.
 
-Owns the preparation a run does once: ``start_run`` runs the history processor on the
-history as supplied, drops system messages (the instructions replace them), repairs
-pairing, carries the server's signatures across a cut and adds the prompt;
+Owns the preparation a run does once: ``start_run`` takes the history processor's outcome
+on the history as supplied (a value: the runtime ran the processor, or recorded it;
+``process`` runs a synchronous one), drops system messages (the instructions replace
+them), repairs pairing, carries the server's signatures across a cut and adds the prompt;
 ``paused_from`` reads the paused state a stored history stands for, and ``resume_run``
 feeds it answers (a row of the table, like every other step).
 """
@@ -32,7 +33,29 @@ from golem_core.loop._handlers import _failed
 from golem_core.loop._table import receive
 from golem_core.loop._values import Answered, Phase, RunConfig, RunState, Stage
 
-__all__ = ["paused_from", "resume_run", "start_run"]
+__all__ = ["as_outcome", "paused_from", "process", "resume_run", "start_run"]
+
+
+def process(
+    processor: HistoryProcessor | None, history: Sequence[Message]
+) -> Result[Sequence[Message], object] | None:
+    """A synchronous history processor's outcome on ``history``, for ``start_run``'s
+    ``processed=`` (``None`` without a processor). A runtime with an async processor, or
+    one that records the outcome (a durable engine), computes it its own way and passes
+    it through ``as_outcome``."""
+    return None if processor is None else as_outcome(processor(history))
+
+
+def as_outcome(returned: object) -> Result[Sequence[Message], object]:
+    """What a history processor returned, as ``start_run``'s ``processed=``: ``None``
+    (which ``start_run`` would read as "no processor") becomes a ``Failure`` saying so;
+    anything else is passed on as it is, and ``start_run`` refuses what is not
+    ``Success(messages)`` or ``Failure(error)``, saying what it was."""
+    if returned is None:
+        return Failure(
+            "history processor returned None; expected Success(messages) or Failure(error)"
+        )
+    return returned  # type: ignore[return-value]  # start_run checks it (_describe_value)
 
 
 def start_run(
@@ -40,7 +63,7 @@ def start_run(
     history: Sequence[Message],
     prompt: Sequence[Part] | None,
     *,
-    processor: HistoryProcessor | None = None,
+    processed: Result[Sequence[Message], object] | None = None,
     processor_name: str = "history processor",
     now: datetime | None = None,
 ) -> RunState:
@@ -53,16 +76,20 @@ def start_run(
         config: the run's fixed configuration.
         history: the history exactly as the caller supplied it.
         prompt: the fresh user prompt's parts, or ``None`` to continue the history as is.
-        processor: the agent's history processor, run once on exactly ``history``;
-            what it changed is ``RunState.processed`` (``describe_processing``), which
-            the driver reports (``HistoryProcessed``).
+        processed: the history processor's outcome on exactly ``history``
+            (``process(processor, history)``, or the outcome a durable engine recorded),
+            ``None`` when there is no processor; what it changed is
+            ``RunState.processed`` (``describe_processing``), which the driver reports
+            (``HistoryProcessed``). Anything but ``Success(messages)`` or
+            ``Failure(error)`` fails the run at stage ``history``, saying what it was.
         processor_name: the processor's name in that report.
         now: the time stamped on the prompt message.
     """
     state = RunState(config=config, history=())
     supplied = history
-    if processor is not None:
-        match processor(history):
+    if processed is not None:
+        outcome: object = processed
+        match outcome:
             case Success(processed) if _is_history(processed):
                 history = processed
                 state = attrs.evolve(

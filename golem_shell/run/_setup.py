@@ -40,6 +40,7 @@ from golem_core.loop import (
     RunConfig,
     RunState,
     ToolSpec,
+    as_outcome,
     start_run,
 )
 from golem_shell._errors import RunError, Stage, UsageError
@@ -72,7 +73,7 @@ InstructionsFunction: TypeAlias = Callable[[RunContext[Any]], Awaitable[str | No
 """Dynamic instructions: a function (sync or async) of the run's ``RunContext``."""
 Prompt: TypeAlias = str | Sequence[Part] | None
 """A run's prompt: text, parts, or ``None`` to continue the history as it is."""
-Processed: TypeAlias = Result[tuple[Message, ...], Any] | None
+Processed: TypeAlias = Result[Sequence[Message], object] | None
 """The history processor's outcome on a run's supplied history (``None`` when there is
 no processor, or when it returned ``None``): the value the run starts from, recorded by
 a durable engine as one step."""
@@ -289,8 +290,7 @@ async def process_history(spec: RunSpec, history: Sequence[Message]) -> Processe
             outcome = await outcome
     except Exception as e:
         return Failure(f"{type(e).__name__}: {e}")
-    result: Result[tuple[Message, ...], Any] = outcome  # not a Result: start_run says so
-    return result
+    return as_outcome(outcome)
 
 
 def first_state(
@@ -306,17 +306,10 @@ def first_state(
         config,
         history,
         prompt,
-        processor=None if spec.processor is None else _constant(processed),
+        processed=processed,
         processor_name=spec.processor_name,
         now=now,
     )
-
-
-def _constant(processed: Processed) -> HistoryProcessor:
-    def recorded(_supplied: Sequence[Message]) -> Result[tuple[Message, ...], Any]:
-        return processed  # type: ignore[return-value]  # whatever it returned: start_run says
-
-    return recorded
 
 
 async def compact_once(
