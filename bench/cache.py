@@ -414,8 +414,8 @@ def render(data: dict[str, Any]) -> str:
     return section(_outcomes(data), data["command"], data["turns"])
 
 
-def readme_paragraph(data: dict[str, Any]) -> str:
-    """The README's paragraph on the prompt cache, its figures read from the record."""
+def guide_paragraph(data: dict[str, Any]) -> str:
+    """The history guide's paragraph on the prompt cache, its figures read from the record."""
     outcomes = _outcomes(data)
     golem = outcomes[0]
 

@@ -7,8 +7,9 @@ and raw figures, nothing rendered), then renders the whole Markdown report from 
 JSON with ``render``: every table, count, ratio, verdict and sentence that cites a
 figure comes from a template here or in the section's module that reads the numbers.
 So a re-measurement is a re-run, and ``tests/test_correctness4_ci_bench_results.py``
-fails when ``results.md`` (or the README's benchmark paragraph, between its
-``bench/results.json`` markers) differs from what the JSON renders to.
+fails when ``results.md`` (or the benchmark paragraph of the history guide,
+``docs/guides/history.md``, between its ``bench/results.json`` markers) differs from what
+the JSON renders to.
 
 Sections, in this order: ``run`` (``bench.run``), ``cache`` (``bench.cache``), ``store``
 (``bench.store --window``), ``durable`` (``bench.durable``), ``durable_peers``
@@ -31,12 +32,13 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "README_BEGIN",
-    "README_END",
+    "BLOCK_BEGIN",
+    "BLOCK_END",
+    "GUIDE",
     "add_write_option",
+    "guide_block",
     "load",
     "machine",
-    "readme_block",
     "recorded_command",
     "render",
     "write_section",
@@ -53,8 +55,9 @@ SECTIONS = (
     "compaction",
     "pyodide",
 )
-README_BEGIN = "<!-- bench/results.json: written by bench/report.py, do not edit -->"
-README_END = "<!-- end of bench/results.json -->"
+GUIDE = ROOT / "docs" / "guides" / "history.md"  # the page that cites the cache benchmark
+BLOCK_BEGIN = "<!-- bench/results.json: written by bench/report.py, do not edit -->"
+BLOCK_END = "<!-- end of bench/results.json -->"
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -110,29 +113,29 @@ def render(results: dict[str, Any]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def readme_block(results: dict[str, Any]) -> str | None:
-    """The README's benchmark paragraph (between the markers), or ``None`` without the
-    ``cache`` section."""
+def guide_block(results: dict[str, Any]) -> str | None:
+    """The history guide's benchmark paragraph (between the markers), or ``None`` without
+    the ``cache`` section."""
     from bench import cache
 
     if "cache" not in results:
         return None
-    return f"{README_BEGIN}\n{cache.readme_paragraph(results['cache'])}\n{README_END}"
+    return f"{BLOCK_BEGIN}\n{cache.guide_paragraph(results['cache'])}\n{BLOCK_END}"
 
 
-def _replace_readme_block(readme: Path, results: dict[str, Any]) -> None:
-    block = readme_block(results)
-    text = readme.read_text(encoding="utf-8")
-    if block is None or README_BEGIN not in text:
+def _replace_guide_block(guide: Path, results: dict[str, Any]) -> None:
+    block = guide_block(results)
+    text = guide.read_text(encoding="utf-8")
+    if block is None or BLOCK_BEGIN not in text:
         return
-    head, rest = text.split(README_BEGIN, 1)
-    _, tail = rest.split(README_END, 1)
-    readme.write_text(head + block + tail, encoding="utf-8")
+    head, rest = text.split(BLOCK_BEGIN, 1)
+    _, tail = rest.split(BLOCK_END, 1)
+    guide.write_text(head + block + tail, encoding="utf-8")
 
 
 def write_section(report: Path, name: str, data: dict[str, Any]) -> None:
     """Record ``data`` as section ``name`` of ``report``'s JSON sibling, then render
-    ``report`` from it (and the README's paragraph when ``report`` is this repository's
+    ``report`` from it (and the history guide's paragraph when ``report`` is this repository's
     ``bench/results.md``)."""
     if name not in SECTIONS:
         raise ValueError(f"unknown section {name!r}; known: {SECTIONS}")
@@ -142,4 +145,4 @@ def write_section(report: Path, name: str, data: dict[str, Any]) -> None:
     store.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     report.write_text(render(results), encoding="utf-8")
     if report.resolve() == ROOT / "bench" / "results.md":
-        _replace_readme_block(ROOT / "README.md", results)
+        _replace_guide_block(GUIDE, results)

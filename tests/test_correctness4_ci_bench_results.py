@@ -1,11 +1,11 @@
-"""``bench/results.md`` and the README's benchmark figures are written, never typed (issue 33,
-item 12).
+"""``bench/results.md`` and the history guide's benchmark figures are written, never typed
+(issue 33, item 12; the paragraph was the README's until issue 45 item 6).
 
 Every figure in ``bench/results.md`` comes from a benchmark command: each records its
 measurements in ``bench/results.json`` and ``bench/report.py`` renders the report from
 them. These tests render the recorded JSON again and compare it with the file byte for
 byte, so a hand edit (a changed row, a "met" count, a section no command writes) fails;
-the README's paragraph between its markers is checked the same way.
+the guide's paragraph between its markers (docs/guides/history.md) is checked the same way.
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ def test_results_md_is_what_its_recorded_measurements_render_to() -> None:
 
 
 def test_the_readme_figures_are_what_the_recorded_cache_run_renders_to() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = report.readme_block(report.load(RESULTS.with_suffix(".json")))
-    assert block is not None and block in readme
-    assert readme.count(report.README_BEGIN) == 1
+    guide = report.GUIDE.read_text(encoding="utf-8")
+    assert report.GUIDE == ROOT / "docs" / "guides" / "history.md"
+    block = report.guide_block(report.load(RESULTS.with_suffix(".json")))
+    assert block is not None and block in guide
+    assert guide.count(report.BLOCK_BEGIN) == 1
 
 
 def test_a_hand_edit_or_a_typed_section_is_not_what_renders(tmp_path: Path) -> None:

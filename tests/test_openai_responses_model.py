@@ -1,6 +1,7 @@
-"""OpenAIResponsesModel against the real loopback HTTP server: the README tour, a tool
-round trip with reasoning kept across turns, streams in byte and random chunkings,
-resume after a crash, sync calls in a row, history from Anthropic, errors and retries."""
+"""OpenAIResponsesModel against the real loopback HTTP server: the README's (and the
+conversations guide's) tour, a tool round trip with reasoning kept across turns, streams in
+byte and random chunkings, resume after a crash, sync calls in a row, history from
+Anthropic, errors and retries."""
 
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ WEATHER = ToolDefinition(
     {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 )
 README = Path(__file__).resolve().parent.parent / "README.md"
+GUIDE = README.parent / "docs" / "guides" / "conversations.md"
 
 
 def model(server: ProviderServer, name: str = "gpt-5", **kw: Any) -> OpenAIResponsesModel:
@@ -290,11 +292,16 @@ def test_two_sync_calls_in_a_row_on_one_agent(
     assert {r.path for r in provider_server.requests} == {"/v1/responses"}
 
 
-def tour_source() -> str:
-    text = README.read_text(encoding="utf-8")
-    match = re.search(r"## A short tour\s+```python\n(.*?)```", text, re.S)
-    assert match is not None, "the README has no tour"
-    return match.group(1)
+def tour_sources() -> list[tuple[Path, str]]:
+    """The README's short tour and the whole one of the conversations guide (issue 45
+    item 6): they make the same requests, so one script of replies serves both."""
+    found = []
+    for path in (README, GUIDE):
+        text = path.read_text(encoding="utf-8")
+        match = re.search(r"## A short tour\s+```python\n(.*?)```", text, re.S)
+        assert match is not None, f"{path.name} has no tour"
+        found.append((path, match.group(1)))
+    return found
 
 
 def test_the_readme_tour_runs_twice_in_a_row(
@@ -302,21 +309,21 @@ def test_the_readme_tour_runs_twice_in_a_row(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", provider_server.url + "/v1")
-    source = tour_source()
-    assert '"openai:gpt-4o-mini"' in source
-    source = source.replace('"openai:gpt-4o-mini"', '"openai-responses:gpt-5"', 1)
-    for round_no in range(2):
-        provider_server.enqueue(
-            call_reply("Paris", f"call_t{round_no}", reasoning=True),
-            text_reply("18 C in Paris"),
-            text_reply("Oslo: 5 C"),
-            text_reply("Starting over"),
-            text_reply("went"),
-        )
-        namespace: dict[str, Any] = {"__name__": f"tour_{round_no}"}
-        exec(compile(source, str(README), "exec"), namespace)  # the tour as written
-        assert namespace["first"].output == "18 C in Paris"
-        assert namespace["fork"].conversation_id != namespace["follow"].conversation_id
+    for path, source in tour_sources():
+        assert '"openai:gpt-4o-mini"' in source
+        source = source.replace('"openai:gpt-4o-mini"', '"openai-responses:gpt-5"', 1)
+        for round_no in range(2):
+            provider_server.enqueue(
+                call_reply("Paris", f"call_t{round_no}", reasoning=True),
+                text_reply("18 C in Paris"),
+                text_reply("Oslo: 5 C"),
+                text_reply("Starting over"),
+                text_reply("went"),
+            )
+            namespace: dict[str, Any] = {"__name__": f"tour_{round_no}"}
+            exec(compile(source, str(path), "exec"), namespace)  # the tour as written
+            assert namespace["first"].output == "18 C in Paris"
+            assert namespace["fork"].conversation_id != namespace["follow"].conversation_id
     assert not provider_server.replies, "the tour made fewer requests than scripted"
     follow = provider_server.requests[2].json()["input"]  # "And in Oslo?" with the history
     assert [i.get("type", i.get("role")) for i in follow] == [

@@ -27,8 +27,8 @@ def test_mypy_strict() -> None:
 
 
 def test_users_code_passes_mypy_strict(tmp_path: Path) -> None:
-    """The README's Python blocks and every example pass ``mypy --strict`` as written,
-    as a user's code would be checked (issue 14.5)."""
+    """The Python blocks of the README and the guides, and every example, pass ``mypy
+    --strict`` as written, as a user's code would be checked (issue 14.5)."""
     import re
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")

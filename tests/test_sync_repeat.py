@@ -1,5 +1,6 @@
 """Every ``_sync`` method works any number of times in a row on one agent with a real
-provider model over the loopback server (issue 13.1), and the README tour runs twice.
+provider model over the loopback server (issue 13.1), and the README tour (and the
+conversations guide's whole one) runs twice.
 
 The model is the one a user gets from a model string (``Agent("openai:...")``): it owns
 its HTTP client, which must not stay bound to the event loop of an earlier call.
@@ -29,6 +30,7 @@ from golem_core import Approved
 from golem_shell import Agent, RunError, tool
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+GUIDE = README.parent / "docs" / "guides" / "conversations.md"
 KEY = "sk-sync-repeat-0123456789"
 
 
@@ -167,30 +169,36 @@ def test_an_error_from_a_sync_method_has_no_event_loop_context(
     assert not any("no running event loop" in str(e) for e in chain), chain
 
 
-def tour_source() -> str:
-    text = README.read_text(encoding="utf-8")
-    match = re.search(r"## A short tour\s+```python\n(.*?)```", text, re.S)
-    assert match is not None, "the README has no tour"
-    return match.group(1)
+def tour_sources() -> list[tuple[Path, str]]:
+    """The README's short tour and the whole one of the conversations guide (issue 45
+    item 6): they make the same requests, so one script of replies serves both."""
+    found = []
+    for path in (README, GUIDE):
+        text = path.read_text(encoding="utf-8")
+        match = re.search(r"## A short tour\s+```python\n(.*?)```", text, re.S)
+        assert match is not None, f"{path.name} has no tour"
+        found.append((path, match.group(1)))
+    return found
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_the_readme_tour_runs_twice_in_a_row(
     provider: str, provider_server: ProviderServer, environ: None
 ) -> None:
-    source = tour_source()
-    if provider == "anthropic":
-        source = source.replace('"openai:gpt-4o-mini"', '"anthropic:claude-sonnet-4-5"', 1)
-    for round_no in range(2):
-        provider_server.enqueue(
-            call_reply(provider, "get_weather", "Paris", f"call_t{round_no}"),
-            text_reply(provider, "18 C in Paris"),
-            text_reply(provider, "Oslo: 5 C"),
-            text_reply(provider, "Starting over"),
-            text_reply(provider, "went"),
-        )
-        namespace: dict[str, Any] = {"__name__": f"tour_{round_no}"}
-        exec(compile(source, str(README), "exec"), namespace)  # the tour as written
-        assert namespace["first"].output == "18 C in Paris"
-        assert namespace["fork"].conversation_id != namespace["follow"].conversation_id
+    for path, source in tour_sources():
+        assert '"openai:gpt-4o-mini"' in source
+        if provider == "anthropic":
+            source = source.replace('"openai:gpt-4o-mini"', '"anthropic:claude-sonnet-4-5"', 1)
+        for round_no in range(2):
+            provider_server.enqueue(
+                call_reply(provider, "get_weather", "Paris", f"call_t{round_no}"),
+                text_reply(provider, "18 C in Paris"),
+                text_reply(provider, "Oslo: 5 C"),
+                text_reply(provider, "Starting over"),
+                text_reply(provider, "went"),
+            )
+            namespace: dict[str, Any] = {"__name__": f"tour_{round_no}"}
+            exec(compile(source, str(path), "exec"), namespace)  # the tour as written
+            assert namespace["first"].output == "18 C in Paris"
+            assert namespace["fork"].conversation_id != namespace["follow"].conversation_id
     assert not provider_server.replies, "the tour made fewer requests than scripted"
