@@ -13,10 +13,13 @@ Answers for a paused run are checked by one pure rule, ``check_resume`` (ADR 009
 the pause they are for, the calls that wait and their kinds, and with keys or ``issued``
 the calls the server can vouch for. ``receive`` applies the same rule.
 
-The loop lives in four private modules: ``_loop_values`` (``RunConfig``, ``RunState``,
-the commands and outcomes, ``_stamp``), ``_loop_table`` (``TRANSITIONS``, with the
-diagram; ``next_command``, ``receive``), ``_loop_handlers`` (how each outcome builds the
-next state) and ``_loop_start`` (``start_run``, ``paused_from``, ``resume_run``).
+The loop lives in this package's private modules: ``_values`` (``RunConfig``,
+``RunState``, the commands and outcomes, ``_stamp``), ``_table`` (``TRANSITIONS``, with
+the diagram; ``next_command``, ``receive``), ``_handlers`` (how each outcome builds the
+next state), ``_start`` (``start_run``, ``process``, ``paused_from``, ``resume_run``),
+``_deferred`` (paused calls and ``check_resume``) and ``_events`` (lifecycle events).
+May import: the ground of ``golem_core``, ``codec/``, ``wire/`` and ``history/``; nothing
+of ``golem_core`` imports the loop but its faces (``golem_core``, ``golem_core.testing``).
 
 Rules the loop keeps:
 

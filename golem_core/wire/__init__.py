@@ -12,6 +12,12 @@ provider cannot take), ``decode_response(body)`` the assistant ``Message``,
 - ``golem_core.wire.anthropic``: Anthropic Messages;
 - ``golem_core.wire.gemini``: the Google Gemini API (the model and the choice of stream
   are in the request path, ``request_path(model, stream=...)``, not the body).
+
+The room also holds what the codecs share: ``_common`` (errors, ids), ``_cache`` (cache
+markers), ``_arguments``, ``_stream`` (the stream accumulator) and ``_sse`` (the SSE
+decoder behind ``golem_core.sse``). May import: the ground of ``golem_core``
+(``_messages``, ``_model``, ``_identity``, ``_retry``) and ``codec/``; never
+``history/`` or ``loop/``, which import it.
 """
 
 from golem_core.wire._arguments import TRUNCATED_ARGS_KEY, wire_arguments

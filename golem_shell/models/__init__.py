@@ -6,6 +6,10 @@ The provider adapters (and with them httpx) load on first use (``__getattr__``, 
 provider only when it uses one (start-up, issue 29). ``ADAPTERS`` names each provider's
 adapter; the model-string prefixes and the "did you mean" families come from the
 provider registry (``golem_core.providers``).
+
+May import: ``golem_core``'s public modules, the leaves (``_errors``, ``_hooks``) and
+``tools/`` (``TestModel`` reads output types); never ``run/``, ``context/``, ``engines/``
+or ``_agent``, which import this package.
 """
 
 from __future__ import annotations

@@ -38,6 +38,8 @@ The guarantees, precisely: ``docs/stores.md``. The modules: ``_sql`` (tables, dr
 ``_erase`` (erase, delete, prune), ``_verify``, ``_crypto`` (chain, heads, AES-GCM),
 ``_tombstone``, ``_values``, ``_errors``, ``_methods`` (the public methods), ``_sqlite``,
 ``_postgres``.
+May import: ``golem_core``'s public modules and the leaves (``_errors``, ``_results``);
+nothing else of the shell (``context/``, ``cli`` and ``ui/`` import the stores).
 """
 
 from golem_shell.store._crypto import EncryptionKeys

@@ -8,6 +8,8 @@ from its ``Last-Event-ID``; ``StoredRuns`` keeps the frames in the conversation 
 so any process serves them, after a restart too (``StreamTap`` for a durable run).
 ``TurnSteering`` carries what the person sends while a turn streams into its run.
 See ``docs/web-chat.md`` and ``examples/web_chat/``.
+May import: anything of ``golem_shell`` through its public faces (``golem_shell``,
+``golem_shell.store``); nothing of the shell imports ``ui/``.
 """
 
 from golem_shell.ui._agui import (
