@@ -125,7 +125,7 @@ def test_an_unknown_provider_is_an_error_where_it_is_named() -> None:
     with pytest.raises(UnknownProviderError, match="unknown quirks"):
         Target(Provider.ANTHROPIC, "m", quirks=["mistral-call-ids"])
     with pytest.raises(UnknownProviderError):
-        profile_of("mistral")
+        profile_of("frobco")
 
     def http() -> ProviderHTTP:
         return ProviderHTTP(
@@ -143,18 +143,18 @@ def test_an_unknown_provider_is_an_error_where_it_is_named() -> None:
         pass
 
     class Unknown(HTTPModel):
-        provider = "mistral"  # type: ignore[assignment]
+        provider = "frobco"  # type: ignore[assignment]
 
     with pytest.raises(UsageError, match="Nameless names no provider"):
         Nameless("m", http=http(), settings=None)
-    with pytest.raises(UsageError, match="Unknown: unknown provider 'mistral'"):
+    with pytest.raises(UsageError, match="Unknown: unknown provider 'frobco'"):
         Unknown("m", http=http(), settings=None)
 
 
 def test_stored_spellings_of_a_provider_still_read_as_it() -> None:
     for old in ("google", "gemini", "Gemini", "gcp.gemini", "google-gla"):
         assert recorded_provider(old) is Provider.GOOGLE
-    assert recorded_provider("mistral") is None and recorded_provider(None) is None
+    assert recorded_provider("frobco") is None and recorded_provider(None) is None
     call = with_thought_signature(ToolCallPart("c1", "f", "{}"), "c2ln")
     for old in ("gemini", "Gemini"):
         step = Message(
