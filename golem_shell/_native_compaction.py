@@ -50,7 +50,7 @@ from golem_core import (
     plan_compaction,
     with_compaction,
 )
-from golem_core.providers import CompactionRule, Target
+from golem_core.providers import CompactionRule, Target, recorded_provider
 from golem_shell._errors import GolemError
 from golem_shell._summarize import AsyncHistoryProcessor, run_history_processor, summarize_history
 from golem_shell.models import Model
@@ -191,7 +191,7 @@ class _NativeCompaction:
                 i
                 for i, m in enumerate(history)
                 if m.role is Role.ASSISTANT
-                and m.provider == target.provider.value
+                and recorded_provider(m.provider) is target.provider
                 and (m.endpoint or "").lower() == (target.endpoint or "").lower()
                 and _holds_compaction(m, rule.marker)
             ),

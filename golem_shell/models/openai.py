@@ -28,8 +28,8 @@ from golem_shell.models._http import (
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIModel", "guess_quirks"]
 
-DEFAULT_OPENAI_BASE_URL = profile_of(Provider.OPENAI).default_base_url
 _PROFILE = profile_of(Provider.OPENAI)
+DEFAULT_OPENAI_BASE_URL = _PROFILE.default_base_url
 _QUIRKS = _PROFILE.quirks
 
 
