@@ -6,12 +6,16 @@ reads about it: the pure wire codec, the display name in error messages, the
 model-string prefixes ``infer_model`` accepts, the default endpoint and the environment
 variables of the key and the base URL, the rules ``port_history`` applies (call ids,
 which artifacts it reads and whether they are bound to the model, media in a model
-turn, the quirks a compatible server may have), the prompt-cache rule, and the
-OpenTelemetry ``gen_ai.provider.name``.
+turn, the quirks a compatible server may have, and the vendors known to have them), its
+native compaction (``CompactionRule``: what it leaves in a history and how
+``native_compaction`` folds with it), what its native structured output refuses, the
+prompt-cache rule, and the OpenTelemetry ``gen_ai.provider.name``.
 
 Adding a provider is one ``Provider`` member, one profile in ``PROFILES``, one codec
-module in ``golem_core.wire`` and one adapter in ``golem_shell.models``;
-``tests/test_correctness4_registry.py`` fails while any of them is missing. An unknown
+module in ``golem_core.wire`` and one adapter in ``golem_shell.models`` registered in
+its ``ADAPTERS``; no other golem module dispatches on a provider.
+``tests/test_correctness4_registry.py`` fails while any of them is missing, and adds a
+fictional fifth provider that way to a copy of golem and runs it. An unknown
 provider is an error where it is named (``profile_of``); a provider recorded in a stored
 history is read by ``recorded_provider``, which also maps the spellings other tools
 use for the same API (``"gemini"``, ``"gcp.gemini"``).
@@ -24,7 +28,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from attrs import frozen
 from returns.result import Result
@@ -44,9 +48,11 @@ __all__ = [
     "CacheRule",
     "CallIdRule",
     "Codec",
+    "CompactionRule",
     "Provider",
     "ProviderProfile",
     "UnknownProviderError",
+    "Vendor",
     "profile_of",
     "recorded_provider",
 ]
@@ -115,6 +121,69 @@ class CallIdRule:
 
 
 @frozen(kw_only=True)
+class CompactionRule:
+    """A provider's native compaction (ADR 0148): what it leaves in a history and how
+    ``native_compaction`` folds with it.
+
+    ``marker``: the part ``extra`` key that marks a compaction it issued; ``keys``: every
+    ``extra`` key of such a part (dropped when its summary travels as text to another
+    target); ``readable``: the part's text is a readable summary (else the compaction is
+    encrypted, and left off elsewhere); ``fold``: ``"request"``, a compaction request of
+    its own (its adapter's ``compact(request)``), or ``"answer"``, the model compacts
+    in its answers and the processor cuts what stands before the newest compaction.
+    """
+
+    marker: str
+    keys: frozenset[str]
+    readable: bool
+    fold: Literal["request", "answer"]
+
+    @property
+    def what(self) -> str:
+        """What a ``PortReport`` calls such a part."""
+        return "compaction summary" if self.readable else "compaction item"
+
+
+@frozen
+class Vendor:
+    """A vendor whose servers speak a provider's wire format with quirks of their own:
+    the hosts of its API (and their subdomains), the prefixes of the model names it
+    makes (served anywhere: vLLM's mistral mode), and those quirks."""
+
+    name: str
+    hosts: tuple[str, ...]
+    model_prefixes: tuple[str, ...]
+    quirks: frozenset[str]
+
+    def serves(self, host: str, model: str) -> bool:
+        """Whether a server at ``host`` serving ``model`` is (or serves) this vendor's."""
+        host = host.lower()
+        name = model.strip().lower().rsplit("/", 1)[-1]
+        return any(host == h or host.endswith("." + h) for h in self.hosts) or name.startswith(
+            self.model_prefixes
+        )
+
+
+_MISTRAL: Final = Vendor(
+    "Mistral",
+    hosts=("mistral.ai",),
+    model_prefixes=(
+        "mistral",
+        "open-mistral",
+        "open-mixtral",
+        "mixtral",
+        "codestral",
+        "magistral",
+        "ministral",
+        "pixtral",
+        "devstral",
+        "voxtral",
+    ),
+    quirks=frozenset({MISTRAL_CALL_IDS}),
+)
+
+
+@frozen(kw_only=True)
 class ProviderProfile:
     """Everything golem knows about one provider (see the module docstring).
 
@@ -122,7 +191,10 @@ class ProviderProfile:
     only it reads; ``artifact_keys``: the part ``extra`` keys that only it reads (and
     ``artifact_name``, what such a thinking part is called in a ``PortReport``);
     ``binds_model``: its artifacts are valid only for the model that issued them;
-    ``media_in_assistant``: a model turn may carry media (elsewhere a stand-in is sent).
+    ``media_in_assistant``: a model turn may carry media (elsewhere a stand-in is sent);
+    ``compaction``: its native compaction, if it has one; ``schema_problem``: what in a
+    JSON Schema its native structured output is documented to refuse (``None``: takes
+    every schema golem writes).
     """
 
     provider: Provider
@@ -146,8 +218,17 @@ class ProviderProfile:
     media_in_assistant: bool = False
     quirks: frozenset[str] = frozenset()
     """The quirks a compatible server of this wire format may have."""
+    vendors: tuple[Vendor, ...] = ()
+    """Vendors known to have some of those quirks (``guess_quirks``)."""
     model_family: str | None = None
     """A regex matching the model names usually served by it (for "did you mean")."""
+    compaction: CompactionRule | None = None
+    schema_problem: Callable[[Any], str | None] | None = None
+
+    def guess_quirks(self, host: str, model: str) -> frozenset[str]:
+        """The quirks of a server at ``host`` serving ``model``, guessed from the
+        vendors it may be (none when it is no known vendor's)."""
+        return frozenset().union(*(v.quirks for v in self.vendors if v.serves(host, model)))
 
     @property
     def display_name(self) -> str:
@@ -168,6 +249,7 @@ _PROFILES: Final = (
         cache=CacheRule.KEY,
         call_ids=CallIdRule(max_length=_openai.MAX_CALL_ID_LENGTH),
         quirks=frozenset({MISTRAL_CALL_IDS, STRING_CONTENT}),
+        vendors=(_MISTRAL,),
         model_family=r"(gpt-|chatgpt|o\d(-|$))",
     ),
     ProviderProfile(
@@ -183,6 +265,12 @@ _PROFILES: Final = (
         call_ids=CallIdRule(max_length=_responses.MAX_CALL_ID_LENGTH, unique=True),
         artifact_keys=frozenset({_responses.REASONING_ID_KEY, _responses.ENCRYPTED_CONTENT_KEY}),
         artifact_name="reasoning item",
+        compaction=CompactionRule(
+            marker=_responses.COMPACTION_CONTENT_KEY,
+            keys=frozenset({_responses.COMPACTION_CONTENT_KEY, _responses.COMPACTION_ID_KEY}),
+            readable=False,
+            fold="request",
+        ),
     ),
     ProviderProfile(
         provider=Provider.ANTHROPIC,
@@ -199,6 +287,13 @@ _PROFILES: Final = (
         signs_thinking=True,
         artifact_name="signed thinking",
         model_family="claude",
+        compaction=CompactionRule(
+            marker=_anthropic.COMPACTION_KEY,
+            keys=frozenset({_anthropic.COMPACTION_KEY}),
+            readable=True,
+            fold="answer",
+        ),
+        schema_problem=_anthropic.structured_output_problem,
     ),
     ProviderProfile(
         provider=Provider.GOOGLE,

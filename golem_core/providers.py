@@ -2,9 +2,10 @@
 
 ``Provider`` is the one spelling of each provider (what ``Message.provider`` records);
 ``PROFILES`` maps each to its ``ProviderProfile`` (codec, model-string prefixes, default
-endpoint, key variables, porting and cache rules, quirks, OpenTelemetry name);
-``profile_of`` looks one up and refuses an unknown name; ``recorded_provider`` reads a
-stored ``provider`` value, old spellings included. The porting names an adapter needs
+endpoint, key variables, porting and cache rules, quirks and the ``Vendor`` values that
+have them, native compaction (``CompactionRule``), OpenTelemetry name); ``profile_of``
+looks one up and refuses an unknown name; ``recorded_provider`` reads a stored
+``provider`` value, old spellings included. The porting names an adapter needs
 (``Target``, ``Origin``, ``port_history``, ``describe_report``, ``same_model``, the
 quirks) are here too, so the shell imports no private core module for them.
 """
@@ -16,9 +17,11 @@ from golem_core._providers import (
     CacheRule,
     CallIdRule,
     Codec,
+    CompactionRule,
     Provider,
     ProviderProfile,
     UnknownProviderError,
+    Vendor,
     profile_of,
     recorded_provider,
 )
@@ -42,6 +45,7 @@ __all__ = [
     "CacheRule",
     "CallIdRule",
     "Codec",
+    "CompactionRule",
     "Origin",
     "PortReport",
     "PortedPart",
@@ -50,6 +54,7 @@ __all__ = [
     "RewrittenId",
     "Target",
     "UnknownProviderError",
+    "Vendor",
     "asked_model_of",
     "describe_report",
     "port_history",

@@ -72,6 +72,7 @@ from golem_core._messages import (
     URLPart,
     Usage,
 )
+from golem_core._providers import Provider
 from golem_core.codec._json import encode_history
 from golem_core.contract import MESSAGE, PART_RECORDS, USAGE, Kind, Record
 from golem_core.history._compaction import (
@@ -339,9 +340,7 @@ _MESSAGE_VALUES: Final[dict[str, st.SearchStrategy[Any]]] = {
     "run_id": st.sampled_from(["run-a", "run-b"]),
     "conversation_id": st.sampled_from(["conv-a", "conv-b"]),
     "finish_reason": st.sampled_from(["stop", "length"]),
-    "provider": st.one_of(
-        st.sampled_from(["anthropic", "openai", "openai-responses", "gemini"]), st.text(max_size=8)
-    ),
+    "provider": st.one_of(st.sampled_from([p.value for p in Provider]), st.text(max_size=8)),
     "endpoint": st.one_of(
         st.sampled_from(["https://api.anthropic.com", "https://api.openai.com/v1"]),
         st.text(max_size=8),

@@ -9,15 +9,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-_PROVIDER_VARS = (
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "GEMINI_BASE_URL",
-)
+from golem_core.providers import PROFILES
+
+_PROVIDER_VARS = sorted({name for p in PROFILES.values() for name in (*p.key_env, p.base_url_env)})
+"""Every key and base-URL variable of the registry's providers."""
 
 
 @pytest.fixture(autouse=True)

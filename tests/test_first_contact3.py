@@ -206,7 +206,7 @@ def test_a_mistyped_model_string_says_what_was_meant(typed: str, meant: str) -> 
 
 def test_an_unknown_model_string_without_a_likely_meaning_lists_the_prefixes() -> None:
     with pytest.raises(UsageError) as caught:
-        infer_model("mistral:mistral-large")
+        infer_model("frobco:frob-large")
     assert "did you mean" not in str(caught.value) and "'openai:'" in str(caught.value)
 
 

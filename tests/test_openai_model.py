@@ -634,8 +634,8 @@ def test_infer_model(monkeypatch: pytest.MonkeyPatch) -> None:
     assert openai_model.name == "openai:gpt-4o-mini"
     assert infer_model("anthropic:claude-sonnet-4-5").name == "anthropic:claude-sonnet-4-5"
     assert infer_model(openai_model) is openai_model
-    with pytest.raises(UsageError, match="unknown model 'mistral:mistral-large'"):
-        infer_model("mistral:mistral-large")
+    with pytest.raises(UsageError, match="unknown model 'frobco:frob-large'"):
+        infer_model("frobco:frob-large")
     with pytest.raises(UsageError, match="'anthropic:', 'gemini:', 'google:'"):
         infer_model("gpt-4o-mini")
     with pytest.raises(UsageError, match="names no model"):

@@ -28,12 +28,13 @@ with: ``claude-sonnet-4-0`` is answered as ``claude-sonnet-4-20250514``;
 - a message without an origin (history written before ADR 0085) keeps every artifact:
   each encoder sends only its own format, as before.
 
-Native compaction (ADR 0148) leaves artifacts of the same kind: a Responses ``compaction``
-item (encrypted: nothing readable) goes back only to Responses at its endpoint, else it is
-left off, reported as ``"compaction item"``; an Anthropic ``compaction`` block goes back
-only to Anthropic at its endpoint for its model, else its summary travels as plain text,
-reported in ``as_text`` as ``"compaction summary"`` (left off when the compaction failed
-and holds no summary).
+Native compaction (ADR 0148) leaves artifacts of the same kind, each issuer's described by
+its profile's ``CompactionRule``: a Responses ``compaction`` item (encrypted: nothing
+readable) goes back only to Responses at its endpoint, else it is left off, reported as
+``"compaction item"``; an Anthropic ``compaction`` block goes back only to Anthropic at
+its endpoint for its model, else its summary travels as plain text, reported in
+``as_text`` as ``"compaction summary"`` (left off when the compaction failed and holds no
+summary).
 
 Call ids are rewritten to fit the target's rules (Anthropic's characters, OpenAI's
 lengths, Mistral's nine letters and digits), the same new id on the call and on its
@@ -67,6 +68,7 @@ from golem_core._providers import (
     MISTRAL_CALL_IDS,
     PROFILES,
     STRING_CONTENT,
+    CompactionRule,
     Provider,
     ProviderProfile,
     UnknownProviderError,
@@ -74,9 +76,6 @@ from golem_core._providers import (
     recorded_provider,
 )
 from golem_core.wire._common import Origin
-from golem_core.wire.anthropic import COMPACTION_KEY as _ANTHROPIC_COMPACTION
-from golem_core.wire.openai_responses import COMPACTION_CONTENT_KEY as _RESPONSES_COMPACTION
-from golem_core.wire.openai_responses import COMPACTION_ID_KEY as _RESPONSES_COMPACTION_ID
 
 __all__ = [
     "BINDS_MODEL",
@@ -271,6 +270,15 @@ _SIGNER: Final = next(p for p in PROFILES.values() if p.signs_thinking)
 _KEY_READER: Final = {key: p for p in PROFILES.values() for key in p.artifact_keys}
 """Who reads each artifact key a part's ``extra`` may hold."""
 _ARTIFACT_KEYS: Final = frozenset(_KEY_READER)
+_COMPACTION_ISSUER: Final = {
+    p.compaction.marker: (p.provider, p.compaction)
+    for p in PROFILES.values()
+    if p.compaction is not None
+}
+"""Who issued a compaction and its rule, by the ``extra`` key that marks it."""
+_COMPACTION_KEYS: Final = frozenset(
+    k for p in PROFILES.values() if p.compaction is not None for k in p.compaction.keys
+)
 
 
 def _reader_of(part: Part) -> ProviderProfile | None:
@@ -349,9 +357,9 @@ class _Assistant:
         if type(part) is ThinkingPart:
             return self.thought(j, part, origin)
         if type(part) is TextPart and part.extra:
-            keys = {k for k, _ in part.extra}
-            if _RESPONSES_COMPACTION in keys or _ANTHROPIC_COMPACTION in keys:
-                return self.compaction(j, part, origin, keys)
+            marker = next((k for k, _ in part.extra if k in _COMPACTION_ISSUER), None)
+            if marker is not None:
+                return self.compaction(j, part, origin, *_COMPACTION_ISSUER[marker])
         if type(part) in (TextPart, ToolCallPart):
             reader = _reader_of(part)
             if reader is not None:
@@ -361,21 +369,20 @@ class _Assistant:
                     return _without(part, reader.artifact_keys)  # type: ignore[no-any-return]
         return part
 
-    def compaction(self, j: int, part: TextPart, origin: Origin, keys: set[str]) -> Part | None:
+    def compaction(
+        self, j: int, part: TextPart, origin: Origin, issuer: Provider, rule: CompactionRule
+    ) -> Part | None:
         """A provider's compaction (ADR 0148): to its issuer as it came; elsewhere an
-        encrypted item is left off and a readable summary travels as text."""
-        encrypted = _RESPONSES_COMPACTION in keys
-        issuer = Provider.OPENAI_RESPONSES if encrypted else Provider.ANTHROPIC
+        encrypted item is left off and a readable summary travels as text (the issuer's
+        ``CompactionRule``)."""
         why = _valid_for(issuer, origin, self.target, self.same)
         if why is None:
             return part
-        if encrypted or not part.text.strip():
-            what = "compaction item" if encrypted else "compaction summary"
-            self.note(self.left_off, j, what, why + "; nothing readable to send instead")
+        if not rule.readable or not part.text.strip():
+            self.note(self.left_off, j, rule.what, why + "; nothing readable to send instead")
             return None
-        self.note(self.as_text, j, "compaction summary", why + "; its summary sent as text")
-        drop = frozenset({_ANTHROPIC_COMPACTION, _RESPONSES_COMPACTION, _RESPONSES_COMPACTION_ID})
-        return _without(part, drop)  # type: ignore[no-any-return]
+        self.note(self.as_text, j, rule.what, why + "; its summary sent as text")
+        return _without(part, _COMPACTION_KEYS)  # type: ignore[no-any-return]
 
     def thought(self, j: int, part: ThinkingPart, origin: Origin) -> Part | None:
         """One entry per part: the artifact it carries (if any) and what became of it."""

@@ -3,19 +3,22 @@
 Owns ``native_compaction(model, fallback=...)``: an async history processor, passed
 wherever ``summarize_history`` is (an agent's ``history_processor``, compact-and-retry's
 strategy, ``probe_compaction``), that folds the older turns with the provider's own
-compaction where there is one:
+compaction where there is one. Which one is the model's profile's (its ``target``'s
+``CompactionRule``, ``golem_core.providers``): its ``fold`` says how, its ``marker``
+which parts hold a compaction. Today:
 
-- **OpenAI Responses**: the older turns (``golem_core.plan_compaction``'s plan, the same
-  cut, threshold and step as the summarizer) go to ``POST /responses/compact``; they are
+- **OpenAI Responses** (``fold="request"``): the older turns
+  (``golem_core.plan_compaction``'s plan, the same cut, threshold and step as the
+  summarizer) go to ``POST /responses/compact`` (the adapter's ``compact``); they are
   replaced by what it returns: the user messages OpenAI kept (golem's own message where
   the text is the same) and one assistant message holding the encrypted ``compaction``
   item, marked as a summary and carrying its compaction record (ADR 0140);
-- **Anthropic**: the model compacts on its side (``AnthropicModel(context_edits=
-  [compact()])``) and answers with a ``compaction`` block; Anthropic then ignores what
-  stands before the block, so the processor cuts it (system messages kept) and writes the
-  record on the message holding the block. Nothing to cut: the history is returned as it
-  is (Anthropic compacts when its trigger is reached); when forced (compact-and-retry) the
-  fallback runs;
+- **Anthropic** (``fold="answer"``): the model compacts on its side
+  (``AnthropicModel(context_edits=[compact()])``) and answers with a ``compaction``
+  block; Anthropic then ignores what stands before the block, so the processor cuts it
+  (system messages kept) and writes the record on the message holding the block. Nothing
+  to cut: the history is returned as it is (Anthropic compacts when its trigger is
+  reached); when forced (compact-and-retry) the fallback runs;
 - **any other model** (Chat Completions, Gemini, offline models): the fallback, golem's
   summarizer by default (``summarize_history(model, ...)`` with the same settings).
 
@@ -26,7 +29,7 @@ their issuer and reports what it left off or sent as text.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol, runtime_checkable
 
 import attrs
 from returns.result import Failure, Result, Success
@@ -47,7 +50,7 @@ from golem_core import (
     plan_compaction,
     with_compaction,
 )
-from golem_core.wire import anthropic as anthropic_wire
+from golem_core.providers import CompactionRule, Target, recorded_provider
 from golem_shell._errors import GolemError
 from golem_shell.context._summarize import (
     AsyncHistoryProcessor,
@@ -56,18 +59,28 @@ from golem_shell.context._summarize import (
 )
 from golem_shell.models import Model
 
-if TYPE_CHECKING:  # the adapters (and httpx) load on first use, not with golem_shell
-    from golem_shell.models.anthropic import AnthropicModel
-    from golem_shell.models.openai_responses import OpenAIResponsesModel
-
 __all__ = ["native_compaction"]
 
 
-def _is_anthropic_compaction(message: Message) -> bool:
+@runtime_checkable
+class _Compacts(Protocol):
+    """An adapter whose provider compacts on a request of its own (``fold="request"``)."""
+
+    async def compact(self, request: ModelRequest) -> tuple[Message, ...]: ...
+
+
+def _rule_of(model: Model) -> tuple[Target, CompactionRule] | None:
+    """The model's target and its provider's compaction rule (``None``: no native
+    compaction, or a model with no provider: an offline model)."""
+    target = getattr(model, "target", None)
+    if not isinstance(target, Target) or target.profile.compaction is None:
+        return None
+    return target, target.profile.compaction
+
+
+def _holds_compaction(message: Message, marker: str) -> bool:
     return any(
-        type(p) is TextPart
-        and p.text
-        and any(k == anthropic_wire.COMPACTION_KEY for k, _ in p.extra)
+        type(p) is TextPart and p.text and any(k == marker for k, _ in p.extra)
         for p in message.parts
     )
 
@@ -123,21 +136,21 @@ class _NativeCompaction:
         self, history: Sequence[Message]
     ) -> Result[tuple[Message, ...], HistoryError]:
         history = tuple(history)
-        from golem_shell.models.anthropic import AnthropicModel
-        from golem_shell.models.openai_responses import OpenAIResponsesModel
-
-        if isinstance(self.model, OpenAIResponsesModel):
-            return await self._responses(self.model, history)
-        if isinstance(self.model, AnthropicModel):
-            cut = self._anthropic_cut(self.model, history)
-            if cut is not None:
-                return Success(cut)
-            if not self.is_forced:
-                return Success(history)
+        found = _rule_of(self.model)
+        if found is not None:
+            target, rule = found
+            if rule.fold == "request" and isinstance(self.model, _Compacts):
+                return await self._requested(self.model, history)
+            if rule.fold == "answer":
+                cut = self._answered_cut(target, rule, history)
+                if cut is not None:
+                    return Success(cut)
+                if not self.is_forced:
+                    return Success(history)
         return await run_history_processor(self.fallback, history)
 
-    async def _responses(
-        self, model: OpenAIResponsesModel, history: tuple[Message, ...]
+    async def _requested(
+        self, model: _Compacts, history: tuple[Message, ...]
     ) -> Result[tuple[Message, ...], HistoryError]:
         plan = plan_compaction(
             history,
@@ -170,21 +183,21 @@ class _NativeCompaction:
         )
         return Success((*plan.head, *kept, with_compaction(marker, record), *plan.kept))
 
-    def _anthropic_cut(
-        self, model: AnthropicModel, history: tuple[Message, ...]
+    def _answered_cut(
+        self, target: Target, rule: CompactionRule, history: tuple[Message, ...]
     ) -> tuple[Message, ...] | None:
-        """The history from the newest compaction block this model issued (what
-        Anthropic reads of it anyway), system messages kept; ``None`` when there is
-        nothing before it to cut."""
-        origin = model.origin
+        """The history from the newest compaction this model's provider issued at its
+        endpoint (what the provider reads of it anyway: Anthropic ignores what stands
+        before the block), system messages kept; ``None`` when there is nothing before
+        it to cut."""
         at = max(
             (
                 i
                 for i, m in enumerate(history)
                 if m.role is Role.ASSISTANT
-                and m.provider == origin.provider
-                and (m.endpoint or "").lower() == (origin.endpoint or "").lower()
-                and _is_anthropic_compaction(m)
+                and recorded_provider(m.provider) is target.provider
+                and (m.endpoint or "").lower() == (target.endpoint or "").lower()
+                and _holds_compaction(m, rule.marker)
             ),
             default=-1,
         )
@@ -221,8 +234,9 @@ def native_compaction(
     """An async processor that folds older turns with the provider's own compaction.
 
     Args:
-        model: The model whose provider compacts: an ``OpenAIResponsesModel``
-            (``/responses/compact``) or an ``AnthropicModel`` made with
+        model: The model whose provider compacts (its profile has a
+            ``CompactionRule``): an ``OpenAIResponsesModel`` (``/responses/compact``) or
+            an ``AnthropicModel`` made with
             ``context_edits=[golem_core.wire.anthropic.compact(...)]``; any other model
             uses ``fallback``.
         fallback: What compacts where the provider has no compaction (and for a forced

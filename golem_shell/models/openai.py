@@ -13,7 +13,7 @@ import httpx
 from returns.result import Result
 
 from golem_core import ModelRequest, ModelSettings
-from golem_core.providers import MISTRAL_CALL_IDS, Provider, profile_of
+from golem_core.providers import Provider, profile_of
 from golem_core.retry import RetryPolicy
 from golem_core.wire import WireError
 from golem_core.wire import openai as wire
@@ -28,31 +28,17 @@ from golem_shell.models._http import (
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIModel", "guess_quirks"]
 
-DEFAULT_OPENAI_BASE_URL = profile_of(Provider.OPENAI).default_base_url
-_QUIRKS = profile_of(Provider.OPENAI).quirks
-_MISTRAL_MODELS = (
-    "mistral",
-    "open-mistral",
-    "open-mixtral",
-    "mixtral",
-    "codestral",
-    "magistral",
-    "ministral",
-    "pixtral",
-    "devstral",
-    "voxtral",
-)
+_PROFILE = profile_of(Provider.OPENAI)
+DEFAULT_OPENAI_BASE_URL = _PROFILE.default_base_url
+_QUIRKS = _PROFILE.quirks
 
 
 def guess_quirks(base_url: str, model: str) -> frozenset[str]:
-    """The OpenAI-compatible server's quirks, guessed from its host and the model name:
-    Mistral's API (``api.mistral.ai``) and Mistral models anywhere (vLLM's mistral
-    mode) take only nine-character call ids (``"mistral-call-ids"``)."""
-    host = httpx.URL(base_url).host.lower()
-    name = model.strip().lower().rsplit("/", 1)[-1]
-    if host.endswith("mistral.ai") or name.startswith(_MISTRAL_MODELS):
-        return frozenset({MISTRAL_CALL_IDS})
-    return frozenset()
+    """The OpenAI-compatible server's quirks, guessed from its host and the model name
+    by the vendors its profile knows (``ProviderProfile.vendors``): Mistral's API
+    (``api.mistral.ai``) and Mistral models anywhere (vLLM's mistral mode) take only
+    nine-character call ids (``"mistral-call-ids"``)."""
+    return _PROFILE.guess_quirks(httpx.URL(base_url).host, model)
 
 
 class OpenAIModel(HTTPModel):

@@ -33,6 +33,7 @@ from typing import Annotated, Any, Literal, TypeAlias, Union, get_args, get_orig
 
 from golem_core import Message, ToolCallPart, ToolDefinition
 from golem_core.loop import OutputInvalid, OutputValid
+from golem_core.providers import Target
 from golem_core.wire.strict import absent_nulls_dropped
 from golem_shell._errors import UsageError
 from golem_shell.tools._partial_json import INCOMPLETE, parse_partial
@@ -70,20 +71,19 @@ def supports_native_output(model: object) -> bool:
 
 def native_output_problem(model: object, schema: dict[str, Any]) -> str | None:
     """Why ``model``'s native structured output is documented to refuse ``schema``
-    (``None``: it takes it). Read from the model's ``target`` provider: Anthropic's
-    rules (``golem_core.wire.anthropic.structured_output_problem``); the other
-    providers take every schema golem writes (OpenAI's encoders send ``strict: true``
-    with the schema rewritten for strict mode where it can qualify, else ``strict:
-    false``, ADR 0130; Gemini's encoder loosens what ``responseJsonSchema`` does not
-    take)."""
-    provider = getattr(getattr(model, "target", None), "provider", None)
-    if provider == "anthropic":
-        from golem_core.wire import anthropic  # loaded on first use: startup stays light
-
-        problem = anthropic.structured_output_problem(schema)
-        if problem is not None:
-            return f"Anthropic's structured output cannot take this schema: {problem}"
-    return None
+    (``None``: it takes it). Read from the profile of the model's ``target`` provider
+    (``ProviderProfile.schema_problem``): Anthropic's rules
+    (``golem_core.wire.anthropic.structured_output_problem``); the other providers take
+    every schema golem writes (OpenAI's encoders send ``strict: true`` with the schema
+    rewritten for strict mode where it can qualify, else ``strict: false``, ADR 0130;
+    Gemini's encoder loosens what ``responseJsonSchema`` does not take)."""
+    target = getattr(model, "target", None)
+    if not isinstance(target, Target) or target.profile.schema_problem is None:
+        return None
+    problem = target.profile.schema_problem(schema)
+    if problem is None:
+        return None
+    return f"{target.profile.display_name}'s structured output cannot take this schema: {problem}"
 
 
 def _name(model: object) -> str:
