@@ -18,16 +18,22 @@ Sections, in this order: ``run`` (``bench.run``), ``cache`` (``bench.cache``), `
 records of how it was measured is built here too: ``recorded_command`` (the command that
 re-measures it, without the ``--write`` option that ``add_write_option`` gives a command)
 and ``machine`` (cores, Python, the load at the end).
+
+The section modules import this one (to record themselves); this one never imports them:
+it reaches a section's module by its name in ``SECTIONS`` when it renders (``_section``),
+so the import graph goes one way (``tests/test_import_graph.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 __all__ = [
@@ -96,14 +102,15 @@ def machine(*, load_average: bool = True) -> dict[str, Any]:
     return found
 
 
+def _section(name: str) -> ModuleType:
+    """The module that owns section ``name``, found by its name (``bench.<name>``)."""
+    return importlib.import_module(f"bench.{name}")
+
+
 def render(results: dict[str, Any]) -> str:
     """The whole Markdown report from the recorded sections."""
-    import importlib
-
     parts = [
-        importlib.import_module(f"bench.{name}").render(results[name]).strip("\n")
-        for name in SECTIONS
-        if name in results
+        _section(name).render(results[name]).strip("\n") for name in SECTIONS if name in results
     ]
     if "run" not in results:
         parts.insert(0, "# golem benchmark results")
@@ -113,11 +120,10 @@ def render(results: dict[str, Any]) -> str:
 def readme_block(results: dict[str, Any]) -> str | None:
     """The README's benchmark paragraph (between the markers), or ``None`` without the
     ``cache`` section."""
-    from bench import cache
-
     if "cache" not in results:
         return None
-    return f"{README_BEGIN}\n{cache.readme_paragraph(results['cache'])}\n{README_END}"
+    paragraph = _section("cache").readme_paragraph(results["cache"])
+    return f"{README_BEGIN}\n{paragraph}\n{README_END}"
 
 
 def _replace_readme_block(readme: Path, results: dict[str, Any]) -> None:
