@@ -64,7 +64,7 @@ __all__ = ["durable_records", "long_rows", "main", "render"]
 
 
 def _golem() -> tuple[Any, Any]:
-    from bench.durable import AGENT_NAME, make_agent
+    from bench.durable_children import AGENT_NAME, make_agent
     from golem_shell.durable import DurableAgent
 
     agent = make_agent()
@@ -228,19 +228,19 @@ def _db_bytes(db: str) -> int:
 async def _plain_long(library: str, steps: int) -> dict[str, Any]:
     """A long run without durability (``Agent.run``): each library's own per-step cost,
     against which its durable runs' figures read."""
-    from bench.durable import _largest_message, _long_agent, _per_step
+    from bench.durable_children import largest_message, long_agent, per_step
 
     times: list[float] = []
     start = time.perf_counter()
     if library == "golem":
-        result = await _long_agent(steps, times).run("go")
-        largest = _largest_message(result)
+        result = await long_agent(steps, times).run("go")
+        largest = largest_message(result)
     else:
         result = await _pai_long_agent(steps, times).run("go", usage_limits=_pai_limits(steps))
         largest = _pai_largest_message(result.all_messages())
     seconds = time.perf_counter() - start
     assert result.output == f"done {steps}", result.output
-    return {**_per_step(times), "seconds": seconds, "largest_message": largest}
+    return {**per_step(times), "seconds": seconds, "largest_message": largest}
 
 
 async def _pai_long_dbos(db: str, steps: int) -> dict[str, Any]:
@@ -249,7 +249,7 @@ async def _pai_long_dbos(db: str, steps: int) -> dict[str, Any]:
     from dbos import DBOS
     from pydantic_ai.durable_exec.dbos import DBOSAgent
 
-    from bench.durable import _per_step, dbos_largest_row, wal_journal
+    from bench.durable_children import dbos_largest_row, per_step, wal_journal
 
     wal_journal(db)
     times: list[float] = []
@@ -269,7 +269,7 @@ async def _pai_long_dbos(db: str, steps: int) -> dict[str, Any]:
     seconds = time.perf_counter() - start
     assert result.output == f"done {steps}", result.output
     return {
-        **_per_step(times),
+        **per_step(times),
         "seconds": seconds,
         "largest_payload": dbos_largest_row(db),
         "largest_message": _pai_largest_message(result.all_messages()),
@@ -290,14 +290,14 @@ class _History:
         self.last: list[Any] = []  # the newest execution's events
 
     def add(self, events: list[Any]) -> None:
-        from bench.durable import _payload_sizes
+        from bench.durable_children import payload_sizes
 
         names: dict[int, str] = {}  # event ids start again in each execution
         for e in events:
             size = e.ByteSize()
             self.total += size
             self.largest_event = max(self.largest_event, size)
-            self.largest_payload = max(self.largest_payload, *_payload_sizes(e))
+            self.largest_payload = max(self.largest_payload, *payload_sizes(e))
             if e.HasField("activity_task_scheduled_event_attributes"):
                 names[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
             if e.HasField("activity_task_completed_event_attributes"):
@@ -310,7 +310,7 @@ class _History:
         self.last = events
 
     def figures(self) -> dict[str, Any]:
-        from bench.durable import _exponent
+        from bench.durable_children import exponent
 
         marks: list[tuple[int, int]] = [
             (n, self.series[n]) for n in (50, 100, 200, 300, 400, 500) if n in self.series
@@ -322,7 +322,7 @@ class _History:
             "history_bytes": self.total,
             "history_events": self.events,
             "history_points": marks,
-            "history_exponent": _exponent(marks),
+            "history_exponent": exponent(marks),
         }
 
 
@@ -386,7 +386,7 @@ async def _pai_long_temporal(
     from temporalio.client import Client
     from temporalio.worker import Worker
 
-    from bench.durable import _per_step
+    from bench.durable_children import per_step
 
     times: list[float] = []
     if continued:
@@ -445,7 +445,7 @@ async def _pai_long_temporal(
         largest_message = _pai_largest_message(plain.all_messages())
     assert not running.done() or running.exception() is None
     return {
-        **_per_step(times),
+        **per_step(times),
         "seconds": seconds,
         "largest_message": largest_message,
         "error": error,
@@ -703,7 +703,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--continued", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    from bench.durable import child_exit
+    from bench.durable_children import child_exit
 
     if args.child:
         child_exit(asyncio.run(_measure(args.child, args.runs, args.rounds)))
