@@ -13,8 +13,9 @@ fails when ``results.md`` (or the README's benchmark paragraph, between its
 Sections, in this order: ``run`` (``bench.run``), ``cache`` (``bench.cache``), ``store``
 (``bench.store --window``), ``durable`` (``bench.durable``), ``durable_peers``
 (``bench.durable_peers``), ``decode`` (``bench.decode``), ``compaction``
-(``bench.compaction``), ``pyodide`` (``bench.pyodide``). Each section's module owns its
-``render(data) -> str``. A section no command has written is left out. What a section
+(``bench.compaction``), ``pyodide`` (``bench.pyodide``). Each section's module has its
+``render(data) -> str`` (``run``, ``durable`` and ``durable_peers`` import theirs from a
+module beside them). A section no command has written is left out. What a section
 records of how it was measured is built here too: ``recorded_command`` (the command that
 re-measures it, without the ``--write`` option that ``add_write_option`` gives a command)
 and ``machine`` (cores, Python, the load at the end).

@@ -5,8 +5,13 @@ it for every library, times every op in interleaved rounds (``bench/timing.py``)
 prints one JSON line per measurement and per ratio, then a table of golem/peer ratios
 with each target met or missed. ``--write bench/results.md`` records the measurements,
 the machine and the library versions as the ``run`` section of ``bench/results.json``
-and renders the report from it (``bench/report.py``: ``render`` here turns the recorded
-section into Markdown, verdicts and misses included, so nothing in it is typed).
+and renders the report from it (``bench/report.py``: ``render``, from
+``bench/run_report.py``, turns the recorded section into Markdown, verdicts and misses
+included, so nothing in it is typed).
+
+This module owns the command: its options, the order of the measurements and what is
+recorded. The ops are ``bench/run_ops.py``'s, the targets and verdicts
+``bench/targets.py``'s, the section's Markdown ``bench/run_report.py``'s.
 
 Ops per size ``n`` (seconds per call):
 
