@@ -37,39 +37,47 @@ summarizing or compaction call at 1x for what it reads (uncached: its instructio
 and ``OUTPUT``x for what it writes. Dollars at $3 per million input tokens. Each request's
 history is checked with ``golem_core.check_pairing``. Deterministic: no clock, seeded text.
 
-Over 600 lines because it drives seven libraries' strategies over one conversation, each
-with its own message types and its own simulated server, and the measure must stay in one
-run (issue 35 item 7): splitting them would only move the shared counting apart.
+This module owns golem's strategies, the measure, the section's ``render`` and the
+command; the counting every strategy shares and the simulated compaction server are
+``bench/compaction_trace.py``'s, the peers' strategies ``bench/compaction_peers.py``'s. All
+run in one process, one after another, on the same conversation (issue 35 item 7).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import json
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, cast
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import httpx
 from returns.result import Result, Success
 
 from bench import cache
+from bench.compaction_peers import agents_sdk_trace, langchain_trace, pydantic_ai_trace
+from bench.compaction_trace import (
+    KEPT_USER_TOKENS,
+    SUMMARY_MAX,
+    SUMMARY_MIN,
+    Recorder,
+    Trace,
+    compact_server,
+    count,
+    mock_client,
+    summary_tokens,
+    words,
+)
 from golem_core import (
     HistoryError,
     HistoryProcessor,
     Message,
     ModelRequest,
-    Role,
-    TextPart,
-    ToolCallPart,
-    approximate_tokens,
     budget_history,
     check_pairing,
 )
-from golem_core.wire.openai_responses import COMPACTION_CONTENT_KEY, compaction_item
 from golem_shell import FunctionModel, OpenAIResponsesModel, summarize_history
 from golem_shell.context._native_compaction import native_compaction
 from golem_shell.context._summarize import AsyncHistoryProcessor, run_history_processor
@@ -78,8 +86,6 @@ TURNS = 500
 BUDGET = cache.BUDGET
 OUTPUT = 5.0
 """Output tokens at 5x the input price ($15 per million beside $3)."""
-SUMMARY_MIN, SUMMARY_MAX = 300, 1_200
-KEPT_USER_TOKENS = 2_000
 CHECKPOINTS = (100, 250, 500)
 SECTION = "## Compaction strategies over a long conversation (`python -m bench.compaction`)"
 
@@ -91,123 +97,6 @@ SLIDING_CUT = "golem budget_history (sliding, low_water=budget)"
 
 def _keep_all(history: Sequence[Message]) -> Result[tuple[Message, ...], HistoryError]:
     return Success(tuple(history))
-
-
-# -- counting ------------------------------------------------------------------------------
-
-
-def _encrypted(tokens: int, seed: str) -> str:
-    """A simulated encrypted compaction: opaque, but it says how many tokens it stands for."""
-    return f"gAAAAB{tokens:06d}" + hashlib.sha256(seed.encode()).hexdigest()[:32]
-
-
-def _tokens_of_encrypted(encrypted: str) -> int:
-    return int(encrypted[6:12])
-
-
-def count(message: Message) -> int:
-    """``approximate_tokens``, except a compaction item counts as the summary it holds."""
-    for part in message.parts:
-        if isinstance(part, TextPart) and (item := compaction_item(part)) is not None:
-            return 4 + _tokens_of_encrypted(str(item["encrypted_content"]))
-    return approximate_tokens(message)
-
-
-def summary_tokens(read: int) -> int:
-    """The size of a simulated summary of ``read`` tokens."""
-    return max(SUMMARY_MIN, min(SUMMARY_MAX, read // 10))
-
-
-def _words(tokens: int, seed: str) -> str:
-    """About ``tokens`` tokens (by ``approximate_tokens``) of deterministic text."""
-    digest = hashlib.sha256(seed.encode()).hexdigest()
-    word = f"fact-{digest[:10]} "
-    return (word * (tokens * 4 // len(word) + 1))[: tokens * 4]
-
-
-# -- what a strategy did -------------------------------------------------------------------
-
-
-@dataclass
-class Trace:
-    """The requests a strategy sent (two per turn, as golem messages) and its side calls."""
-
-    name: str
-    requests: list[tuple[Message, ...]] = field(default_factory=list)
-    calls: list[tuple[int, int, int]] = field(default_factory=list)  # turn, read, written
-    note: str = ""
-
-
-@dataclass
-class Recorder:
-    """The side calls (summarizing or compacting) made while ``turn`` is played."""
-
-    turn: int = 0
-    calls: list[tuple[int, int, int]] = field(default_factory=list)
-
-
-def _strings(value: object) -> int:
-    """Characters of text in a Responses input item (ids, types and roles left out)."""
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, list):
-        return sum(_strings(v) for v in value)
-    if isinstance(value, dict):
-        return sum(
-            _strings(v) for k, v in value.items() if k not in ("id", "type", "role", "status")
-        )
-    return 0
-
-
-def _item_tokens(item: dict[str, Any]) -> int:
-    if item.get("type") == "compaction":
-        return 4 + _tokens_of_encrypted(str(item["encrypted_content"]))
-    return 4 + math.ceil(_strings(item) / 4)
-
-
-def compact_server(recorder: Recorder) -> Callable[[Any], dict[str, Any]]:
-    """The simulated ``POST /responses/compact``: the body it answers a request body with."""
-
-    def answer(body: dict[str, Any]) -> dict[str, Any]:
-        items = [i for i in body["input"] if isinstance(i, dict)]
-        read = sum(_item_tokens(i) for i in items)
-        written = summary_tokens(read)
-        kept: list[dict[str, Any]] = []
-        budget = KEPT_USER_TOKENS
-        for item in reversed(items):
-            if item.get("role") != "user" or item.get("type", "message") != "message":
-                continue
-            budget -= _item_tokens(item)
-            if budget < 0:
-                break
-            content = item["content"]
-            text = content if isinstance(content, str) else "".join(c["text"] for c in content)
-            kept.insert(0, {"type": "message", "role": "user", "status": "completed",
-                            "content": [{"type": "input_text", "text": text}]})  # fmt: skip
-        recorder.calls.append((recorder.turn, read, written))
-        n = len(recorder.calls)
-        return {
-            "id": f"resp_cmp_{n}",
-            "object": "response.compaction",
-            "created_at": 1760000000,
-            "output": [
-                *kept,
-                {
-                    "id": f"cmp_{n}",
-                    "type": "compaction",
-                    "encrypted_content": _encrypted(written, json.dumps(items)[-200:]),
-                },
-            ],
-            "usage": {
-                "input_tokens": read,
-                "input_tokens_details": {"cached_tokens": 0},
-                "output_tokens": written,
-                "output_tokens_details": {"reasoning_tokens": 0},
-                "total_tokens": read + written,
-            },
-        }
-
-    return answer
 
 
 # -- golem ---------------------------------------------------------------------------------
@@ -247,24 +136,15 @@ def summarizer(recorder: Recorder) -> FunctionModel:
         )
         written = summary_tokens(read)
         recorder.calls.append((recorder.turn, read, written))
-        return _words(written, f"summary {len(recorder.calls)}")
+        return words(written, f"summary {len(recorder.calls)}")
 
     return FunctionModel(summarize, name="summarizer")
-
-
-def _mock_client(module: Any, answer: Callable[[Any], dict[str, Any]]) -> Any:
-    """An ``AsyncClient`` of ``module`` (httpx or httpx2) whose server is ``answer``."""
-
-    def handle(request: Any) -> Any:
-        return module.Response(200, json=answer(json.loads(request.content)))
-
-    return module.AsyncClient(transport=module.MockTransport(handle))
 
 
 async def golem_native_trace(conversation: Sequence[Turn], budget: int) -> Trace:
     recorder = Recorder()
     async with (
-        _mock_client(httpx, compact_server(recorder)) as client,
+        mock_client(httpx, compact_server(recorder)) as client,
         OpenAIResponsesModel(
             "gpt-5", api_key="sk-bench", base_url="http://compact.invalid/v1", http_client=client
         ) as model,
@@ -276,188 +156,6 @@ async def golem_native_trace(conversation: Sequence[Turn], budget: int) -> Trace
             fold,
             recorder,
         )
-
-
-# -- langchain-core ------------------------------------------------------------------------
-
-
-def langchain_trace(conversation: Sequence[Turn], budget: int) -> Trace | None:
-    trims = cache.langchain_trims(conversation, budget, count)
-    if trims is None:
-        return None
-    trace = Trace("langchain-core trim_messages (strategy=last)")
-    trace.requests += [tuple(m for _, m in kept) for _, kept in trims]
-    return trace
-
-
-# -- pydantic-ai ---------------------------------------------------------------------------
-
-
-def _recipe_n(conversation: Sequence[Turn], budget: int) -> int:
-    """The largest N for which ``messages[-N:]`` keeps every request within the budget
-    (pydantic-ai holds a turn as four messages: prompt, calls, returns, answer)."""
-    sizes: list[int] = []
-    ends: list[int] = []
-    for turn in conversation:
-        (user,), (calls, *results), (answer,) = cache.turn_messages(turn)
-        sizes += [count(user), count(calls), sum(count(r) for r in results), count(answer)]
-        ends += [len(sizes) - 3, len(sizes) - 1]
-    return cache.recipe_n(sizes, ends, budget)
-
-
-def _from_pydantic_ai(messages: Sequence[Any]) -> tuple[Message, ...]:
-    from pydantic_ai import messages as pm
-
-    out: list[Message] = []
-    for message in messages:
-        if isinstance(message, pm.ModelRequest):
-            for part in message.parts:
-                if isinstance(part, pm.UserPromptPart):
-                    out.append(Message.user(str(part.content)))
-                elif isinstance(part, pm.ToolReturnPart):
-                    out.append(
-                        Message.tool_result(part.tool_call_id, part.tool_name, str(part.content))
-                    )
-        else:
-            calls = [
-                ToolCallPart(p.tool_call_id, p.tool_name, p.args_as_json_str())
-                for p in message.parts
-                if isinstance(p, pm.ToolCallPart)
-            ]
-            text = "".join(p.content for p in message.parts if isinstance(p, pm.TextPart))
-            out.append(Message.assistant(text or None, tool_calls=calls))
-    return tuple(out)
-
-
-async def pydantic_ai_trace(conversation: Sequence[Turn], budget: int) -> Trace | None:
-    try:
-        from pydantic_ai import Agent, RunContext
-        from pydantic_ai import messages as pm
-        from pydantic_ai.capabilities import ProcessHistory
-        from pydantic_ai.models.function import AgentInfo, FunctionModel
-    except ImportError:
-        return None
-    n = _recipe_n(conversation, budget)
-    trace = Trace(
-        f"pydantic-ai Agent, ProcessHistory(keep_recent_messages) (N={n})",
-        note=f"messages[-{n}:]",
-    )
-    current: list[Turn] = []
-    results: dict[str, str] = {}
-
-    def model(messages: list[Any], info: AgentInfo) -> Any:
-        trace.requests.append(_from_pydantic_ai(messages))
-        turn = current[-1]
-        if any(isinstance(p, pm.ToolReturnPart) for p in messages[-1].parts):
-            return pm.ModelResponse(parts=[pm.TextPart(turn.answer)])
-        return pm.ModelResponse(
-            parts=[pm.ToolCallPart(name, args, tool_call_id=i) for i, name, args in turn.calls]
-        )
-
-    agent = Agent(FunctionModel(model), capabilities=[ProcessHistory(cache.keep_recent(n))])
-
-    async def lookup(ctx: RunContext[None], q: str) -> str:
-        return results[ctx.tool_call_id or ""]
-
-    async def search(ctx: RunContext[None], q: str) -> str:
-        return results[ctx.tool_call_id or ""]
-
-    for tool in (lookup, search):
-        # real types, not this module's postponed strings: pydantic-ai reads them
-        tool.__annotations__ = {"ctx": RunContext[None], "q": str, "return": str}
-        agent.tool(cast(Any, tool))
-    history: list[Any] = []
-    for turn in conversation:
-        current.append(turn)
-        results.update({i: text for (i, _, _), text in zip(turn.calls, turn.results, strict=True)})
-        run = await agent.run(turn.prompt, message_history=history)
-        history = run.all_messages()
-    return trace
-
-
-# -- the OpenAI Agents SDK -----------------------------------------------------------------
-
-
-def _from_responses_items(items: Sequence[dict[str, Any]]) -> tuple[Message, ...]:
-    out: list[Message] = []
-    names: dict[str, str] = {}
-    for item in items:
-        kind = item.get("type", "message")
-        if kind == "function_call":
-            names[item["call_id"]] = item["name"]
-            call = ToolCallPart(item["call_id"], item["name"], item["arguments"])
-            if out and out[-1].role is Role.ASSISTANT and out[-1].tool_calls and not out[-1].text:
-                out[-1] = Message.assistant(None, tool_calls=(*out[-1].tool_calls, call))
-            else:
-                out.append(Message.assistant(None, tool_calls=[call]))
-        elif kind == "function_call_output":
-            call_id = item["call_id"]
-            out.append(Message.tool_result(call_id, names.get(call_id, ""), str(item["output"])))
-        elif kind == "compaction":
-            extra = ((COMPACTION_CONTENT_KEY, json.dumps(item["encrypted_content"])),)
-            out.append(Message(Role.ASSISTANT, (TextPart("", extra=extra),)))
-        else:
-            content = item["content"]
-            text = content if isinstance(content, str) else "".join(c["text"] for c in content)
-            role = Role.USER if item["role"] == "user" else Role.ASSISTANT
-            out.append(Message.user(text) if role is Role.USER else Message.assistant(text))
-    return tuple(out)
-
-
-def _turn_items(turn: Turn) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    user = {"role": "user", "content": turn.prompt}
-    calls = [
-        {"type": "function_call", "call_id": i, "name": name, "arguments": args}
-        for i, name, args in turn.calls
-    ]
-    outputs = [
-        {"type": "function_call_output", "call_id": i, "output": text}
-        for (i, _, _), text in zip(turn.calls, turn.results, strict=True)
-    ]
-    return [user], calls + outputs, {"role": "assistant", "content": turn.answer}
-
-
-async def agents_sdk_trace(
-    conversation: Sequence[Turn], budget: int, *, by_tokens: bool
-) -> Trace | None:
-    try:
-        import httpx2
-        from agents import SQLiteSession
-        from agents.memory import OpenAIResponsesCompactionSession
-        from openai import AsyncOpenAI
-    except ImportError:
-        return None
-    recorder = Recorder()
-
-    def over_budget(context: dict[str, Any]) -> bool:
-        items = context["session_items"]
-        return sum(count(m) for m in _from_responses_items(items)) > budget
-
-    trigger = "tokens over the budget" if by_tokens else "its default, 10 candidate items"
-    trace = Trace(f"OpenAI Agents SDK OpenAIResponsesCompactionSession ({trigger})")
-    async with _mock_client(httpx2, compact_server(recorder)) as http:
-        client = AsyncOpenAI(
-            api_key="sk-bench", base_url="http://compact.invalid/v1", http_client=http
-        )
-        session = OpenAIResponsesCompactionSession(
-            "bench",
-            SQLiteSession("bench"),
-            client=client,
-            model="gpt-5",
-            compaction_mode="input",
-            should_trigger_compaction=over_budget if by_tokens else None,
-        )
-        for t, turn in enumerate(conversation, 1):
-            recorder.turn = t
-            stored: list[Any] = list(await session.get_items())
-            user, exchange, answer = _turn_items(turn)
-            trace.requests.append(_from_responses_items([*stored, *user]))
-            trace.requests.append(_from_responses_items([*stored, *user, *exchange]))
-            await session.add_items(cast(Any, [*user, *exchange, answer]))
-            await session.run_compaction()
-        session.underlying_session.close()  # type: ignore[attr-defined]
-    trace.calls = list(recorder.calls)
-    return trace
 
 
 # -- the measure ---------------------------------------------------------------------------

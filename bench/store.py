@@ -38,9 +38,10 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bench.convert import to_golem
+from bench.targets import Verdict
 from bench.timing import CLOCKS, Clock, Op, Record, measure
 from bench.workload import conversation
 from golem_core import (
@@ -56,9 +57,6 @@ from golem_core import (
 )
 from golem_core.wire.openai import encode_request
 from golem_shell.store import PostgresHistoryStore, SQLiteHistoryStore, Window
-
-if TYPE_CHECKING:
-    from bench.run import Verdict
 
 __all__ = ["LOAD_N", "SIZES", "store_records", "store_verdicts", "window_records"]
 
@@ -188,8 +186,6 @@ def store_records(
 
 def store_verdicts(records: Sequence[Record]) -> list[Verdict]:
     """Appends flat (largest size vs 100), loads at most 2x ``decode_history``."""
-    from bench.run import Verdict
-
     by_key = {(r.op, r.n): r for r in records if r.lib == "golem"}
     verdicts: list[Verdict] = []
     for engine in ("sqlite", "postgres"):

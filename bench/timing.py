@@ -26,7 +26,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CLOCKS", "Clock", "Op", "Record", "measure", "measure_async", "peak_memory"]
+__all__ = [
+    "CLOCKS",
+    "Clock",
+    "Memory",
+    "Op",
+    "Record",
+    "measure",
+    "measure_async",
+    "peak_memory",
+]
 
 MAX_CALLS = 10_000
 
@@ -176,3 +185,26 @@ def peak_memory(decode: Callable[[Any], Any], data: Any) -> int:
         tracemalloc.stop()
     del result
     return peak
+
+
+@dataclass(frozen=True)
+class Memory:
+    lib: str
+    n: int
+    peak_bytes: int
+    input_bytes: int
+
+    @property
+    def ratio(self) -> float:
+        return self.peak_bytes / self.input_bytes
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "kind": "memory",
+            "lib": self.lib,
+            "op": "decode_json_peak_mem",
+            "n": self.n,
+            "peak_bytes": self.peak_bytes,
+            "input_bytes": self.input_bytes,
+            "peak_per_input_byte": round(self.ratio, 3),
+        }

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # bench/ is not part of the wheel
     sys.path.insert(0, str(ROOT))
 
-from bench import durable_peers  # noqa: E402
+from bench import durable_peers, durable_peers_long, durable_peers_render  # noqa: E402
 
 STEPS = 12
 
@@ -128,7 +128,7 @@ def test_the_history_walk_counts_steps_by_tool_activities() -> None:
                 )
             )
             next_id += 2
-    figures = durable_peers._history_figures([events], lambda n: n.endswith("__call_tool"))
+    figures = durable_peers_long._history_figures([events], lambda n: n.endswith("__call_tool"))
     assert [n for n, _ in figures["history_points"]] == [50, 100]
     assert figures["largest_payload"] == 120
     assert figures["history_events"] == 480
@@ -165,7 +165,7 @@ def test_a_stopped_run_and_the_continued_variant_render() -> None:
         row("pydantic-ai", "TemporalAgent", 260, "history size exceeds limit"),
         row("pydantic-ai", durable_peers.CONTINUED, 1000, None),
     ]
-    text = "\n".join(durable_peers._long_markdown(rows))
+    text = "\n".join(durable_peers_render._long_markdown(rows))
     assert "| temporal | pydantic-ai (`TemporalAgent`) | 260 of 1000 |" in text
     assert "stopped: history size exceeds limit |" in text
     assert "pydantic-ai's run stopped at step 260 of 1000" in text
@@ -184,6 +184,6 @@ def test_a_child_without_figures_renders_as_such() -> None:
         }
         for library in ("golem", "pydantic-ai")
     ]
-    text = "\n".join(durable_peers._long_markdown(rows))
+    text = "\n".join(durable_peers_render._long_markdown(rows))
     assert "| temporal | golem | - of 1000 | - |" in text
     assert "On Temporal, no comparison: golem and pydantic-ai gave no figures." in text
