@@ -123,7 +123,7 @@ def _after_item(tokens: _Tokens, close: str) -> bool:
 def _object(tokens: _Tokens) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
-        if tokens.peek()[1] == "}":
+        if tokens.peek()[:2] == ("punct", "}"):  # not a string "}"
             tokens.take()
             return out
         while True:
@@ -133,7 +133,7 @@ def _object(tokens: _Tokens) -> dict[str, Any]:
             if not complete:
                 return out  # an unfinished key is left out
             key = _string(text, True)
-            if tokens.take()[1] != ":":
+            if tokens.take()[:2] != ("punct", ":"):
                 raise ValueError(f"expected ':' after key {key!r}")
             out[key] = _value(tokens)
             if _after_item(tokens, "}"):
@@ -145,7 +145,7 @@ def _object(tokens: _Tokens) -> dict[str, Any]:
 def _array(tokens: _Tokens) -> list[Any]:
     out: list[Any] = []
     try:
-        if tokens.peek()[1] == "]":
+        if tokens.peek()[:2] == ("punct", "]"):
             tokens.take()
             return out
         while True:

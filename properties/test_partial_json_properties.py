@@ -23,8 +23,11 @@ from golem_shell._partial_json import INCOMPLETE, parse_partial
 _BARE_STOP = set(' \t\n\r{}[],:"')
 
 # strings made to hurt: backslashes, quotes, `u` and hex digits (cut `\u` escapes), a
-# control character, non-ASCII (escaped when the document is ASCII-only)
-_nasty_text = st.text(alphabet=st.sampled_from('\\\\\\"uU0aF9 x\n\x00é\u2028'), max_size=12)
+# control character, non-ASCII (escaped when the document is ASCII-only), punctuation (a
+# string "}" is no closing brace)
+_nasty_text = st.sampled_from(["}", "]", ":", ",", "{", "["]) | st.text(
+    alphabet=st.sampled_from('\\\\\\"uU0aF9 x\n\x00é\u2028{}[]:,'), max_size=12
+)
 _values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
     | _nasty_text,
