@@ -11,6 +11,11 @@ One op per provider, on the very bytes of a recorded stream under ``tests/fixtur
   with the text and calls collected, as its documentation shows.
 
 Every SDK is optional: without one, its op is left out.
+
+``partial_json_backslashes`` (golem only, at n = 2k, 8k, 32k characters): what
+``stream_output`` shows of a structured answer cut inside a string holding a run of
+``n`` backslashes (``parse_partial``), linear in ``n`` (a backtracking search made it
+quadratic: 0.29 s / 7.1 s / 91 s).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 
 from bench.timing import Op
 from golem_core.wire import SSEDecoder, anthropic, gemini, openai, openai_responses
+from golem_shell._partial_json import parse_partial
 
 __all__ = ["STREAMS", "stream_ops"]
 
@@ -139,4 +145,7 @@ def stream_ops() -> list[Op]:
         except ImportError:
             continue
         ops.append(Op(f"{lib}-sdk", name, 0, lambda f=sdk, d=data: f(d)))
+    for n in (2_000, 8_000, 32_000):
+        cut = '"' + "\\" * n + "x"  # a string cut off after a run of n backslashes
+        ops.append(Op("golem", "partial_json_backslashes", n, lambda c=cut: parse_partial(c)))
     return ops

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import cached_property
@@ -307,19 +308,33 @@ class Price:
     def cost(self, usage: Usage) -> float:
         """The cost of ``usage`` at this price. ``usage.input_tokens`` counts cached tokens
         too (``Usage``'s one meaning), so the cached ones are taken out of the input and
-        charged at their own rate."""
+        charged at their own rate. Total: a count too large for a float (an answer may
+        report any integer) costs ``inf`` at a non-zero rate, so a cost limit fires (as it
+        does where such counts of opposite signs would make the sum ``nan``)."""
         read = usage.cache_read_tokens or 0
         write = usage.cache_write_tokens or 0
         plain = max(usage.input_tokens - read - write, 0)
         read_rate = self.input if self.cache_read is None else self.cache_read
         write_rate = self.input if self.cache_write is None else self.cache_write
         total = (
-            plain * self.input
-            + read * read_rate
-            + write * write_rate
-            + usage.output_tokens * self.output
+            _charge(plain, self.input)
+            + _charge(read, read_rate)
+            + _charge(write, write_rate)
+            + _charge(usage.output_tokens, self.output)
         )
-        return total / 1_000_000
+        return math.inf if math.isnan(total) else total / 1_000_000
+
+
+def _charge(tokens: int, rate: float) -> float:
+    """``tokens * rate``, saturated: ``inf`` (signed as the count) where the count is past
+    a float's range (``int * float`` raises ``OverflowError`` there), ``0`` at a zero
+    rate or count."""
+    if not tokens or not rate:
+        return 0.0
+    try:
+        return tokens * rate
+    except OverflowError:
+        return math.inf if tokens > 0 else -math.inf
 
 
 def _as_parts(parts: Iterable[Part]) -> tuple[Part, ...]:

@@ -437,6 +437,60 @@ def test_a_single_message_decodes_alike(value: Any) -> None:
         assert codec.decode_message(raw) == expected
 
 
+class _Text(str):
+    """A ``str`` subclass in a JSON value (as code building one by hand may pass to
+    ``history_from_jsonable``): never what a parser gives, refused by the reference."""
+
+
+def _strings(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], bool]]:
+    """Where ``value`` holds a string: each as (path, whether it is an object's key)."""
+    out: list[tuple[tuple[Any, ...], bool]] = []
+    if type(value) is dict:
+        for k, v in value.items():
+            out.append(((*path, k), True))
+            out += _strings(v, (*path, k))
+    elif type(value) is list:
+        for i, v in enumerate(value):
+            out += _strings(v, (*path, i))
+    elif type(value) is str:
+        out.append((path, False))
+    return out
+
+
+@AGREE
+@given(histories(max_size=4), st.data())
+def test_fast_and_reference_decoders_agree_on_a_str_subclass_anywhere(
+    history: tuple[Message, ...], data: st.DataObject
+) -> None:
+    value = json.loads(codec.encode_history(history))
+    places = _strings(value)
+    assume(places)
+    path, is_key = data.draw(st.sampled_from(places))
+    holder = value
+    for step in path[:-1]:
+        holder = holder[step]
+    last = path[-1]
+    if is_key:  # the same key, as a subclass (its place among the keys kept)
+        holder.update({(_Text(k) if k == last else k): holder.pop(k) for k in list(holder)})
+    else:
+        holder[last] = _Text(holder[last])
+    expected = reference_history(value)
+    fast = fast_or_unhandled(value)
+    if fast is not None:  # accepted: exactly the reference's value
+        assert expected == Success(fast)
+    assert codec.history_from_jsonable(value) == expected
+
+
+def test_a_part_type_of_a_str_subclass_is_refused_by_both_fast_decoders() -> None:
+    # the Python decoder compared the tag with `==` and took it (ADR 0149: an install
+    # without a compiler must differ in speed only)
+    value = [{"role": "user", "parts": [{"type": _Text("text"), "text": "hi"}]}]
+    assert fast_or_unhandled(value) is None
+    refused = codec.history_from_jsonable(value)
+    assert isinstance(refused, Failure) and refused == reference_history(value)
+    assert refused.failure().path == "[0].parts[0].type"
+
+
 # -- encode ------------------------------------------------------------------------------
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from golem_core import Message, Role, ToolCallPart, check_pairing
+from golem_core import Message, Role, TextPart, ThinkingPart, ToolCallPart, URLPart, check_pairing
 from golem_core.loop import Steered
 from golem_shell import Agent, FunctionModel, RunSteered, Steering, UsageError
 
@@ -95,3 +95,26 @@ async def test_a_steering_serves_one_run_and_steered_takes_user_messages() -> No
         Steered((Message.assistant("x"),))
     with pytest.raises(UsageError, match="needs some text"):
         Steering().send("  ")
+
+
+@pytest.mark.parametrize(
+    ("parts", "says"),
+    [
+        ([ToolCallPart("c1", "lookup", "{}")], "got a ToolCallPart"),
+        ([TextPart("use the EU account"), ToolCallPart("c1", "lookup", "{}")], "ToolCallPart"),
+        ([ThinkingPart("hmm")], "got a ThinkingPart"),
+        ([TextPart("  ")], "needs some text"),
+    ],
+)
+def test_a_steering_message_a_provider_would_drop_is_refused_at_send(
+    parts: list[Any], says: str
+) -> None:
+    # a user message of only a tool call was left out of OpenAI's and Anthropic's
+    # bodies: the run went on as if nothing had been sent (issue 49)
+    steering = Steering()
+    with pytest.raises(UsageError, match=says) as caught:
+        steering.send(parts)
+    assert "say it as text instead" in str(caught.value) or says == "needs some text"
+    assert steering.left == ()
+    steering.send([TextPart("use the EU account"), URLPart("https://example.com/a.png", "image")])
+    assert len(steering.left) == 1

@@ -121,3 +121,44 @@ def test_a_price_charges_cached_tokens_at_their_own_rates() -> None:
     # 200k plain * 3 + 600k * 0.3 + 200k * 3.75 + 100k * 15, per million
     assert price.cost(usage) == pytest.approx(0.6 + 0.18 + 0.75 + 1.5)
     assert Price(input=3.0, output=15.0).cost(usage) == pytest.approx(3.0 + 1.5)
+
+
+# -- correctness round 5 (issue 49): a huge usage count, a cost limit that never stops ---
+
+
+@pytest.mark.parametrize("field", ["input_tokens", "output_tokens", "cache_read_tokens"])
+async def test_a_usage_past_a_floats_range_fires_the_cost_limit_not_an_overflow(
+    field: str,
+) -> None:
+    # an answer may report any integer (a 310-digit `prompt_tokens` decodes); the cost
+    # saturates at inf, so the limit fires as exceeded where `int * float` used to raise
+    # OverflowError out of `receive`
+    ran: list[str] = []
+    usage = Usage(**{field: 10**310})
+    limits = UsageLimits(cost_limit=0.5, price=Price(input=2.0, output=8.0, cache_read=0.5))
+    with pytest.raises(RunError) as caught:
+        await _agent(1, ran, usage).run("find", usage_limits=limits)
+    error = caught.value
+    assert error.stage is Stage.LIMIT
+    assert "has cost inf, its limit is 0.5" in str(error)
+    assert error.partial is not None and error.partial.requests == 1
+    assert ran == []  # the first answer crossed the limit: its call never ran
+
+
+def test_a_usage_past_a_floats_range_costs_inf_or_nothing_at_a_zero_rate() -> None:
+    huge = 10**400
+    assert Price(1.0, 1.0).cost(Usage(input_tokens=huge)) == float("inf")
+    assert Price(1.0, 0.0).cost(Usage(input_tokens=1_000_000, output_tokens=huge)) == 1.0
+    # counts of opposite signs (nonsense an answer may still carry) never make it nan
+    assert Price(1.0, 1.0).cost(Usage(input_tokens=huge, output_tokens=-huge)) == float("inf")
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf"), -1, 0, True, "1"])
+def test_the_core_refuses_a_cost_limit_that_never_or_always_stops(bad: object) -> None:
+    from golem_core.loop import RunConfig
+
+    with pytest.raises(
+        ValueError, match=rf"RunConfig: max_cost must be a positive finite .*got {bad!r}"
+    ):
+        RunConfig("r", "c", max_cost=bad, price=Price(1.0, 1.0))  # type: ignore[arg-type]
+    assert RunConfig("r", "c", max_cost=0.01, price=Price(1.0, 1.0)).max_cost == 0.01

@@ -286,3 +286,18 @@ def test_the_accelerator_takes_subclasses_and_odd_inputs_like_the_stdlib_path() 
         expected = [decode_history(x) for x in inputs]  # type: ignore[arg-type]
     assert [decode_history(x) for x in inputs] == expected  # type: ignore[arg-type]
     assert isinstance(expected[0], Success) and isinstance(expected[-1], Failure)
+
+
+def test_the_codec_decodes_with_the_fast_decoder_the_run_asked_for() -> None:
+    # `GOLEM_PURE_DECODER=1` (the root conftest.py; `.ci/run` runs the codec tests again
+    # so): the Python fast decoder, the one an install without a C compiler has
+    import os
+
+    import golem_core._json as codec
+    import golem_core._json_compiled as compiled
+
+    pure = os.environ.get("GOLEM_PURE_DECODER") == "1" or compiled.NATIVE_PATHS is None
+    paths = compiled.PYTHON_PATHS if pure else compiled.NATIVE_PATHS
+    assert paths is not None
+    assert codec.fast_message is compiled.fast_message is paths[0]
+    assert codec.fast_message_list is compiled.fast_message_list is paths[1]

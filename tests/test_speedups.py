@@ -54,6 +54,8 @@ def speedups() -> ModuleType:
 
 def test_the_codec_decodes_with_the_compiled_decoder_built_from_this_source() -> None:
     module = speedups()
+    if os.environ.get("GOLEM_PURE_DECODER") == "1":  # the root conftest.py's switch
+        pytest.skip("GOLEM_PURE_DECODER=1: this run decodes with the Python fast decoder")
     assert module.source_sha256 == hashlib.sha256(SOURCE.read_bytes()).hexdigest(), (
         "golem_core._native._speedups was built from another _speedups.c: reinstall "
         "(pip install -e .)"

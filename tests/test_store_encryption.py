@@ -26,7 +26,7 @@ from store_backends import (  # noqa: F401 (fixtures)
 
 from golem_core import check_pairing
 from golem_shell import UsageError
-from golem_shell.store import ERASED_TEXT, EncryptionKeyError, EncryptionKeys
+from golem_shell.store import ERASED_TEXT, EncryptionKeyError, EncryptionKeys, FindingKind
 
 CANARY = "canary-plaintext-5b2e"
 K1 = b"k" * 32
@@ -118,3 +118,31 @@ def test_bad_keys_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.ciphers.aead", None)
     with pytest.raises(UsageError, match=r"pip install 'golem-agents\[encryption\]'"):
         keys()
+
+
+# -- verify without the key (issue 49): a configuration error, not a tamper alarm -------
+
+
+def test_verify_without_the_rows_key_reports_missing_key_never_altered(backend: Backend) -> None:
+    backend.open(encryption=keys(), signing_keys=KEY).append_sync(OWNER, "c", conversation(), 0)
+    for opened, says in (
+        (backend.open(signing_keys=KEY), "opened with no encryption keys"),
+        (backend.open(encryption=keys("k2", k2=K2), signing_keys=KEY), "only ('k2',)"),
+    ):
+        report = opened.verify_sync(OWNER, "c")
+        found = [(f.kind, f.position) for f in report.findings]
+        assert found == [(FindingKind.MISSING_KEY, i) for i in range(3)]
+        assert all("key id 'k1'" in f.detail and says in f.detail for f in report.findings)
+        assert not report.intact  # not verified: but nothing reads as tampering
+    # the right keys again: intact
+    assert backend.open(encryption=keys(), signing_keys=KEY).verify_sync(OWNER, "c").intact
+
+
+def test_verify_with_a_wrong_key_under_the_rows_id_reports_altered(backend: Backend) -> None:
+    # a wrong key for a known id and an altered row are the same AES-GCM failure
+    backend.open(encryption=keys(), signing_keys=KEY).append_sync(OWNER, "c", conversation(), 0)
+    report = backend.open(encryption=keys(k1=K2), signing_keys=KEY).verify_sync(OWNER, "c")
+    assert [(f.kind, f.position) for f in report.findings] == [
+        (FindingKind.ALTERED, i) for i in range(3)
+    ]
+    assert all("does not open a stored row" in f.detail for f in report.findings)

@@ -396,6 +396,9 @@ def _part_dispatch(
     out = [] if item is None else [f"{d} = {item}"]
     out += [f"if type({d}) is not dict: {_RAISE}", f"{p}n = len({d})"]
     out.append(f'{p}tag = {d}.get("type")')
+    # `==` below would take a `str` subclass for its text: the reference and the compiled
+    # decoder refuse it, so the Python one gives up on it too (ADR 0149: the same values)
+    out.append(f"if type({p}tag) is not str: {_RAISE}")
     for k, record in enumerate(PART_RECORDS):
         out.append(f"{'if' if k == 0 else 'elif'} {p}tag == {record.tag!r}:")
         out += _indent(_fast_body(src, record, finish, p))

@@ -11,6 +11,7 @@ lives here, so this module imports nothing of the loop.
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Sequence
 from typing import Any, Literal, TypeAlias
 
@@ -152,7 +153,8 @@ class RunConfig:
         Raises:
             ValueError: two tools share a name; ``output_tool`` names no tool of kind
                 ``output``, or an ``output`` tool is not the ``output_tool``; a limit is out
-                of range.
+                of range (``max_cost`` not a positive finite number: ``nan`` or ``inf``
+                would never stop the run, ``0`` or less would stop it at once).
         """
         names = [t.name for t in self.tools]
         repeated = sorted({n for n in names if names.count(n) > 1})
@@ -173,6 +175,13 @@ class RunConfig:
         if self.max_tool_calls is not None and self.max_tool_calls < 0:
             raise ValueError(
                 f"RunConfig: max_tool_calls must be at least 0, got {self.max_tool_calls}"
+            )
+        cost = self.max_cost
+        if cost is not None and (
+            isinstance(cost, bool) or not isinstance(cost, int | float) or not 0 < cost < math.inf
+        ):  # nan or inf never stops a run, 0 or less stops it at its first answer
+            raise ValueError(
+                f"RunConfig: max_cost must be a positive finite number (or None), got {cost!r}"
             )
         if self.max_cost is not None and self.price is None:
             raise ValueError("RunConfig: max_cost needs a price (RunConfig.price)")

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 import attrs
 
-from golem_core import Message, Part, Role
+from golem_core import DataPart, Message, Part, Role, TextPart, URLPart
 from golem_shell._errors import UsageError
 
 __all__ = ["Steering", "steering_message"]
@@ -27,7 +27,9 @@ def steering_message(prompt: str | Sequence[Part]) -> Message:
     records, so a replay gives the same stamp); the run stamps its ids where it takes it.
 
     Raises:
-        UsageError: an empty prompt, or something else than text or parts.
+        UsageError: an empty prompt, something else than text or parts, or a part a
+            user message does not carry (a ``ToolCallPart``, a ``ThinkingPart``: the
+            provider's body would drop it, and the message with it).
     """
     now = datetime.now(UTC)
     if isinstance(prompt, str):
@@ -37,7 +39,20 @@ def steering_message(prompt: str | Sequence[Part]) -> Message:
     parts = tuple(prompt)
     if not parts or any(isinstance(p, str) for p in parts):
         raise UsageError("a steering message is text or a non-empty sequence of parts")
+    other = next((p for p in parts if not isinstance(p, _USER_PARTS)), None)
+    if other is not None:  # a provider's body leaves it out of a user message, silently
+        raise UsageError(
+            "a steering message is what a person says (text, TextPart, URLPart, DataPart):"
+            f" got a {type(other).__name__}, which no provider sends in a user message (a"
+            " message of only such parts would be dropped); say it as text instead"
+        )
+    if not any(not isinstance(p, TextPart) or p.text.strip() for p in parts):
+        raise UsageError("a steering message needs some text (its text parts are all blank)")
     return Message(Role.USER, parts, created_at=now)
+
+
+_USER_PARTS = (TextPart, URLPart, DataPart)
+"""The parts a user message carries to every provider (the others are not sent)."""
 
 
 class Steering:
@@ -64,7 +79,8 @@ class Steering:
 
         Raises:
             UsageError: the run has ended (start the next run with the message; ``left``
-                holds any that came too late), or the prompt is empty.
+                holds any that came too late), or the prompt is empty or holds a part a
+                user message does not carry (``steering_message``).
         """
         message = steering_message(prompt)
         with self._lock:

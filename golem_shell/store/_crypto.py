@@ -161,6 +161,13 @@ class Cipher:
                 "does not open a stored row: a wrong key for this id, or the row was altered",
             ) from None
 
+    def lacks_key(self, stored: str) -> bool:
+        """Whether a stored row is encrypted under a key id this cipher does not have (no
+        keys at all, or not that one): it cannot be opened, and that says nothing about
+        its content."""
+        key_id = self.current_key_id(stored)
+        return key_id is not None and (self.keys is None or key_id not in self.keys.ids)
+
     def current_key_id(self, stored: str) -> str | None:
         """The key id a stored row is encrypted under (``None``: plain)."""
         if not stored.startswith(_ENCRYPTED):

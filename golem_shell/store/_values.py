@@ -121,6 +121,7 @@ class FindingKind(enum.StrEnum):
     UNSIGNED = "unsigned"  # rows past the signed head: written around the store
     HEAD = "head"  # the head itself does not verify (forged, or another key)
     ROLLED_BACK = "rolled_back"  # older than (or not a successor of) the head you gave
+    MISSING_KEY = "missing_key"  # encrypted under a key id this store was not opened with
 
 
 @frozen

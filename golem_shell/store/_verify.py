@@ -14,8 +14,10 @@ then the branch's head must verify (else *head*), its length must match the rows
 *truncated*; more: *unsigned* rows written around the store), and its link must be the
 last row's. Given the last head the application saw, a stored head that is older, or
 that does not extend it without an erasure in between, is a *rollback*; so is a branch
-it holds a head of that is not stored at all. A row that does not decrypt (an altered
-ciphertext, or a key id the store lacks) is *altered* at its position.
+it holds a head of that is not stored at all. A row that does not decrypt under its key
+id is *altered* at its position (a wrong key for that id and an altered ciphertext are the
+same AES-GCM failure); a row encrypted under a key id the store was not opened with (or
+with no keys at all) is *missing_key*: a configuration error, not evidence of tampering.
 """
 
 from __future__ import annotations
@@ -107,6 +109,17 @@ def _check(
             missing = f"{expected}" if position == expected + 1 else f"{expected}-{position - 1}"
             findings.append(Finding(FindingKind.DELETED, expected, f"no row at {missing}"))
         expected = position + 1
+        if config.cipher.lacks_key(text):
+            key_id = config.cipher.current_key_id(text)
+            have = config.cipher.keys.ids if config.cipher.keys is not None else ()
+            detail = (
+                f"it is encrypted under key id {key_id!r} and this store was opened with"
+                f" {f'only {have}' if have else 'no encryption keys'}: open it with that key"
+                " to verify the row (or the row's key id was rewritten)"
+            )
+            findings.append(Finding(FindingKind.MISSING_KEY, position, detail))
+            previous = str(link)
+            continue
         try:
             content = config.cipher.open_text(owner, text)
         except EncryptionKeyError as e:

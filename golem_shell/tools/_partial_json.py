@@ -31,7 +31,7 @@ _TOKEN = re.compile(
     )""",
     re.VERBOSE | re.DOTALL,
 )
-_HALF_ESCAPE = re.compile(r"(\\+)(u[0-9a-fA-F]{0,3})?$")
+_HEX = frozenset("0123456789abcdefABCDEF")
 
 
 class _Stop(Exception):
@@ -68,11 +68,28 @@ class _Tokens:
         return item
 
 
+def _half_escape(body: str) -> int | None:
+    """Where an escape cut off at the end of ``body`` (``\\``, ``\\u12``) starts, or
+    ``None``. Reads back from the end only: the optional ``u`` and up to three hex digits,
+    then the run of backslashes before them (an odd run ends in an escape's backslash), so
+    it takes time linear in that run, never more (a regular expression searched for it
+    backtracks through the run from each of its positions: quadratic)."""
+    end = len(body)
+    start = end
+    while start > 0 and end - start < 3 and body[start - 1] in _HEX:
+        start -= 1
+    tail = start - 1 if start > 0 and body[start - 1] == "u" else end
+    run = tail
+    while run > 0 and body[run - 1] == "\\":
+        run -= 1
+    return tail - 1 if (tail - run) % 2 == 1 else None
+
+
 def _string(body: str, complete: bool) -> str:
     if not complete:  # an escape cut off at the end (`\\`, `\\u12`) is left out
-        half = _HALF_ESCAPE.search(body)
-        if half is not None and len(half.group(1)) % 2 == 1:
-            body = body[: half.end(1) - 1]
+        half = _half_escape(body)
+        if half is not None:
+            body = body[:half]
     value: str = json.loads(f'"{body}"')
     return value
 
@@ -106,7 +123,7 @@ def _after_item(tokens: _Tokens, close: str) -> bool:
 def _object(tokens: _Tokens) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
-        if tokens.peek()[1] == "}":
+        if tokens.peek()[:2] == ("punct", "}"):  # not a string "}"
             tokens.take()
             return out
         while True:
@@ -116,7 +133,7 @@ def _object(tokens: _Tokens) -> dict[str, Any]:
             if not complete:
                 return out  # an unfinished key is left out
             key = _string(text, True)
-            if tokens.take()[1] != ":":
+            if tokens.take()[:2] != ("punct", ":"):
                 raise ValueError(f"expected ':' after key {key!r}")
             out[key] = _value(tokens)
             if _after_item(tokens, "}"):
@@ -128,7 +145,7 @@ def _object(tokens: _Tokens) -> dict[str, Any]:
 def _array(tokens: _Tokens) -> list[Any]:
     out: list[Any] = []
     try:
-        if tokens.peek()[1] == "]":
+        if tokens.peek()[:2] == ("punct", "]"):
             tokens.take()
             return out
         while True:
