@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 
 if os.environ.get("GOLEM_PURE_DECODER") == "1":
-    import golem_core._json as codec
-    import golem_core._json_compiled as compiled
+    import golem_core.codec._json as codec
+    import golem_core.codec._json_compiled as compiled
 
     for module in (compiled, codec):  # `_json` holds its own names for them
         setattr(module, "fast_message", compiled.PYTHON_PATHS[0])  # noqa: B010

@@ -27,7 +27,7 @@ from typing import Any
 
 from bench.timing import Op
 from golem_core.wire import SSEDecoder, anthropic, gemini, openai, openai_responses
-from golem_shell._partial_json import parse_partial
+from golem_shell.tools._partial_json import parse_partial
 
 __all__ = ["STREAMS", "stream_ops"]
 

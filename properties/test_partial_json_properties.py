@@ -17,8 +17,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-import golem_shell._partial_json as partial
-from golem_shell._partial_json import INCOMPLETE, parse_partial
+import golem_shell.tools._partial_json as partial
+from golem_shell.tools._partial_json import INCOMPLETE, parse_partial
 
 _BARE_STOP = set(' \t\n\r{}[],:"')
 

@@ -293,8 +293,8 @@ def test_the_codec_decodes_with_the_fast_decoder_the_run_asked_for() -> None:
     # so): the Python fast decoder, the one an install without a C compiler has
     import os
 
-    import golem_core._json as codec
-    import golem_core._json_compiled as compiled
+    import golem_core.codec._json as codec
+    import golem_core.codec._json_compiled as compiled
 
     pure = os.environ.get("GOLEM_PURE_DECODER") == "1" or compiled.NATIVE_PATHS is None
     paths = compiled.PYTHON_PATHS if pure else compiled.NATIVE_PATHS
