@@ -11,7 +11,7 @@ OpenTelemetry ``gen_ai.provider.name``.
 
 Adding a provider is one ``Provider`` member, one profile in ``PROFILES``, one codec
 module in ``golem_core.wire`` and one adapter in ``golem_shell.models``;
-``tests/test_correctness4_registry.py`` fails while any of them is missing. An unknown
+``tests/test_registry.py`` fails while any of them is missing. An unknown
 provider is an error where it is named (``profile_of``); a provider recorded in a stored
 history is read by ``recorded_provider``, which also maps the spellings other tools
 use for the same API (``"gemini"``, ``"gcp.gemini"``).
