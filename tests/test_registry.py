@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from typing import Any
 
 import attrs
@@ -163,3 +164,29 @@ def test_stored_spellings_of_a_provider_still_read_as_it() -> None:
         history = (Message.user("go"), step, Message.tool_result("c1", "f", "ok"))
         ported, report = port_history(history, Target("google", "gemini-2.5-flash", "g"))
         assert ported[1] == step and report.left_off == ()  # its own signature goes back
+
+
+# -- a mistyped model string says what was meant (first contact, round 3; issue 26) --------
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("opnai:gpt-4o", "openai:gpt-4o"),
+        ("antropic:claude-sonnet-4-5", "anthropic:claude-sonnet-4-5"),
+        ("gpt-4o-mini", "openai:gpt-4o-mini"),
+        ("claude-sonnet-4-5", "anthropic:claude-sonnet-4-5"),
+        ("gemini-2.5-flash", "google:gemini-2.5-flash"),
+        ("openai/gpt-4o", "openai:gpt-4o"),
+        ("claude:claude-3-5-haiku", "anthropic:claude-3-5-haiku"),
+    ],
+)
+def test_a_mistyped_model_string_says_what_was_meant(typed: str, meant: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(f"did you mean {meant!r}?")):
+        infer_model(typed)
+
+
+def test_an_unknown_model_string_without_a_likely_meaning_lists_the_prefixes() -> None:
+    with pytest.raises(UsageError) as caught:
+        infer_model("mistral:mistral-large")
+    assert "did you mean" not in str(caught.value) and "'openai:'" in str(caught.value)
