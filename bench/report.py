@@ -6,7 +6,7 @@ as one section of ``PATH``'s JSON sibling (``bench/results.json``: its command, 
 and raw figures, nothing rendered), then renders the whole Markdown report from that
 JSON with ``render``: every table, count, ratio, verdict and sentence that cites a
 figure comes from a template here or in the section's module that reads the numbers.
-So a re-measurement is a re-run, and ``tests/test_correctness4_ci_bench_results.py``
+So a re-measurement is a re-run, and ``tests/test_bench_results.py``
 fails when ``results.md`` (or the benchmark paragraph of the history guide,
 ``docs/guides/history.md``, between its ``bench/results.json`` markers) differs from what
 the JSON renders to.

@@ -14,7 +14,7 @@ prompt-cache rule, and the OpenTelemetry ``gen_ai.provider.name``.
 Adding a provider is one ``Provider`` member, one profile in ``PROFILES``, one codec
 module in ``golem_core.wire`` and one adapter in ``golem_shell.models`` registered in
 its ``ADAPTERS``; no other golem module dispatches on a provider.
-``tests/test_correctness4_registry.py`` fails while any of them is missing, and adds a
+``tests/test_registry.py`` fails while any of them is missing, and adds a
 fictional fifth provider that way to a copy of golem and runs it. An unknown
 provider is an error where it is named (``profile_of``); a provider recorded in a stored
 history is read by ``recorded_provider``, which also maps the spellings other tools

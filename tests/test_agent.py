@@ -701,3 +701,18 @@ async def test_structured_tool_returns_are_sent_as_json() -> None:
     result = await Agent(model, tools=[lookup_city]).run("x")
     answer = next(m for m in result.messages if m.tool_call_id == "c1")
     assert answer.text == '{"name": "Oslo", "population": 42}'
+
+
+# -- an exception in on_delta is reported as the handler's (first contact, round 3; issue 26) ---
+
+
+async def test_an_exception_in_on_delta_is_reported_as_the_handlers() -> None:
+    def handler(event: DeltaEvent) -> None:
+        raise RuntimeError("ui closed")
+
+    with pytest.raises(RunError) as caught:
+        await Agent(ScriptedModel(["hello there"])).run_stream("x", on_delta=handler)
+    message = str(caught.value)
+    assert "the on_delta handler raised RuntimeError: ui closed" in message
+    assert "model request raised" not in message
+    assert isinstance(caught.value.cause, RuntimeError)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from golem_core import ToolCallPart
+from golem_core import Message, ToolCallPart, normalize_history
 from golem_core.wire import (
     TRUNCATED_ARGS_KEY,
     wire_arguments,
@@ -74,3 +76,41 @@ def test_wire_arguments_is_deterministic() -> None:
     part = call('{"b": 1, "a": 2}')
     assert list(wire_arguments(part)) == ["b", "a"]
     assert wire_arguments(part) == wire_arguments(call('{"b": 1, "a": 2}'))
+
+
+# -- non-JSON whitespace is truncated arguments (correctness round 3, issue 28 item 8) ---
+# Issue 28, item 8 (smaller promises): arguments of non-JSON whitespace are truncated
+# (the token-usage histogram's half is in tests/test_otel.py).
+
+
+JSON_SPACE = " \t\n\r"
+OTHER_SPACE = [c for c in map(chr, range(0x3000 + 1)) if c.isspace() and c not in JSON_SPACE]
+
+
+@pytest.mark.parametrize("text", ["\xa0", " \xa0 ", "\u2028", "\x0b", "\x0c", "\u3000"])
+def test_non_json_whitespace_is_truncated_not_empty(text: str) -> None:
+    call = ToolCallPart("c1", "lookup", text)
+    assert call.arguments_object is None and not call.arguments_valid
+    assert wire_arguments(call) == {"truncated_args": text}
+    history = (
+        Message.user("go"),
+        Message.assistant(None, tool_calls=[call]),
+        Message.tool_result("c1", "lookup", "ok"),
+    )
+    _, repair = normalize_history(history)
+    assert [e.call_id for e in repair.truncated] == ["c1"]
+
+
+@given(st.text(alphabet=JSON_SPACE, max_size=6))
+def test_json_whitespace_alone_is_an_empty_object(text: str) -> None:
+    assert wire_arguments(ToolCallPart("c", "f", text)) == {}
+
+
+@given(
+    st.text(alphabet=JSON_SPACE, max_size=3),
+    st.text(alphabet=st.sampled_from(OTHER_SPACE), min_size=1, max_size=3),
+    st.text(alphabet=JSON_SPACE, max_size=3),
+)
+def test_any_other_whitespace_makes_arguments_truncated(left: str, odd: str, right: str) -> None:
+    text = left + odd + right
+    assert wire_arguments(ToolCallPart("c", "f", text)) == {"truncated_args": text}

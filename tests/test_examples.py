@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
@@ -188,3 +194,72 @@ def test_the_readme_names_every_example() -> None:
     scripts = sorted(p.name for p in EXAMPLES.glob("*.py"))
     assert scripts
     assert [s for s in scripts if f"examples/{s}" not in readme] == []
+
+
+# -- the conversation example exits cleanly on Ctrl-C; the approval example counts in words
+# (first contact, round 3; issue 26)
+
+
+class _Child:
+    """What a child process writes, read up to markers in order."""
+
+    def __init__(self, fd: int, deadline: float) -> None:
+        self.fd, self.deadline, self.seen, self.at = fd, deadline, b"", 0
+
+    def expect(self, marker: bytes) -> None:
+        while (found := self.seen.find(marker, self.at)) < 0:
+            left = self.deadline - time.monotonic()
+            assert left > 0, f"no {marker!r} in {self.seen!r}"
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if ready:
+                chunk = os.read(self.fd, 4096)
+                assert chunk, f"the program ended before {marker!r}: {self.seen!r}"
+                self.seen += chunk
+        self.at = found + len(marker)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
+def test_the_conversation_example_prompts_and_exits_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "examples" / "conversation.py"), "--history", "c.json"],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**env, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        deadline = time.monotonic() + 120
+        child = _Child(proc.stdout.fileno(), deadline)
+        child.expect(b"you: ")
+        proc.stdin.write(b"hello\n")
+        proc.stdin.flush()
+        child.expect(b"assistant:")
+        child.expect(b"you: ")
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert b"Traceback" not in err and b"KeyboardInterrupt" not in err
+    assert b"message 1 from you" in child.seen + rest
+    assert (tmp_path / "c.json").exists()
+
+
+def test_the_approval_example_counts_in_words(tmp_path: Path) -> None:
+    def step(name: str) -> str:
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "examples" / "approval.py"), name, "--state", "r.json"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return proc.stdout
+
+    step("start")
+    step("forge")
+    assert "sanitize: 1 system prompt dropped, 1 fabricated call closed" in step("decide")

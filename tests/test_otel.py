@@ -539,3 +539,36 @@ async def test_a_raising_event_handler_is_the_runs_error_on_the_span(otel: Telem
     assert run.status.status_code is StatusCode.ERROR
     assert attrs_of(run)["error.type"] == "HandlerBug"
     assert trace.get_current_span() is trace.INVALID_SPAN
+
+
+# -- the token-usage histogram advises the GenAI conventions' bucket boundaries ---------------
+# (correctness round 3, issue 28 item 8; its other half is in tests/test_arguments.py)
+
+
+def test_token_usage_buckets_are_the_genai_conventions_list() -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from golem_shell.observe._otel import Instrumentation
+
+    reader = InMemoryMetricReader()
+    inst = Instrumentation(
+        tracer_provider=None,
+        meter_provider=MeterProvider(metric_readers=[reader]),
+        capture_content=False,
+    )
+    inst.token_usage.record(70_000_000, {"gen_ai.token.type": "input"})
+    data = reader.get_metrics_data()
+    assert data is not None
+    (point,) = [
+        p
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "gen_ai.client.token.usage"
+        for p in m.data.data_points  # type: ignore[attr-defined]
+    ]
+    # semantic-conventions docs/gen-ai/gen-ai-metrics.md: [1, 4, 16, ..., 67108864]
+    assert list(point.explicit_bounds) == [4**k for k in range(14)]
+    assert point.bucket_counts[-1] == 1  # above the last boundary

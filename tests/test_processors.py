@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from typing import overload
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from returns.result import Failure, Result, Success
 
 from golem_core import (
@@ -24,6 +26,7 @@ from golem_core import (
     token_counter,
     trim_history,
 )
+from golem_core.history._processors import _after_counted
 
 SYSTEM = Message.system("You are terse.")
 ASK = Message.user("Weather in Paris and Rome?")
@@ -397,3 +400,40 @@ def test_a_long_history_is_cut_to_its_newest_turns() -> None:
     history = turn * 20_000
     assert ok(trim_history(7, low_water=7)(history)) == (ANSWER, *turn)  # ROME's call was cut
     assert ok(budget_history(cost, 95, low_water=95)(history)) == turn
+
+
+# -- trim_history's cut points found by searching the roles (correctness round 4) ----------
+# ``trim_history``'s cut points found by searching the roles (issue 33, item 10).
+#
+# ``trim_history`` no longer walks the messages in Python: it reads their roles once and
+# finds both cut points (the sliding window's and the stepped one) by searching that list
+# for system messages. The search must give what a plain pass over the counts gives.
+
+
+ROLES = st.lists(st.sampled_from([Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.TOOL]))
+
+
+def reference(roles: list[Role], target: int) -> int:
+    """The first index whose prefix holds ``target`` non-system messages, by a plain pass."""
+    reached = 0
+    for index, role in enumerate(roles):
+        if reached >= target:
+            return index
+        reached += role is not Role.SYSTEM
+    return len(roles)
+
+
+@given(ROLES, st.integers(0, 40))
+def test_the_search_finds_the_point_a_plain_pass_finds(roles: list[Role], target: int) -> None:
+    assert _after_counted(roles, target) == reference(roles, target)
+
+
+def test_system_messages_stay_free_at_both_cut_points() -> None:
+    system, user = Message.system("s"), Message.user
+    history = (system, user("1"), system, user("2"), system, user("3"), user("4"), system)
+    # the window keeps the newest 2 non-system messages (a system message cannot open)
+    assert trim_history(2, low_water=2)(history).unwrap() == history[5:]
+    # stepped: 4 counted, limit 3, steps of 2 or 1: cut after 2 or 1 counted messages
+    assert trim_history(3, low_water=1)(history).unwrap() == history[5:]
+    assert trim_history(3, low_water=2)(history).unwrap() == history[3:]
+    assert trim_history(4)(history).unwrap() is history

@@ -6,9 +6,10 @@ import contextlib
 import itertools
 import json
 import os
+import random
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -26,6 +27,7 @@ from golem_core import (
     Message,
     Role,
     TextPart,
+    ToolCallPart,
     approximate_tokens,
     budget_history,
     check_pairing,
@@ -376,3 +378,122 @@ def test_without_hypothesis_the_kit_says_how_to_install_it(tmp_path: Path) -> No
     )
     assert done.returncode == 1
     assert "pip install 'golem-agents[testing]'" in done.stderr
+
+
+# -- a nondeterministic processor is reported, never raised (correctness round 3) ----------
+# Issue 28, item 8: ``check_processor`` reports a nondeterministic processor (one that
+# reads ``random``, or a counter standing for the clock) as breaking ``deterministic``; it
+# never raises Hypothesis's ``FlakyFailure`` at its caller.
+
+
+Processor = Callable[[Sequence[Message]], Result[tuple[Message, ...], HistoryError]]
+
+
+def drops_at_random(history: Sequence[Message]) -> Result[tuple[Message, ...], HistoryError]:
+    """Keeps the newest message only, on a coin toss (``random``)."""
+    h = tuple(history)
+    if len(h) > 2 and random.random() < 0.5:
+        return trim_history(1)(h)
+    return Success(h)
+
+
+def every_other_call() -> Processor:
+    """Trims on every other call: a stand-in for a processor reading the clock."""
+    calls = itertools.count()
+
+    def processor(history: Sequence[Message]) -> Result[tuple[Message, ...], HistoryError]:
+        h = tuple(history)
+        return trim_history(1)(h) if next(calls) % 2 else Success(h)
+
+    return processor
+
+
+def raises_now_and_then() -> Processor:
+    calls = itertools.count()
+
+    def processor(history: Sequence[Message]) -> Result[tuple[Message, ...], HistoryError]:
+        if next(calls) % 5 == 0:
+            raise ValueError("boom")
+        return Success(tuple(history))
+
+    return processor
+
+
+def test_a_processor_reading_random_breaks_deterministic() -> None:
+    report = check_processor(drops_at_random, max_examples=60)
+    assert "deterministic" in report.violated, str(report)
+    (violation,) = [v for v in report.violations if v.law == "deterministic"]
+    assert "differ" in violation.explanation or "flaky" in violation.explanation
+
+
+@pytest.mark.parametrize("make", [every_other_call, raises_now_and_then])
+def test_a_nondeterministic_processor_is_reported_never_raised(
+    make: Callable[[], Processor],
+) -> None:
+    for _ in range(3):  # the FlakyFailure came in 4 of 7 runs
+        report = check_processor(make(), max_examples=40)
+        assert not report.ok
+        assert set(report.violated) & {"deterministic", "total"}, str(report)
+        assert str(report)  # every counterexample prints
+
+
+def test_a_deterministic_processor_still_passes() -> None:
+    report = check_processor(trim_history(3), idempotent=True, max_examples=40)
+    assert report.ok, str(report)
+
+
+# -- check_processor leaves no trace and speaks plainly (correctness round 4) --------------
+# ``check_processor`` leaves no trace and speaks plainly (issue 37 items 3 and 4): it
+# writes no ``.hypothesis/`` directory into the current directory (Hypothesis caches the
+# constants of local modules and its Unicode table there even with ``database=None``), and
+# its reports say "an assistant message", not "a assistant message".
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# a local module of the user's (as a test file would be): Hypothesis collects its constants
+USER_CODE = """
+from golem_core import trim_history
+from golem_core.testing import check_processor
+
+LIMIT = 3
+report = check_processor(trim_history(LIMIT), max_examples=10)
+print("ok" if report.ok else report)
+"""
+
+
+def test_check_processor_writes_nothing_into_the_current_directory(tmp_path: Path) -> None:
+    (tmp_path / "user_check.py").write_text(USER_CODE, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HYPOTHESIS")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "user_check.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["user_check.py"]
+
+
+def test_the_hypothesis_home_is_given_back_after_a_check() -> None:
+    from hypothesis.configuration import storage_directory
+
+    before = storage_directory("examples", intent_to_write=False).path
+    check_processor(lambda h: Success(tuple(h)), max_examples=5)
+    assert storage_directory("examples", intent_to_write=False).path == before
+
+
+def calls_first(history: Sequence[Message]) -> Result[tuple[Message, ...], str]:
+    """Puts a call with no result in front: the output opens with an assistant message."""
+    return Success((Message.assistant(None, tool_calls=[ToolCallPart("x", "f", "{}")]), *history))
+
+
+def test_a_report_says_an_assistant_message() -> None:
+    report = check_processor(calls_first, max_examples=30)
+    [violation] = [v for v in report.violations if v.law == "opens_request"]
+    assert "opens with an assistant message" in violation.explanation
+    assert "a assistant" not in str(report)

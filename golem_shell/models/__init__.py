@@ -39,7 +39,7 @@ ADAPTERS: dict[Provider, tuple[str, str]] = {
     Provider.OPENAI_RESPONSES: ("golem_shell.models.openai_responses", "OpenAIResponsesModel"),
 }
 """Each provider's adapter: (module, class). A provider of the registry without one is
-an error (``tests/test_correctness4_registry.py``)."""
+an error (``tests/test_registry.py``)."""
 _ADAPTERS = {cls: module for module, cls in ADAPTERS.values()}
 
 

@@ -1,6 +1,6 @@
 """The adapter of Acme, the fictional fifth provider of ``acme_wire.py`` (copied to
 ``golem_shell/models/acme.py`` in a copy of golem by
-``tests/test_correctness4_registry.py``)."""
+``tests/test_registry.py``)."""
 
 from __future__ import annotations
 

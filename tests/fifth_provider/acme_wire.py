@@ -1,7 +1,7 @@
 """The wire codec of Acme, a fictional fifth provider: Chat Completions, plus a
 compaction of its own (a readable summary in the answer's ``acme_compaction`` field).
 
-``tests/test_correctness4_registry.py`` copies it to ``golem_core/wire/acme.py`` in a
+``tests/test_registry.py`` copies it to ``golem_core/wire/acme.py`` in a
 copy of golem, adds Acme's ``Provider`` member and profile to ``_providers.py`` and its
 adapter (``acme_model.py``) to ``golem_shell/models``, and runs ``check_acme.py`` there.
 """

@@ -1,4 +1,4 @@
-"""Run by ``tests/test_correctness4_registry.py`` in a copy of golem to which Acme, a
+"""Run by ``tests/test_registry.py`` in a copy of golem to which Acme, a
 fictional fifth provider, was added the documented way (a ``Provider`` member and its
 profile, a codec, an adapter, one ``ADAPTERS`` line) and nothing else: Acme works end to
 end. Its model string, key, endpoint and OpenTelemetry name, a run against it (an

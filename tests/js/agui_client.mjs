@@ -1,6 +1,6 @@
 // @ag-ui/client's HttpAgent against the example's stateless POST /agui: the events are
 // verified by the client itself (it throws on an order or schema it refuses, e.g.
-// "First event must be 'RUN_STARTED'"). Driven by tests/test_correctness4_js_agui.py:
+// "First event must be 'RUN_STARTED'"). Driven by tests/test_js_agui.py:
 // `node agui_client.mjs <base url>` prints one JSON object.
 import { HttpAgent } from "@ag-ui/client";
 

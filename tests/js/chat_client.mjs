@@ -1,6 +1,6 @@
 // useChat's engine (`AbstractChat` with `DefaultChatTransport`, package `ai`) against the
 // live example server (examples/web_chat): what a React front end does, without React.
-// Driven by tests/test_correctness4_js_chat.py: `node chat_client.mjs <base url> <scenario>
+// Driven by tests/test_js_chat.py: `node chat_client.mjs <base url> <scenario>
 // [ai package]` prints one JSON object: the chat's status, error, messages, and every request it made.
 import { connectChat } from "./client_common.mjs";
 

@@ -2,7 +2,7 @@
 // what it finds: the chunks against the package's own `uiMessageChunkSchema` (through
 // `parseJsonEventStream`, what `DefaultChatTransport` reads a response with), the
 // UIMessage `readUIMessageStream` builds from them, and `validateUIMessages` on it and
-// on every rendered history. Driven by tests/test_correctness4_js_vercel.py.
+// on every rendered history. Driven by tests/test_js_vercel.py.
 //
 // stdin: {"streams": [{"name", "sdk": 5|6|7, "frames": [data, ...], "message"?: UIMessage}],
 //         "messages": [{"name", "sdk": 5|6|7, "messages": [UIMessage, ...]}]}

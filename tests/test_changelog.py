@@ -8,7 +8,7 @@ on a removal line (under a ``### Removed`` heading, or a line saying "removed"),
 backticks, as `` `module.name` `` or `` `name` ``. Any change to the names then needs the
 list written again::
 
-    python tests/test_correctness4_changelog.py --write
+    python tests/test_changelog.py --write
 
 Issue 38 item 4 extends the rule to signatures for embedders (docs/guides/embedding.md):
 ``tests/embedder_surface.txt`` (written by the same command) lists every name of
@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LIST = ROOT / "tests" / "public_names.txt"
 CHANGELOG = ROOT / "CHANGELOG.md"
 PACKAGES = ("golem_core", "golem_shell")
-WRITE = "python tests/test_correctness4_changelog.py --write"
+WRITE = "python tests/test_changelog.py --write"
 SURFACE = ROOT / "tests" / "embedder_surface.txt"
 EMBEDDER_MODULES = ("golem_core", "golem_core.loop")
 
@@ -380,7 +380,7 @@ def _fresh_surface() -> list[str]:
     and the like), and the listing must not depend on which tests ran before."""
     code = (
         "import sys; sys.path.insert(0, 'tests');"
-        " import test_correctness4_changelog as t; print('\\n'.join(t.embedder_surface()))"
+        " import test_changelog as t; print('\\n'.join(t.embedder_surface()))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
@@ -484,7 +484,7 @@ def _write() -> None:
     header = (
         "# Every public name of golem_core and golem_shell (module.name), one a line.\n"
         f"# Written by `{WRITE}`; a name removed from here must be\n"
-        "# named under '### Removed' in CHANGELOG.md (tests/test_correctness4_changelog.py).\n"
+        "# named under '### Removed' in CHANGELOG.md (tests/test_changelog.py).\n"
     )
     LIST.write_text(header + "".join(f"{n}\n" for n in names), encoding="utf-8")
     print(f"{LIST.relative_to(ROOT)}: {len(names)} names")
@@ -496,7 +496,7 @@ def _write_surface(surface: list[str]) -> None:
         "# What an embedder relies on (docs/guides/embedding.md): every name of golem_core and\n"
         "# golem_core.loop with its signature, and each class's public methods and properties.\n"
         f"# Written by `{WRITE}`; a signature that changes must be\n"
-        "# named in CHANGELOG.md's Unreleased section (tests/test_correctness4_changelog.py).\n"
+        "# named in CHANGELOG.md's Unreleased section (tests/test_changelog.py).\n"
     )
     SURFACE.write_text(header + "".join(f"{line}\n" for line in surface), encoding="utf-8")
     print(f"{SURFACE.relative_to(ROOT)}: {len(surface)} lines")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import re
 import shutil
 import subprocess
 import sys
@@ -257,7 +258,7 @@ def test_a_fifth_provider_is_a_profile_a_codec_an_adapter_and_one_line(tmp_path:
     this = test_a_fifth_provider_is_a_profile_a_codec_an_adapter_and_one_line.__name__
     checks = tmp_path / "checks"
     checks.mkdir()
-    for name in ("conftest.py", "test_correctness4_registry.py"):
+    for name in ("conftest.py", "test_registry.py"):
         shutil.copy(Path(__file__).parent / name, checks / name)
     shutil.copy(FIFTH / "check_acme.py", checks / "test_acme.py")
     done = subprocess.run(
@@ -273,7 +274,7 @@ def test_a_fifth_provider_is_a_profile_a_codec_an_adapter_and_one_line(tmp_path:
             "-c",
             os.devnull,
             "--deselect",
-            f"checks/test_correctness4_registry.py::{this}",
+            f"checks/test_registry.py::{this}",
             str(checks),
         ],
         cwd=tmp_path,
@@ -285,3 +286,29 @@ def test_a_fifth_provider_is_a_profile_a_codec_an_adapter_and_one_line(tmp_path:
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "1 deselected" in done.stdout and "skipped" not in done.stdout, done.stdout[-2000:]
+
+
+# -- a mistyped model string says what was meant (first contact, round 3; issue 26) --------
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("opnai:gpt-4o", "openai:gpt-4o"),
+        ("antropic:claude-sonnet-4-5", "anthropic:claude-sonnet-4-5"),
+        ("gpt-4o-mini", "openai:gpt-4o-mini"),
+        ("claude-sonnet-4-5", "anthropic:claude-sonnet-4-5"),
+        ("gemini-2.5-flash", "google:gemini-2.5-flash"),
+        ("openai/gpt-4o", "openai:gpt-4o"),
+        ("claude:claude-3-5-haiku", "anthropic:claude-3-5-haiku"),
+    ],
+)
+def test_a_mistyped_model_string_says_what_was_meant(typed: str, meant: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(f"did you mean {meant!r}?")):
+        infer_model(typed)
+
+
+def test_an_unknown_model_string_without_a_likely_meaning_lists_the_prefixes() -> None:
+    with pytest.raises(UsageError) as caught:
+        infer_model("frobco:frob-large")
+    assert "did you mean" not in str(caught.value) and "'openai:'" in str(caught.value)

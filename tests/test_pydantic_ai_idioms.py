@@ -1,0 +1,222 @@
+"""What a pydantic-ai user reaches for (first contact, round 3; issue 26): tools registered
+with decorators on the agent, output validators that reject with a message, ``override``
+for code under test, a run's own model settings and limits, MCP toolsets from the sync
+twins."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from golem_core import Message, ModelRequest, ModelSettings, ToolCallPart, Usage
+from golem_shell import (
+    Agent,
+    FunctionModel,
+    ModelRetry,
+    RunContext,
+    RunError,
+    ScriptedModel,
+    Stage,
+    UsageError,
+    UsageLimits,
+)
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def calls(*parts: ToolCallPart) -> Message:
+    return Message.assistant(tool_calls=parts)
+
+
+def _answers(text: str) -> FunctionModel:
+    return FunctionModel(lambda request: text)
+
+
+async def test_tools_register_with_decorators_on_the_agent() -> None:
+    model = ScriptedModel(
+        [
+            calls(
+                ToolCallPart("c1", "greet", '{"name": "Ada"}'),
+                ToolCallPart("c2", "add", '{"a": 2, "b": 3}'),
+            ),
+            "done",
+        ]
+    )
+    agent = Agent(model, deps_type=str)
+
+    @agent.tool
+    def greet(context: RunContext[str], name: str) -> str:
+        """Greet someone."""
+        return f"{context.deps} {name}"
+
+    @agent.tool_plain(max_retries=1)
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    assert add(1, 2) == 3  # the function itself is returned, still callable
+    assert sorted(agent.tools) == ["add", "greet"] and agent.tools["add"].max_retries == 1
+    result = await agent.run("go", deps="Hello")
+    texts = {m.tool_call_id: m.text for m in result.messages if m.tool_call_id}
+    assert texts == {"c1": "Hello Ada", "c2": "5"}
+
+
+def test_a_decorator_of_the_wrong_kind_says_which_to_use() -> None:
+    agent = Agent(ScriptedModel(["x"]))
+
+    def plain(a: int) -> int:
+        return a
+
+    def with_context(context: RunContext[None], a: int) -> int:
+        return a
+
+    with pytest.raises(UsageError, match=r"take a RunContext first; use @agent.tool_plain"):
+        agent.tool(plain)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"take no RunContext; use @agent.tool"):
+        agent.tool_plain(with_context)
+    agent.tool_plain(plain)
+    with pytest.raises(UsageError, match="two tools are named 'plain'"):
+        agent.tool_plain(plain)
+
+
+async def test_an_output_validator_rejects_with_a_message_and_the_model_corrects() -> None:
+    model = ScriptedModel(["Paris", "PARIS"])
+    agent = Agent(model)
+    seen: list[str] = []
+
+    @agent.output_validator
+    def shout(output: str) -> str:
+        seen.append(output)
+        if not output.isupper():
+            raise ModelRetry("answer in capitals")
+        return output + "!"
+
+    result = await agent.run("Capital of France?")
+    assert result.output == "PARIS!" and seen == ["Paris", "PARIS"]
+    correction = model.requests[1].messages[-1]
+    assert "answer in capitals" in correction.text
+
+
+async def test_an_output_validator_that_keeps_rejecting_fails_the_run_at_output() -> None:
+    agent = Agent(ScriptedModel(["a", "b", "c", "d"]), output_retries=1)
+
+    @agent.output_validator
+    def never(context: RunContext[None], output: str) -> str:
+        raise ModelRetry(f"not {output} (run {context.run_id[:4]})")
+
+    with pytest.raises(RunError) as caught:
+        await agent.run("x")
+    assert caught.value.stage is Stage.OUTPUT and caught.value.partial is not None
+
+
+def test_output_validators_take_one_or_two_parameters_and_may_be_async() -> None:
+    agent = Agent(ScriptedModel(["x", "ok"]))
+
+    @agent.output_validator
+    async def later(output: str) -> str:
+        if output != "ok":
+            raise ModelRetry("say ok")
+        return output + "!"
+
+    def three(a: Any, b: Any, c: Any) -> str:
+        return ""
+
+    assert agent.run_sync("go").output == "ok!"
+    with pytest.raises(UsageError, match="takes 3 parameters"):
+        agent.output_validator(three)  # type: ignore[arg-type]
+
+
+def test_override_swaps_the_model_for_code_under_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-never-sent")
+    agent = Agent("openai:gpt-4o-mini", name="support")
+
+    def code_under_test() -> str:
+        return agent.run_sync("hi").output
+
+    with agent.override(model=_answers("from the test")):
+        assert code_under_test() == "from the test"
+        with agent.override(model=_answers("inner")):
+            assert code_under_test() == "inner"
+        # the override wins over a run's own model=
+        assert agent.run_sync("hi", model=_answers("ignored")).output == "from the test"
+    assert agent.model.name == "openai:gpt-4o-mini"  # the override is undone
+
+
+async def test_a_run_takes_its_own_model_settings_and_limits() -> None:
+    default = ScriptedModel(["never"])
+    agent = Agent(default, settings=ModelSettings(temperature=0.5, max_tokens=100))
+    other = ScriptedModel(["from the run's model"])
+    result = await agent.run("x", model=other, settings=ModelSettings(temperature=0.0))
+    assert result.output == "from the run's model" and default.requests == []
+    sent = other.requests[0].settings
+    assert (sent.temperature, sent.max_tokens) == (0.0, 100)  # merged field by field
+    assert agent.model is default  # the run's model was for that run only
+
+
+async def test_a_request_limit_per_run_fails_at_stage_limit_with_the_partial() -> None:
+    looping = ScriptedModel(
+        [calls(ToolCallPart(f"c{i}", "add", '{"a":1,"b":1}')) for i in range(5)]
+    )
+    agent = Agent(looping)
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    with pytest.raises(RunError) as caught:
+        await agent.run("x", usage_limits=UsageLimits(request_limit=2))
+    assert caught.value.stage is Stage.LIMIT
+    assert caught.value.partial is not None and caught.value.partial.requests == 2
+
+
+async def test_a_token_limit_per_run_stops_before_the_next_request_with_the_partial() -> None:
+    def expensive(request: ModelRequest) -> Message:
+        turn = Message.assistant(
+            tool_calls=[ToolCallPart(f"c{len(request.messages)}", "add", '{"a":1,"b":2}')]
+        )
+        return attrs.evolve(turn, usage=Usage(input_tokens=600, output_tokens=100))
+
+    agent = Agent(FunctionModel(expensive))
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    with pytest.raises(RunError) as caught:
+        await agent.run("x", usage_limits=UsageLimits(total_tokens_limit=1000))
+    error = caught.value
+    assert error.stage is Stage.LIMIT
+    assert "has used 1400 total tokens, its limit is 1000" in str(error)
+    assert error.partial is not None and error.partial.requests == 2
+    assert error.partial.usage.input_tokens == 1200  # the answer that crossed is kept
+    with pytest.raises(UsageError, match="positive int"):
+        UsageLimits(total_tokens_limit=0)
+
+
+def test_mcp_toolsets_work_from_the_sync_twins() -> None:
+    from golem_shell.mcp import MCPServerStdio
+
+    def model(request: ModelRequest) -> Message | str:
+        if len(request.messages) == 1:
+            return Message.assistant(tool_calls=[ToolCallPart("c1", "add", '{"a": 2, "b": 3}')])
+        return f"the server says {request.messages[-1].text}"
+
+    server = MCPServerStdio(
+        sys.executable,
+        [str(ROOT / "tests" / "mcp_servers" / "tools_server.py"), "stdio"],
+        timeout=30,
+    )
+    agent = Agent(FunctionModel(model), toolsets=[server])
+    with agent:  # connects in this thread's runner: every run_sync uses the connection
+        first = agent.run_sync("What is 2 + 3?")
+        again = agent.run_sync("And again?")
+    assert first.output == 'the server says {"result":5}'
+    assert again.output == first.output
