@@ -9,5 +9,3 @@ codec from ``golem_core`` (``encode_history``, ``decode_history``) and the table
 May import: the ground of ``golem_core`` (``_messages``) and ``golem_core._native``;
 nothing else of golem. ``wire/``, ``history/`` and ``loop/`` import it.
 """
-
-__all__: list[str] = []

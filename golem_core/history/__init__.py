@@ -9,5 +9,3 @@ Users import these names from ``golem_core``.
 May import: the ground (``_messages``, ``_model``, ``_providers``, ``_identity``),
 ``codec/`` and ``wire/``; never ``loop/`` (the loop imports history, not back).
 """
-
-__all__: list[str] = []

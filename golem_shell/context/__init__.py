@@ -8,5 +8,3 @@ provider's or a UI's history (``_foreign_history``) and the JSON Schema of histo
 May import: ``golem_core``'s public modules, ``models/``, ``store/``, ``tools/`` and the
 leaves. ``run/``, ``_agent`` and ``cli`` import it; it never imports them.
 """
-
-__all__: list[str] = []

@@ -9,5 +9,3 @@ May import: everything of the shell below it (``_agent``, ``run/``, ``tools/``,
 ``observe/``, ``context/``, ``models/``, the leaves) and ``golem_core``'s public modules.
 Nothing but the public faces and ``ui/`` imports this room.
 """
-
-__all__: list[str] = []

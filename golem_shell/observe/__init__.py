@@ -7,5 +7,3 @@ loaded only when the ``otel`` extra is installed and asked for.
 May import: ``golem_core``'s public modules and the leaves (``_errors``, ``_hooks``,
 ``_results``). ``run/``, ``engines/`` and ``_agent`` import it.
 """
-
-__all__: list[str] = []

@@ -11,5 +11,3 @@ May import: ``golem_core``'s public modules, ``tools/``, ``observe/``, ``context
 ``models/`` and the leaves (``_errors``, ``_ids``, ``_hooks``, ``_results``). Never
 ``_agent``, ``engines/`` or ``ui/``, which import this room.
 """
-
-__all__: list[str] = []

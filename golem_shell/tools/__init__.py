@@ -9,5 +9,3 @@ toolsets are ``golem_shell.mcp``.
 May import: ``golem_core``'s public modules and ``golem_shell._errors``. Everything else
 of the shell may import this room; it imports none of it.
 """
-
-__all__: list[str] = []
