@@ -209,7 +209,7 @@ async def _worker(config: dict[str, Any]) -> None:
 
 
 def _temporal_agent(latency: float, queue: str, blobs: str | None = None) -> Any:
-    from golem_shell._blobs import SQLiteBlobs
+    from golem_shell.engines._blobs import SQLiteBlobs
     from golem_shell.temporal import TemporalAgent
 
     store = None if blobs is None else SQLiteBlobs(blobs)  # shared by worker processes
@@ -428,7 +428,7 @@ async def _long_dbos(db: str, steps: int) -> dict[str, Any]:
 async def _long_temporal(address: str, steps: int, tmp: str) -> dict[str, Any]:
     from temporalio.client import Client
 
-    from golem_shell._blobs import SQLiteBlobs
+    from golem_shell.engines._blobs import SQLiteBlobs
     from golem_shell.temporal import TemporalAgent
 
     times: list[float] = []

@@ -22,8 +22,9 @@ __all__ = ["claim_public_names"]
 def claim_public_names(namespace: dict[str, Any]) -> None:
     """Give each class and function in ``namespace["__all__"]`` that a private module of
     the same package defines (``golem_core._messages`` for ``golem_core``; the siblings
-    for a public module such as ``golem_core.loop``) the namespace's module as its
-    ``__module__``.
+    for a public module such as ``golem_core.loop``; a private module inside one of the
+    package's rooms, ``golem_shell.engines._dbos`` for ``golem_shell.durable``) the
+    namespace's module as its ``__module__``.
 
     Only a name exported under its own ``__qualname__`` is claimed, so the public path
     resolves (``getattr(module, qualname)`` is the object: pickling by reference works);
@@ -35,35 +36,41 @@ def claim_public_names(namespace: dict[str, Any]) -> None:
     """
     public: str = namespace["__name__"]
     package = public if "__path__" in namespace else public.rpartition(".")[0]
-    private = f"{package}._"
     exported = tuple(namespace.get("__all__", ()))
     for name in exported:
         if name in namespace:
-            _claim(public, private, name, namespace[name])
+            _claim(public, package, name, namespace[name])
     lazy = namespace.get("__getattr__")
     if callable(lazy) and any(name not in namespace for name in exported):
-        namespace["__getattr__"] = _claiming(lazy, public, private, frozenset(exported))
+        namespace["__getattr__"] = _claiming(lazy, public, package, frozenset(exported))
 
 
 def _claiming(
-    lazy: Callable[[str], object], public: str, private: str, exported: frozenset[str]
+    lazy: Callable[[str], object], public: str, package: str, exported: frozenset[str]
 ) -> Callable[[str], object]:
     """The module's ``__getattr__`` for exports loaded on first use, claiming each."""
 
     def __getattr__(name: str) -> object:
         value = lazy(name)
         if name in exported:
-            _claim(public, private, name, value)
+            _claim(public, package, name, value)
         return value
 
     return __getattr__
 
 
-def _claim(public: str, private: str, name: str, value: object) -> None:
+def _is_private(module: str, package: str) -> bool:
+    """Whether ``module`` is a private module of ``package``: one of the names below the
+    package starts with ``_`` (``golem_shell._agent``, ``golem_shell.engines._dbos``)."""
+    below = module.removeprefix(f"{package}.")
+    return below != module and any(part.startswith("_") for part in below.split("."))
+
+
+def _claim(public: str, package: str, name: str, value: object) -> None:
     if not isinstance(value, type | types.FunctionType):
         return
     module = getattr(value, "__module__", None)
-    if not isinstance(module, str) or not module.startswith(private):
+    if not isinstance(module, str) or not _is_private(module, package):
         return
     if value.__qualname__ != name:
         return

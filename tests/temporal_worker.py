@@ -24,7 +24,7 @@ from typing import Any
 from durable_app import AGENT_NAME, APPROVAL_AGENT_NAME, make_agent, make_approval_agent
 from temporalio.client import Client
 
-from golem_shell._blobs import SQLiteBlobs
+from golem_shell.engines._blobs import SQLiteBlobs
 from golem_shell.temporal import TemporalAgent
 
 

@@ -196,8 +196,9 @@ async def test_a_repeated_approval_never_approves_the_next_pause(launched: Path)
 async def test_a_stale_answer_arriving_late_is_refused_by_the_run(launched: Path) -> None:
     """An HTTP retry that slipped past the client's check reaches the run itself."""
     from golem_core import Approved
-    from golem_shell._records import AnswersSent, encode
-    from golem_shell.durable import _REJECTED_EVENT, ANSWERS_TOPIC
+    from golem_shell.engines._records import AnswersSent, encode
+    from golem_shell.durable import ANSWERS_TOPIC
+    from golem_shell.engines._dbos import _REJECTED_EVENT
 
     _DELETED.clear()
     run_id = await _REMOVER.start("clean", run_id="answers-late")

@@ -26,7 +26,7 @@ import pytest
 
 from golem_core import Message, Role, TextPart, ToolCallPart, encode_message
 from golem_shell import Agent, FunctionModel, RunError, Stage, Tool, tool
-from golem_shell._blobs import (
+from golem_shell.engines._blobs import (
     LOG_CHAIN,
     MESSAGE_CHAIN,
     Chain,
@@ -296,7 +296,8 @@ async def test_temporal_missing_blob_fails_the_run_promptly(temporal_server: Any
 # -- DBOS -----------------------------------------------------------------------------------
 
 dbos = pytest.importorskip("dbos", reason="the dbos extra is not installed")
-from golem_shell.durable import DurableAgent, _durable_run  # noqa: E402
+from golem_shell.durable import DurableAgent  # noqa: E402
+from golem_shell.engines._dbos import _durable_run  # noqa: E402
 
 D_BIG = DurableAgent(Agent(FunctionModel(_big_tools), tools=[fetch]), name="d-big")
 D_ECHO = DurableAgent(Agent(FunctionModel(_echo_length)), name="d-echo")

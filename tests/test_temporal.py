@@ -311,7 +311,7 @@ async def test_a_stale_answer_that_reaches_the_run_is_refused(temporal_server: A
     they bypass the client's own check."""
     from temporalio.client import WorkflowUpdateFailedError
 
-    from golem_shell._records import AnswersSent, encode
+    from golem_shell.engines._records import AnswersSent, encode
     from golem_shell.temporal import ANSWER_UPDATE
 
     durable = DURABLE["deferred"]
@@ -382,7 +382,7 @@ def test_the_update_validator_itself_refuses_answers_that_do_not_fit() -> None:
     from temporalio.exceptions import ApplicationError
 
     from golem_core.loop import paused_from
-    from golem_shell._records import AnswersSent, encode
+    from golem_shell.engines._records import AnswersSent, encode
     from golem_shell._setup import run_config
     from golem_shell.temporal import GolemRun
 

@@ -169,7 +169,7 @@ async def test_a_stale_answer_arriving_late_is_refused_by_the_run(temporal_serve
     validator refuses it, and the run keeps waiting at its own pause."""
     from temporalio.client import WorkflowUpdateFailedError
 
-    from golem_shell._records import AnswersSent, encode
+    from golem_shell.engines._records import AnswersSent, encode
     from golem_shell.temporal import ANSWER_UPDATE
 
     _DELETED.clear()

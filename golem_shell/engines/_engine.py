@@ -10,7 +10,7 @@ effects and how a paused run receives its answers.
 
 Conversations go by reference (ADR 0125): the input, the processor's outcome and the end
 hold the head of a chain of messages in the engine's ``BlobStore``
-(``golem_shell._blobs``), never the messages, so what an engine records per run is
+(``golem_shell.engines._blobs``), never the messages, so what an engine records per run is
 bounded by what the run adds.
 """
 
@@ -33,7 +33,6 @@ from golem_core import (
 )
 from golem_core.loop import DeferredCall, Fail, Finish, RunState, check_answers
 from golem_shell._agent import Agent
-from golem_shell._blobs import MESSAGE_CHAIN, BlobStore, Chain, load_chain, messages_chain
 from golem_shell._checks import check_history
 from golem_shell._errors import (
     DeferredResultsError,
@@ -41,18 +40,6 @@ from golem_shell._errors import (
     RunError,
     Stage,
     UsageError,
-)
-from golem_shell._records import (
-    MESSAGES,
-    PARTS,
-    AnswersSent,
-    CorruptRecord,
-    InstructionsResolved,
-    ProcessorRan,
-    RunEnded,
-    Waiting,
-    decode_as,
-    encode,
 )
 from golem_shell._results import RunResult, partial_of
 from golem_shell._schema import ValidationFailed, validate
@@ -68,6 +55,19 @@ from golem_shell._setup import (
 from golem_shell._setup import first_state as spec_first_state
 from golem_shell._setup import resolve_instructions as spec_instructions
 from golem_shell._tools import RunContext
+from golem_shell.engines._blobs import MESSAGE_CHAIN, BlobStore, Chain, load_chain, messages_chain
+from golem_shell.engines._records import (
+    MESSAGES,
+    PARTS,
+    AnswersSent,
+    CorruptRecord,
+    InstructionsResolved,
+    ProcessorRan,
+    RunEnded,
+    Waiting,
+    decode_as,
+    encode,
+)
 
 __all__ = [
     "WaitingCalls",

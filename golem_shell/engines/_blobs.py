@@ -38,7 +38,7 @@ from typing import Any, Generic, Protocol, TypeAlias, TypeVar
 from attrs import frozen
 
 from golem_core import Message, decode_message_or_raise, encode_message
-from golem_shell._records import CorruptRecord
+from golem_shell.engines._records import CorruptRecord
 
 __all__ = [
     "BlobStore",
