@@ -40,7 +40,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Generic, TypeAlias, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar, overload
+
+from typing_extensions import TypeForm, Unpack
 
 from golem_core import DeferredAnswer, Message, Part, ToolCallPart
 from golem_core.loop import (
@@ -63,6 +65,7 @@ from golem_shell._asyncio import AgentEffects
 from golem_shell._driver import Progress, ToolBatch, run
 from golem_shell._errors import RunError, Stage, UsageError
 from golem_shell._observe import EventHandler, observe_run
+from golem_shell._options import RunOptions
 from golem_shell._results import RunResult
 from golem_shell._setup import Prompt, RunSpec, compact_once, validate_output
 from golem_shell._steering import steering_message
@@ -81,13 +84,16 @@ from golem_shell.engines._engine import (
     check_wrapped,
     ended,
     input_chain,
+    recorded_options,
     resolve_instructions,
     result_of,
     run_input,
     run_processor,
     set_up,
+    unreadable,
     waiting_of,
 )
+from golem_shell.engines._keywords import Keywords
 from golem_shell.engines._records import (
     MESSAGES,
     AnswersSent,
@@ -98,6 +104,7 @@ from golem_shell.engines._records import (
     decode_as,
     encode,
 )
+from golem_shell.models import Model
 
 try:
     from dbos import (
@@ -131,6 +138,7 @@ __all__ = [
 
 DepsT = TypeVar("DepsT")
 OutputT = TypeVar("OutputT")
+T = TypeVar("T")
 JSON: TypeAlias = Any
 """A plain JSON value (what ``json.loads`` returns)."""
 
@@ -238,10 +246,15 @@ class DurableAgent(Generic[DepsT, OutputT]):
         steerable: its runs take steering messages (``steer``): before each request and
             each output the run checks its steering topic, two recorded DBOS steps
             (``recv`` and its zero-second wait) each time, so it is off by default.
+        models: models a run may use, by a name the same in every worker: a run's
+            ``model=`` (the name, or the instance) and the agent's own model, when it is
+            one of them, are recorded by that name, so a recovered run keeps its model.
+        output_types: output types a run may ask for (``output_type=``), by a name the
+            same in every worker.
 
     Raises:
         UsageError: ``agent`` is not an ``Agent``, the name is empty or taken by another
-            agent, or the agent has toolsets.
+            agent, the agent has toolsets, or a model or output type is not one.
     """
 
     def __init__(
@@ -253,8 +266,11 @@ class DurableAgent(Generic[DepsT, OutputT]):
         on_event: EventHandler | None = None,
         blobs: BlobStore | None = None,
         steerable: bool = False,
+        models: Mapping[str, Model] | None = None,
+        output_types: Mapping[str, Any] | None = None,
     ) -> None:
         name = check_wrapped("DurableAgent", agent, name, _AGENTS)
+        self.keywords = Keywords("DurableAgent", agent, models, output_types)
         self.steerable = steerable
         self.agent: Agent[DepsT, OutputT] = agent
         self.name = name
@@ -277,35 +293,66 @@ class DurableAgent(Generic[DepsT, OutputT]):
         prompt: Prompt,
         *,
         history: Sequence[Message] = (),
-        run_id: str | None = None,
-        conversation_id: str | None = None,
+        output_type: Any = None,
         queue: str | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> str:
         """Start a durable run and return its run id (also its DBOS workflow id).
 
         Args:
             prompt: the user's prompt (``None`` continues ``history`` as it is).
             history: the conversation so far (a previous ``result.messages``).
-            run_id: the run's id; a fresh UUIDv7 when omitted. A run id already started
-                is not started again: its existing run continues.
-            conversation_id: as for ``Agent.run_with_history``.
+            output_type: the run's own output type, one of ``output_types`` (or its
+                name); the agent's output validators do not run then.
             queue: the name of a DBOS queue (``DBOS.register_queue``) to enqueue the run
                 on, for any worker listening to it; ``None`` runs it in this process.
+            **options: the run keywords (``RunOptions``), recorded with the run:
+                ``run_id`` (a run id already started is not started again: its existing
+                run continues), ``conversation_id``, ``model`` (a name of ``models``, a
+                registered instance or a ``"provider:model"`` string), ``settings``,
+                ``usage_limits``, ``deps`` (a JSON value).
+
+        Raises:
+            UsageError: a keyword that cannot be recorded (``on_event``, ``steering``,
+                an unregistered model or output type, deps that are not JSON), or a bad
+                history, prompt or id.
         """
-        handle = await self._start(prompt, history, run_id, conversation_id, queue)
+        handle = await self._start("start", prompt, history, output_type, queue, options)
         return handle.get_workflow_id()
+
+    @overload
+    async def run(
+        self,
+        prompt: Prompt,
+        *,
+        history: Sequence[Message] = (),
+        output_type: None = None,
+        queue: str | None = None,
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[OutputT]: ...
+
+    @overload
+    async def run(
+        self,
+        prompt: Prompt,
+        *,
+        history: Sequence[Message] = (),
+        output_type: TypeForm[T],
+        queue: str | None = None,
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[T]: ...
 
     async def run(
         self,
         prompt: Prompt,
         *,
         history: Sequence[Message] = (),
-        run_id: str | None = None,
-        conversation_id: str | None = None,
+        output_type: Any = None,
         queue: str | None = None,
-    ) -> RunResult[OutputT]:
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[Any]:
         """``start`` the run, then wait for its result (see ``result``)."""
-        handle = await self._start(prompt, history, run_id, conversation_id, queue)
+        handle = await self._start("run", prompt, history, output_type, queue, options)
         return await self._result_of(handle)
 
     async def result(self, run_id: str) -> RunResult[OutputT]:
@@ -335,13 +382,16 @@ class DurableAgent(Generic[DepsT, OutputT]):
 
     async def _start(
         self,
+        method: str,
         prompt: Prompt,
         history: Sequence[Message],
-        run_id: str | None,
-        conversation_id: str | None,
+        output_type: Any,
         queue: str | None,
+        options: RunOptions[DepsT],
     ) -> WorkflowHandleAsync[JSON]:
-        payload = run_input(prompt, history, run_id, conversation_id, self.store())
+        recorded = self.keywords.record(method, options, output_type)
+        run_id, conversation_id = options.get("run_id"), options.get("conversation_id")
+        payload = run_input(prompt, history, run_id, conversation_id, self.store(), recorded)
         run_id = payload["runId"]
         with SetWorkflowID(run_id):
             if queue is None:
@@ -421,10 +471,15 @@ class DurableAgent(Generic[DepsT, OutputT]):
     # -- the workflow body --------------------------------------------------------------
 
     async def _workflow(self, recorded_input: JSON) -> JSON:
-        spec = self.agent.run_spec()
         store = self.store()
+        try:  # the spec is built once, from the run's recorded keywords
+            recorded = recorded_options(recorded_input)
+            spec = self.keywords.spec(recorded)
+        except (CorruptRecord, UsageError) as e:
+            return encode(unreadable(self.name, recorded_input, str(e)))
+        deps = self.keywords.deps(recorded, self.deps)
         context: RunContext[Any] = RunContext(
-            self.deps, recorded_input["runId"], recorded_input["conversationId"]
+            deps, recorded_input["runId"], recorded_input["conversationId"]
         )
         try:  # reading a blob by its key is as deterministic as the key (ADR 0125)
             chain = input_chain(recorded_input, store)
@@ -442,41 +497,36 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 chain.values,
             )
         except MissingBlob as e:
-            state = RunEnded(
-                self.name,
-                "failed",
-                recorded_input["runId"],
-                recorded_input["conversationId"],
-                stage=Stage.HISTORY.value,
-                reason=str(e),
-            )
+            state = unreadable(self.name, recorded_input, str(e))
         if isinstance(state, RunEnded):
             return encode(state)
         progress = Progress(state, observe_run(spec, state, self.on_event))
         end = await run(progress, _DBOSEffects(self, spec, context))
         assert not isinstance(end, Pause)  # a durable run waits instead of pausing
         known: Chain[Any] = chain if spec.processor is None else Chain()
-        return encode(ended(self.name, spec, end, store, known))
+        return encode(ended(self.name, spec, end, store, known, recorded.output_type))
 
-    # -- the steps (each output is recorded; none is retried by DBOS) -------------------
+    def _decode_result(self, value: JSON) -> RunResult[Any]:
+        return result_of("DurableAgent", self.name, self.keywords.output_of, value, self.store())
 
-    async def _request_step(self, command: RequestModel, state: RunState) -> JSON:
-        effects = AgentEffects(self.agent.run_spec(), _NO_CONTEXT, None)
-        return encode(await effects.request(command, state))
 
-    async def _tool_step(
-        self, call: ToolCallPart, state: RunState, context: RunContext[Any]
-    ) -> JSON:
-        (work,) = AgentEffects(self.agent.run_spec(), context, None).tools((call,), state)
-        return encode(await work)
+# -- the steps (each output is recorded; none is retried by DBOS; each reads the run's spec)
 
-    async def _compact_step(self, command: CompactHistory) -> JSON:
-        return encode(await compact_once(self.agent.run_spec(), command))
 
-    # -- the workflow's result ------------------------------------------------------------
+async def _request_step(spec: RunSpec, command: RequestModel, state: RunState) -> JSON:
+    effects = AgentEffects(spec, _NO_CONTEXT, None)
+    return encode(await effects.request(command, state))
 
-    def _decode_result(self, value: JSON) -> RunResult[OutputT]:
-        return result_of("DurableAgent", self.name, self.agent.run_spec(), value, self.store())
+
+async def _tool_step(
+    spec: RunSpec, call: ToolCallPart, state: RunState, context: RunContext[Any]
+) -> JSON:
+    (work,) = AgentEffects(spec, context, None).tools((call,), state)
+    return encode(await work)
+
+
+async def _compact_step(spec: RunSpec, command: CompactHistory) -> JSON:
+    return encode(await compact_once(spec, command))
 
 
 _NO_CONTEXT: RunContext[Any] = RunContext(None, "", "")
@@ -504,7 +554,7 @@ class _DBOSEffects:
 
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
         recorded = await DBOS.run_step_async(
-            _step("golem.request"), self.durable._request_step, command, state
+            _step("golem.request"), _request_step, self.spec, command, state
         )
         outcome = decode(recorded, "model outcome")
         if not isinstance(outcome, ModelResponded | ModelFailed):
@@ -516,7 +566,7 @@ class _DBOSEffects:
 
         async def one(step: Any, call: ToolCallPart) -> ToolOutcome:
             recorded = await step.run_async(
-                _step("golem.tool"), self.durable._tool_step, call, state, self.context
+                _step("golem.tool"), _tool_step, self.spec, call, state, self.context
             )
             outcome: ToolOutcome = decode(recorded, "tool outcome")
             return outcome
@@ -542,7 +592,7 @@ class _DBOSEffects:
         """Compact and retry's one compaction (ADR 0141), a step: a summarizing
         processor's model call is made once and replayed from the record."""
         recorded = await DBOS.run_step_async(
-            _step("golem.compact"), self.durable._compact_step, command
+            _step("golem.compact"), _compact_step, self.spec, command
         )
         outcome = decode(recorded, "compaction")
         if not isinstance(outcome, HistoryCompacted | CompactionDeclined):

@@ -23,10 +23,10 @@ from temporalio import activity
 from golem_core import Message, ModelRequest, Usage
 from golem_core.loop import CompactHistory, CompactionDeclined, RequestModel, RunConfig, RunState
 from golem_shell._asyncio import AgentEffects
-from golem_shell._setup import compact_once
+from golem_shell._setup import RunSpec, compact_once
 from golem_shell._tools import RunContext
 from golem_shell.engines._blobs import MESSAGE_CHAIN, load_chain, messages_chain, stash, unstash
-from golem_shell.engines._engine import resolve_instructions, run_processor
+from golem_shell.engines._engine import recorded_options, resolve_instructions, run_processor
 from golem_shell.engines._records import CALL, MESSAGES, USAGE, encode
 from golem_shell.engines.temporal._common import CONVERTER, JSON, Engine, registered
 
@@ -70,7 +70,13 @@ def _history(durable: Engine, payload: JSON) -> tuple[Message, ...]:
 
 
 def _context(durable: Engine, payload: JSON) -> RunContext[Any]:
-    return RunContext(durable.deps, payload["runId"], payload["conversationId"])
+    deps = durable.keywords.deps(recorded_options(payload), durable.deps)
+    return RunContext(deps, payload["runId"], payload["conversationId"])
+
+
+def _spec(durable: Engine, payload: JSON) -> RunSpec:
+    """The run's spec, from the keywords its payload carries as the run recorded them."""
+    return durable.keywords.spec(recorded_options(payload))
 
 
 def _seen(payload: JSON, messages: Sequence[Message] = ()) -> RunState:
@@ -84,7 +90,7 @@ def _seen(payload: JSON, messages: Sequence[Message] = ()) -> RunState:
 async def instructions_activity(payload: JSON) -> JSON:
     """Resolve the dynamic instructions of the run's agent."""
     durable, payload = _arrived(payload)
-    spec = durable.agent.run_spec()
+    spec = _spec(durable, payload)
     return await _beating(durable, resolve_instructions(spec, _context(durable, payload)))
 
 
@@ -93,7 +99,7 @@ async def processor_activity(payload: JSON) -> JSON:
     """Run the history processor of the run's agent once on the supplied history (named
     by its chain's head); the processed history is stored, the result holds its head."""
     durable, payload = _arrived(payload)
-    spec = durable.agent.run_spec()
+    spec = _spec(durable, payload)
     history = _history(durable, payload)
     return await _beating(durable, run_processor(spec, history, durable.blobs))
 
@@ -106,7 +112,7 @@ async def request_activity(payload: JSON) -> JSON:
     set_up = unstash(durable.blobs, payload["request"], "model request")
     request = CONVERTER.structure({**set_up, "messages": []}, ModelRequest)
     request = attrs.evolve(request, messages=_history(durable, payload))
-    effects = AgentEffects(durable.agent.run_spec(), _context(durable, payload), None)
+    effects = AgentEffects(_spec(durable, payload), _context(durable, payload), None)
 
     async def once() -> JSON:
         return encode(await effects.request(RequestModel(request), _seen(payload)))
@@ -122,7 +128,7 @@ async def tool_activity(payload: JSON) -> JSON:
     call = CALL[1](payload["call"], "call")
     system = MESSAGES[1](payload["system"], "system")
     state = _seen(payload, system + _history(durable, payload))
-    effects = AgentEffects(durable.agent.run_spec(), _context(durable, payload), None)
+    effects = AgentEffects(_spec(durable, payload), _context(durable, payload), None)
     (work,) = effects.tools((call,), state)
 
     async def once() -> JSON:
@@ -137,11 +143,11 @@ async def compact_activity(payload: JSON) -> JSON:
     on the history named by its chain's head."""
     durable, payload = _arrived(payload)
     command = CompactHistory(_history(durable, payload), payload["keep"], payload["reason"])
-    return await _beating(durable, _compacted(durable, command))
+    return await _beating(durable, _compacted(durable, _spec(durable, payload), command))
 
 
-async def _compacted(durable: Engine, command: CompactHistory) -> JSON:
-    outcome = await compact_once(durable.agent.run_spec(), command)
+async def _compacted(durable: Engine, spec: RunSpec, command: CompactHistory) -> JSON:
+    outcome = await compact_once(spec, command)
     if isinstance(outcome, CompactionDeclined):
         return encode(outcome)
     # the history as stored bytes (by its chain's head): Temporal's JSON would reorder

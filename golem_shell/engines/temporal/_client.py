@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from temporalio.client import (
     Client,
@@ -26,11 +26,13 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
+from typing_extensions import TypeForm, Unpack
 
 from golem_core import DeferredAnswer, Message, Part
 from golem_shell._agent import Agent
 from golem_shell._errors import DeferredResultsError, RunError, Stage, UsageError
 from golem_shell._observe import EventHandler
+from golem_shell._options import RunOptions
 from golem_shell._results import RunResult
 from golem_shell._setup import Prompt
 from golem_shell._steering import steering_message
@@ -42,6 +44,7 @@ from golem_shell.engines._engine import (
     result_of,
     run_input,
 )
+from golem_shell.engines._keywords import Keywords
 from golem_shell.engines._records import MESSAGES, Waiting, decode_as, encode
 from golem_shell.engines.temporal._activities import ACTIVITIES
 from golem_shell.engines.temporal._common import (
@@ -55,11 +58,13 @@ from golem_shell.engines.temporal._common import (
     WORKFLOW_NAME,
 )
 from golem_shell.engines.temporal._workflow import GolemRun
+from golem_shell.models import Model
 
 __all__ = ["TemporalAgent"]
 
 DepsT = TypeVar("DepsT")
 OutputT = TypeVar("OutputT")
+T = TypeVar("T")
 _POLL_SECONDS = 0.05  # how often ``waiting(timeout=)`` asks a run that has not paused yet
 
 
@@ -99,10 +104,15 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         history_events: the event history length past which a run continues as new
             (carrying the head of its journal), so a run of any length keeps its
             history bounded; Temporal's own suggestion also triggers it.
+        models: models a run may use, by a name the same in every worker: a run's
+            ``model=`` (the name, or the instance) and the agent's own model, when it is
+            one of them, are recorded by that name, so a recovered run keeps its model.
+        output_types: output types a run may ask for (``output_type=``), by a name the
+            same in every worker.
 
     Raises:
         UsageError: ``agent`` is not an ``Agent``, the name is empty or taken by another
-            agent, or the agent has toolsets.
+            agent, the agent has toolsets, or a model or output type is not one.
     """
 
     def __init__(
@@ -117,8 +127,11 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         heartbeat_timeout: timedelta = timedelta(seconds=10),
         blobs: BlobStore | None = None,
         history_events: int = 2000,
+        models: Mapping[str, Model] | None = None,
+        output_types: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = check_wrapped("TemporalAgent", agent, name, AGENTS)
+        self.keywords = Keywords("TemporalAgent", agent, models, output_types)
         if not isinstance(history_events, int) or history_events < 50:
             raise UsageError(
                 f"history_events must be an integer of 50 or more, got {history_events!r}"
@@ -155,8 +168,8 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         prompt: Prompt,
         *,
         history: Sequence[Message] = (),
-        run_id: str | None = None,
-        conversation_id: str | None = None,
+        output_type: Any = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> str:
         """Start a durable run and return its run id (also its workflow id).
 
@@ -165,16 +178,44 @@ class TemporalAgent(Generic[DepsT, OutputT]):
             prompt: the user's prompt (``None`` continues ``history`` as it is).
             history: the conversation so far (a previous ``result.messages``), of any
                 size: it is stored in ``blobs`` and the run carries its head.
-            run_id: the run's id; a fresh UUIDv7 when omitted. A run id already started
-                is not started again: its existing run goes on.
-            conversation_id: as for ``Agent.run_with_history``.
+            output_type: the run's own output type, one of ``output_types`` (or its
+                name); the agent's output validators do not run then.
+            **options: the run keywords (``RunOptions``), recorded with the run:
+                ``run_id`` (a run id already started is not started again: its existing
+                run goes on), ``conversation_id``, ``model`` (a name of ``models``, a
+                registered instance or a ``"provider:model"`` string), ``settings``,
+                ``usage_limits``, ``deps`` (a JSON value).
 
         Raises:
-            UsageError: the history, prompt or ids are not valid, or Temporal refused
-                to start the run (the server's reason is in the message).
+            UsageError: a keyword that cannot be recorded (``on_event``, ``steering``,
+                an unregistered model or output type, deps that are not JSON), the
+                history, prompt or ids are not valid, or Temporal refused to start the
+                run (the server's reason is in the message).
         """
-        handle = await self._start(client, prompt, history, run_id, conversation_id)
+        handle = await self._start("start", client, prompt, history, output_type, options)
         return handle.id
+
+    @overload
+    async def run(
+        self,
+        client: Client,
+        prompt: Prompt,
+        *,
+        history: Sequence[Message] = (),
+        output_type: None = None,
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[OutputT]: ...
+
+    @overload
+    async def run(
+        self,
+        client: Client,
+        prompt: Prompt,
+        *,
+        history: Sequence[Message] = (),
+        output_type: TypeForm[T],
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[T]: ...
 
     async def run(
         self,
@@ -182,11 +223,11 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         prompt: Prompt,
         *,
         history: Sequence[Message] = (),
-        run_id: str | None = None,
-        conversation_id: str | None = None,
-    ) -> RunResult[OutputT]:
+        output_type: Any = None,
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[Any]:
         """``start`` the run, then wait for its result (see ``result``)."""
-        handle = await self._start(client, prompt, history, run_id, conversation_id)
+        handle = await self._start("run", client, prompt, history, output_type, options)
         return await self._result_of(handle)
 
     async def result(self, client: Client, run_id: str) -> RunResult[OutputT]:
@@ -224,17 +265,20 @@ class TemporalAgent(Generic[DepsT, OutputT]):
                 cause=e,
             ) from e
         value = unstash(self.blobs, value, "result")
-        return result_of("TemporalAgent", self.name, self.agent.run_spec(), value, self.blobs)
+        return result_of("TemporalAgent", self.name, self.keywords.output_of, value, self.blobs)
 
     async def _start(
         self,
+        method: str,
         client: Client,
         prompt: Prompt,
         history: Sequence[Message],
-        run_id: str | None,
-        conversation_id: str | None,
+        output_type: Any,
+        options: RunOptions[DepsT],
     ) -> WorkflowHandle[Any, Any]:
-        payload = run_input(prompt, history, run_id, conversation_id, self.blobs)
+        recorded = self.keywords.record(method, options, output_type)
+        run_id, conversation_id = options.get("run_id"), options.get("conversation_id")
+        payload = run_input(prompt, history, run_id, conversation_id, self.blobs, recorded)
         try:
             return await client.start_workflow(
                 WORKFLOW_NAME,

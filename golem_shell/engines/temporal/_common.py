@@ -19,6 +19,7 @@ from golem_shell._agent import Agent
 from golem_shell._errors import UsageError
 from golem_shell._observe import EventHandler
 from golem_shell.engines._blobs import BlobStore, MemoryBlobs
+from golem_shell.engines._keywords import Keywords
 
 __all__ = [
     "AGENTS",
@@ -73,6 +74,7 @@ class Engine(Protocol):
     activity_timeout: timedelta
     heartbeat_timeout: timedelta
     history_events: int
+    keywords: Keywords
 
 
 AGENTS: dict[str, Engine] = {}

@@ -41,7 +41,7 @@ from golem_core.loop import (
     check_resume,
 )
 from golem_shell._driver import Progress, ToolBatch, run
-from golem_shell._errors import Stage, error_type
+from golem_shell._errors import Stage, UsageError, error_type
 from golem_shell._observe import EventHandler, observe_run
 from golem_shell._setup import RunSpec, validate_output
 from golem_shell._tools import RunContext
@@ -56,7 +56,15 @@ from golem_shell.engines._blobs import (
     stash,
     unstash,
 )
-from golem_shell.engines._engine import ended, input_chain, run_chain, set_up, waiting_of
+from golem_shell.engines._engine import (
+    ended,
+    input_chain,
+    recorded_options,
+    run_chain,
+    set_up,
+    unreadable,
+    waiting_of,
+)
 from golem_shell.engines._records import (
     CALL,
     MESSAGES,
@@ -150,9 +158,15 @@ class GolemRun:
 
 
 async def run_workflow(durable: Engine, run_input: JSON, run_: GolemRun) -> JSON:
-    """The body of the run ``run_input`` of ``durable`` (deterministic: it replays)."""
-    spec = durable.agent.run_spec()
+    """The body of the run ``run_input`` of ``durable`` (deterministic: it replays). Its
+    spec is built once, from the run's recorded keywords; the activities build theirs
+    from the same record, which their payloads carry."""
     store = durable.blobs
+    try:
+        recorded = recorded_options(run_input)
+        spec = durable.keywords.spec(recorded)
+    except UsageError as e:  # a model or output type this worker does not register
+        return stash(store, encode(unreadable(durable.name, run_input, str(e))))
     journal = _Journal(durable, run_input)
     chain = input_chain(run_input, store)
 
@@ -177,22 +191,27 @@ async def run_workflow(durable: Engine, run_input: JSON, run_: GolemRun) -> JSON
     on_event = durable.on_event
     muted = None if on_event is None else journal.muted(on_event)
     progress = Progress(state, observe_run(spec, state, muted))
-    effects = _TemporalEffects(durable, run_, spec, state.config, journal, chain)
+    deps = durable.keywords.deps(recorded, durable.deps)
+    effects = _TemporalEffects(durable, run_, spec, state.config, deps, journal, chain)
     try:
         end = await run(progress, effects)
     except CorruptRecord as e:  # a record it needs cannot be read: fail, with the partial
         end = Fail(Stage.HISTORY, str(e), progress.state)
     assert isinstance(end, Finish | Fail)  # a durable run waits instead of pausing
     await workflow.wait_condition(workflow.all_handlers_finished)  # answers told
-    return stash(store, encode(ended(durable.name, spec, end, store, effects.chain)))
+    output_type = recorded.output_type
+    return stash(store, encode(ended(durable.name, spec, end, store, effects.chain, output_type)))
 
 
 def payload_of(durable: Engine, run_input: JSON, **more: JSON) -> JSON:
-    """An activity's payload: the agent's name, the run's ids and ``more``."""
+    """An activity's payload: the agent's name, the run's ids, its recorded keywords
+    (every activity builds the run's spec from them) and ``more``."""
+    carried = {"options": run_input["options"]} if "options" in run_input else {}
     return {
         "agent": durable.name,
         "runId": run_input["runId"],
         "conversationId": run_input["conversationId"],
+        **carried,
         **more,
     }
 
@@ -330,6 +349,7 @@ class _TemporalEffects:
         run_: GolemRun,
         spec: RunSpec,
         config: RunConfig,
+        deps: Any,
         journal: _Journal,
         chain: Chain[Message],
     ) -> None:
@@ -337,6 +357,7 @@ class _TemporalEffects:
         self.run = run_
         self.spec = spec
         self.run_config = config
+        self.deps = deps
         self.journal = journal
         self.chain = chain
         self.cause: BaseException | None = None
@@ -344,7 +365,11 @@ class _TemporalEffects:
 
     def _ids(self, state: RunState) -> JSON:
         config = state.config
-        return {"runId": config.run_id, "conversationId": config.conversation_id}
+        return {
+            "runId": config.run_id,
+            "conversationId": config.conversation_id,
+            **{k: v for k, v in self.journal.run_input.items() if k == "options"},
+        }
 
     def _head(self, state: RunState) -> str | None:
         """The head of the run's conversation (``history + added``), stored."""
@@ -471,7 +496,7 @@ class _TemporalEffects:
 
     async def validate(self, candidate: ToolCallPart | Message) -> OutputValid | OutputInvalid:
         config = self.run_config
-        context = RunContext(self.durable.deps, config.run_id, config.conversation_id)
+        context = RunContext(self.deps, config.run_id, config.conversation_id)
         return await validate_output(self.spec, candidate, context)
 
     async def wait(self, paused: RunState) -> Answered:
