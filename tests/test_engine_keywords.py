@@ -14,8 +14,9 @@ import pytest
 
 from golem_core import ModelSettings, Price
 from golem_shell import Agent, FunctionModel, Steering, UsageError, UsageLimits
+from golem_shell._options import RunOptions
 from golem_shell.engines._engine import recorded_options, run_input
-from golem_shell.engines._keywords import Keywords
+from golem_shell.engines._keywords import RECORDED, REFUSED, Keywords
 from golem_shell.engines._records import NO_DEPS, RecordedOptions, decode, encode
 from golem_shell.engines.temporal._common import PROCESS_BLOBS
 
@@ -119,3 +120,10 @@ def test_what_cannot_be_recorded_is_refused_saying_what_to_do() -> None:
         Keywords("DurableAgent", Agent(OWN), {"m": "openai:gpt-4o"}, None)  # type: ignore[dict-item]
     with pytest.raises(UsageError, match="keys are non-empty strings"):
         Keywords("DurableAgent", Agent(OWN), {"": OWN}, None)
+
+
+def test_every_run_keyword_is_recorded_or_refused_by_name() -> None:
+    """A keyword added to ``RunOptions`` is decided for durable runs (recorded, or refused
+    with what to do); until then it is refused, never silently ignored."""
+    assert set(RunOptions.__optional_keys__) == RECORDED | REFUSED
+    assert not RECORDED & REFUSED

@@ -31,9 +31,19 @@ A run that pauses on deferred tools publishes the waiting calls as the event
 ``golem.waiting`` and waits, durably, for answers sent to the topic ``golem.answers``
 (``DurableAgent.answer``); then it goes on in the same workflow.
 
+The run's keywords (``model=``, ``settings=``, ...) are recorded in its input and the
+run's spec is built once, in the body, from the agent and that record
+(``golem_shell.engines._keywords``); every step receives it.
+
 ``dbos`` is an optional dependency: importing this module without it raises
 ``UsageError`` naming the extra. Register every ``DurableAgent`` (by name) in every
-worker process before ``DBOS.launch()``, so a recovered run finds its agent.
+worker process before ``DBOS.launch()``, so a recovered run finds its agent. The public
+face is ``golem_shell.durable``.
+
+Over 600 lines because it is one mapping, as ``golem_shell.engines.temporal`` is in four
+rooms: the workflow, its steps and ``DurableAgent`` (start, result, waiting, answer,
+steer) agree on names and payloads; with DBOS a step is a function the body calls, so
+the roles do not split as Temporal's workflow, activities and client do.
 """
 
 from __future__ import annotations
@@ -235,8 +245,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
             asked per run, which a restarted worker cannot replay).
         name: its registration name, the same in every worker (default: the agent's
             ``name``).
-        deps: what ``RunContext.deps`` holds for tools and instructions in this process
-            (dependencies are per worker, not per run: they are not recorded).
+        deps: what ``RunContext.deps`` holds for tools and instructions in this process,
+            for runs that pass no ``deps=`` of their own (a run's JSON ``deps=`` are
+            recorded with it).
         on_event: receives the lifecycle events of the runs this worker executes (the
             same events as ``Agent.run``'s ``on_event``, from the same driver). A run a
             restarted worker replays reports its replayed steps again (at least once).

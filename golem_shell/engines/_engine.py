@@ -2,11 +2,12 @@
 
 Owns the engine-neutral parts of a durable run (DBOS in ``golem_shell.durable``, Temporal
 in ``golem_shell.temporal``, a third engine next): checking the agent an engine wraps,
-the JSON input a run is started with, resolving dynamic instructions as a recorded
-value, the run's first state (built inside the workflow body, deterministically), the
-recorded end of a run (``RunEnded``) made from the driver's last command, and the
-``RunResult`` (or ``RunError``) read back from it. An engine adds only how it records
-effects and how a paused run receives its answers.
+the JSON input a run is started with (its recorded keywords among it, which
+``golem_shell.engines._keywords`` builds the run's spec from), resolving dynamic
+instructions as a recorded value, the run's first state (built inside the workflow body,
+deterministically), the recorded end of a run (``RunEnded``) made from the driver's last
+command, and the ``RunResult`` (or ``RunError``) read back from it. An engine adds only
+how it records effects and how a paused run receives its answers.
 
 Conversations go by reference (ADR 0125): the input, the processor's outcome and the end
 hold the head of a chain of messages in the engine's ``BlobStore``

@@ -32,7 +32,11 @@ from golem_shell._setup import RunSpec
 from golem_shell.engines._records import NO_DEPS, RecordedOptions
 from golem_shell.models import Model, infer_model
 
-__all__ = ["Keywords"]
+__all__ = ["RECORDED", "REFUSED", "Keywords"]
+
+RECORDED = frozenset({"run_id", "conversation_id", "model", "settings", "usage_limits", "deps"})
+"""The run keywords a durable run records (the ids in its input, the rest in
+``RecordedOptions``)."""
 
 _REFUSED = {
     "on_event": (
@@ -44,6 +48,10 @@ _REFUSED = {
         " {wrapper}.steer(run_id, ...) (DurableAgent(..., steerable=True) on DBOS)"
     ),
 }
+REFUSED = frozenset(_REFUSED)
+"""The run keywords a durable run refuses (each with what to do instead). A keyword of
+``RunOptions`` in neither set is refused too, as one durable runs do not take yet: a new
+keyword is never silently ignored."""
 
 
 class Keywords:
@@ -96,6 +104,9 @@ class Keywords:
         for name, why in _REFUSED.items():
             if options.get(name) is not None:
                 raise UsageError(f"{where}({name}=...): {why.format(wrapper=self.wrapper)}")
+        untaken = sorted(set(options) - RECORDED - REFUSED)
+        if untaken:
+            raise UsageError(f"{where}({untaken[0]}=...): durable runs do not take it yet")
         model, agent_model = self._model(where, options.get("model"))
         deps = options.get("deps", NO_DEPS)
         if deps is not NO_DEPS and not _is_json(deps):

@@ -88,7 +88,9 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         agent: the agent to run (toolsets are not supported yet).
         name: its registration name, the same in every worker (default: ``agent.name``).
         task_queue: the task queue its runs are started on (default ``"golem"``).
-        deps: what ``RunContext.deps`` holds for tools and instructions in this process.
+        deps: what ``RunContext.deps`` holds for tools and instructions in this process,
+            for runs that pass no ``deps=`` of their own (a run's JSON ``deps=`` are
+            recorded with it).
         on_event: receives the lifecycle events of the runs this worker executes; a
             replayed run reports its replayed steps again (at least once). It runs inside
             the workflow: it must not await I/O.
