@@ -23,7 +23,7 @@ def claim_public_names(namespace: dict[str, Any]) -> None:
     """Give each class and function in ``namespace["__all__"]`` that a private module of
     the same package defines (``golem_core._messages`` for ``golem_core``; the siblings
     for a public module such as ``golem_core.loop``; a private module inside one of the
-    package's rooms, ``golem_shell.engines._dbos`` for ``golem_shell.durable``) the
+    package's rooms, ``golem_shell.engines.dbos._client`` for ``golem_shell.durable``) the
     namespace's module as its ``__module__``.
 
     Only a name exported under its own ``__qualname__`` is claimed, so the public path
@@ -61,7 +61,7 @@ def _claiming(
 
 def _is_private(module: str, package: str) -> bool:
     """Whether ``module`` is a private module of ``package``: one of the names below the
-    package starts with ``_`` (``golem_shell._agent``, ``golem_shell.engines._dbos``)."""
+    package starts with ``_`` (``golem_shell._agent``, ``golem_shell.engines.dbos._client``)."""
     below = module.removeprefix(f"{package}.")
     return below != module and any(part.startswith("_") for part in below.split("."))
 

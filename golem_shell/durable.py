@@ -1,24 +1,23 @@
-"""Durable runs on DBOS: the public face of the DBOS engine (``golem_shell.engines._dbos``).
+"""Durable runs on DBOS: the public face of the DBOS engine (``golem_shell.engines.dbos``).
 
 Owns the public path of ``DurableAgent`` and its names (the workflow, event and topic
-names a run is recorded under, the blob stores). See ``golem_shell.engines._dbos`` for
-how a run maps onto DBOS, and docs/durable.md. ``dbos`` is an optional dependency:
-importing this module without it raises ``UsageError`` naming the extra.
+names a run is recorded under, the blob stores). How a run maps onto DBOS (ADR 0042,
+docs/durable.md): the workflow ``golem.run`` is the run's driver, each effect a step
+recorded before the run moves on, so a run survives a crashed worker. ``dbos`` is an
+optional dependency: importing this module without it raises ``UsageError`` naming the
+extra.
 """
 
 from __future__ import annotations
 
-from golem_shell.engines._dbos import (
+from golem_shell.engines._blobs import BlobStore, MemoryBlobs, SQLBlobs, SQLiteBlobs
+from golem_shell.engines._engine import WaitingCalls
+from golem_shell.engines.dbos._client import DurableAgent
+from golem_shell.engines.dbos._common import (
     ANSWERS_TOPIC,
     STEER_TOPIC,
     WAITING_EVENT,
     WORKFLOW_NAME,
-    BlobStore,
-    DurableAgent,
-    MemoryBlobs,
-    SQLBlobs,
-    SQLiteBlobs,
-    WaitingCalls,
     system_blobs,
 )
 

@@ -212,8 +212,8 @@ async def test_a_stale_answer_arriving_late_is_refused_by_the_run(launched: Path
     """An HTTP retry that slipped past the client's check reaches the run itself."""
     from golem_core import Approved
     from golem_shell.durable import ANSWERS_TOPIC
-    from golem_shell.engines._dbos import _REJECTED_EVENT
     from golem_shell.engines._records import AnswersSent, encode
+    from golem_shell.engines.dbos._common import REJECTED_EVENT
 
     _DELETED.clear()
     run_id = await _REMOVER.start("clean", run_id="answers-late")
@@ -224,7 +224,7 @@ async def test_a_stale_answer_arriving_late_is_refused_by_the_run(launched: Path
     await dbos.DBOS.send_async(run_id, stale, ANSWERS_TOPIC)
     rejected = None
     for _ in range(400):
-        rejected = await dbos.DBOS.get_event_async(run_id, _REJECTED_EVENT, 0)
+        rejected = await dbos.DBOS.get_event_async(run_id, REJECTED_EVENT, 0)
         if rejected:
             break
         await asyncio.sleep(0.02)
