@@ -12,7 +12,9 @@ goes on in the same run), and the events that mark that boundary (``RunPaused``,
 second ``RunStarted``).
 
 To add a runtime (Temporal, say): write a ``Runtime`` (``name``, ``async run(scenario)``)
-that builds the scenario's agent with ``scenario.agent()``, runs it, answers its pauses
+that builds the scenario's agent with ``scenario.agent()``, runs it with the scenario's
+run keywords (``scenario.options`` and ``scenario.run_output_type``; a durable engine
+registers ``scenario.models()`` and ``scenario.output_types()``), answers its pauses
 with ``scenario.answers`` and returns ``outcome_of(...)``, then add it to the
 parametrization in ``test_conformance.py``.
 """
@@ -26,17 +28,29 @@ from typing import Any, Protocol
 
 import attrs
 
-from golem_core import DeferredAnswer, Message, ModelErrorKind, Role, ToolCallPart, Usage
+from golem_core import (
+    DeferredAnswer,
+    Message,
+    ModelErrorKind,
+    ModelSettings,
+    Role,
+    ToolCallPart,
+    Usage,
+)
 from golem_shell import (
     Agent,
     Approved,
     Denied,
     FunctionModel,
+    Model,
     ModelError,
     ModelRetry,
+    RunContext,
     RunError,
     RunStarted,
     Steering,
+    Tool,
+    UsageLimits,
     summarize_history,
     tool,
 )
@@ -190,6 +204,25 @@ def _approval(request: Any) -> Message | str:
     return "after: " + " | ".join(m.text for m in request.messages if m.role is Role.TOOL)
 
 
+def _temperature(request: Any) -> str:
+    return f"temperature {request.settings.temperature}"
+
+
+RUN_MODEL = FunctionModel(lambda request: "from the run's own model")
+"""The model a run names with ``model=`` (a durable engine registers it)."""
+
+
+async def whoami(context: RunContext[Any]) -> str:
+    """Say who the run is for."""
+    return f"for {context.deps['user']}"
+
+
+def _asks_whoami(request: Any) -> Message | str:
+    if _turns(request) == 0:
+        return Message(Role.ASSISTANT, (_call("w1", "whoami", {}),))
+    return request.messages[-1].text
+
+
 @attrs.frozen
 class Scenario:
     """One conformance scenario."""
@@ -208,6 +241,19 @@ class Scenario:
     """Makes the agent's history processor."""
     steer: str | None = None
     """A message the runtime sends while the run's tool holds (steering)."""
+    options: Mapping[str, Any] = attrs.field(factory=dict)
+    """The run keywords the run is started with (``model``, ``settings``, ...)."""
+    run_output_type: Any = None
+    """The run's own ``output_type=`` (``None``: the agent's)."""
+
+    def models(self) -> dict[str, Model]:
+        """The models a durable engine registers for the run's ``model=``."""
+        model = self.options.get("model")
+        return {"run-model": model} if isinstance(model, Model) else {}
+
+    def output_types(self) -> dict[str, Any]:
+        """The output types a durable engine registers for the run's ``output_type=``."""
+        return {} if self.run_output_type is None else {"run-output": self.run_output_type}
 
     def agent(self) -> Agent[Any, Any]:
         agent = Agent(
@@ -239,6 +285,24 @@ SCENARIOS: tuple[Scenario, ...] = (
         _too_long_until_summarized,
         history=_LONG,
         processor=_summarizer,
+    ),
+    # the run keywords (issue 45 item 2): each one changes the run, on every runtime
+    Scenario("model-keyword", _text, options={"model": RUN_MODEL}),
+    Scenario(
+        "settings-keyword", _temperature, options={"settings": ModelSettings(temperature=0.25)}
+    ),
+    Scenario(
+        "usage-limits-keyword",
+        _sequential,
+        (add,),
+        options={"usage_limits": UsageLimits(request_limit=2)},
+    ),
+    Scenario("output-type-keyword", _structured, run_output_type=Verdict),
+    Scenario(
+        "deps-keyword",
+        _asks_whoami,
+        (Tool.from_function(whoami),),
+        options={"deps": {"user": "ada"}},
     ),
 )
 
@@ -325,6 +389,8 @@ class PlainRuntime:
                     on_event=events.append,
                     conversation_id="conformance",
                     steering=steering,
+                    output_type=scenario.run_output_type,
+                    **scenario.options,
                 )
             )
             await steer_while_held(scenario, send)

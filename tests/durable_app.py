@@ -8,6 +8,10 @@ loopback server of ``durable_server.py``.
 ``make_approval_agent`` is an offline agent whose first answer calls ``publish``, a tool
 that needs approval (it logs ``"<run id> publish"``), and whose second answer reports
 the result: a run that waits for a person across a restart.
+
+``make_models`` are the models the workers register by name (``models=``): the agent's
+usual model (``"loopback"``) and another model of the same server (``"changed"``), which a
+worker makes its agent's default to show that a recovered run keeps its recorded model.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from golem_core import Message, ModelRequest, Role, ToolCallPart
-from golem_shell import Agent, FunctionModel, OpenAIModel, RunContext, Tool
+from golem_shell import Agent, FunctionModel, Model, OpenAIModel, RunContext, Tool
 
 AGENT_NAME = "durable-test"
 APPROVAL_AGENT_NAME = "durable-test-approval"
@@ -26,10 +30,23 @@ EFFECTS = ("request 1", "tool 1", "request 2", "tool 2", "request 3")
 """The effects of one run, in order: 3 model requests and 2 tool executions."""
 
 
+def make_models(model_url: str) -> dict[str, Model]:
+    """The models every process registers by name: ``"loopback"`` (the agent's usual
+    model, named ``durable-test``) and ``"changed"`` (``changed-model``), both served by
+    the loopback server."""
+    return {
+        "loopback": OpenAIModel("durable-test", base_url=model_url, api_key="test-key"),
+        "changed": OpenAIModel("changed-model", base_url=model_url, api_key="test-key"),
+    }
+
+
 def make_agent(
-    model_url: str, log: Path, block: Collection[tuple[str, int]] = ()
+    model_url: str,
+    log: Path,
+    block: Collection[tuple[str, int]] = (),
+    model: Model | None = None,
 ) -> Agent[None, str]:
-    """The test agent: the loopback model and the counting ``step`` tool."""
+    """The test agent: the loopback model (or ``model``) and the counting ``step`` tool."""
 
     async def step(context: RunContext[None], n: int) -> str:
         """Do step n of the task.
@@ -43,7 +60,8 @@ def make_agent(
             await asyncio.sleep(3600)  # the worker is killed meanwhile
         return f"step {n} done"
 
-    model = OpenAIModel("durable-test", base_url=model_url, api_key="test-key")
+    if model is None:
+        model = OpenAIModel("durable-test", base_url=model_url, api_key="test-key")
     return Agent(model, tools=[Tool.from_function(step)])
 
 

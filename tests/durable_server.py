@@ -6,7 +6,8 @@ calls it with ``{"n": 2}``, request 3 answers ``"finished <label>: <last tool re
 The request number is the number of assistant messages in the request plus one, so a
 resumed run that repeats a request is answered the same way (and counted again).
 
-``counts[(label, j)]`` is how many times request ``j`` of ``label`` arrived; ``block``
+``counts[(label, j)]`` is how many times request ``j`` of ``label`` arrived, and
+``models[(label, j)]`` which models it asked for, in order; ``block``
 holds ``(label, j)`` pairs whose requests hang (until ``release()``), for killing a
 worker with a request in flight; ``delay`` slows every answer; ``max_inflight`` is the
 most requests ever in flight at once. It runs with uvicorn in a thread on 127.0.0.1.
@@ -33,6 +34,7 @@ class DurableModelServer:
     def __init__(self) -> None:
         self.url = ""
         self.counts: Counter[tuple[str, int]] = Counter()
+        self.models: dict[tuple[str, int], list[str]] = {}
         self.block: set[tuple[str, int]] = set()
         self.delay = 0.0
         self.inflight = 0
@@ -43,6 +45,7 @@ class DurableModelServer:
     def reset(self) -> None:
         with self._lock:
             self.counts.clear()
+            self.models.clear()
             self.block.clear()
             self.delay = 0.0
             self.inflight = 0
@@ -74,6 +77,7 @@ class DurableModelServer:
         number = 1 + sum(1 for m in messages if m["role"] == "assistant")
         with self._lock:
             self.counts[(label, number)] += 1
+            self.models.setdefault((label, number), []).append(str(request.get("model")))
             blocked = (label, number) in self.block
             self.inflight += 1
             self.max_inflight = max(self.max_inflight, self.inflight)

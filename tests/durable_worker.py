@@ -9,9 +9,12 @@ markers and results are written), ``runs`` (``[run id, label]`` pairs) and ``mod
   ``<dir>/<run id>.done`` for each), then idle until killed. Tools listed in ``block``
   (``[run id, n]``) hang. The ``approval`` runs (``[run id, label]``) are started on
   the approval agent; ``<dir>/<run id>.waiting`` is written once each waits.
-- ``resume``: launch (DBOS recovers this executor's pending runs), approve what every
-  ``approval`` run waits for, wait for the result of every run, write them to
-  ``<dir>/results.json`` and exit.
+- ``resume``: launch (DBOS recovers this executor's pending runs), start the ``fresh``
+  runs (``[run id, label]``), approve what every ``approval`` run waits for, wait for
+  the result of every run, write them to ``<dir>/results.json`` and exit.
+
+The agent registers the models of ``durable_app.make_models`` and has the one named
+``default_model`` (default ``"loopback"``) as its own.
 - ``queue``: register the queue ``queue`` (``{"name", "worker_concurrency"}``), write
   ``<dir>/<executor>.ready``, and work on it until killed. The ``producer`` also waits
   for the markers of every worker in ``workers``, enqueues the runs, waits for their
@@ -28,7 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from dbos import DBOS, DBOSPortableJSONSerializer
-from durable_app import AGENT_NAME, APPROVAL_AGENT_NAME, make_agent, make_approval_agent
+from durable_app import (
+    AGENT_NAME,
+    APPROVAL_AGENT_NAME,
+    make_agent,
+    make_approval_agent,
+    make_models,
+)
 
 from golem_core import history_to_jsonable
 from golem_shell import Approved
@@ -59,8 +68,10 @@ async def _results(durable: DurableAgent[None, str], run_ids: list[str]) -> dict
 async def main(config: dict[str, Any]) -> None:
     where = Path(config["dir"])
     block = {(run_id, n) for run_id, n in config.get("block", ())}
-    agent = make_agent(config["model"], Path(config["log"]), block)
-    durable = DurableAgent(agent, name=AGENT_NAME)  # registered before launch
+    models = make_models(config["model"])
+    default = models[config.get("default_model", "loopback")]
+    agent = make_agent(config["model"], Path(config["log"]), block, default)
+    durable = DurableAgent(agent, name=AGENT_NAME, models=models)  # registered before launch
     approval = DurableAgent(make_approval_agent(Path(config["log"])), name=APPROVAL_AGENT_NAME)
     approval_runs: list[tuple[str, str]] = [(r, label) for r, label in config.get("approval", ())]
     DBOS(
@@ -86,7 +97,10 @@ async def main(config: dict[str, Any]) -> None:
             await durable.result(run_id)
             (where / f"{run_id}.done").write_text("done")
     elif mode == "resume":
-        results = await _results(durable, [r for r, _ in runs])
+        fresh: list[tuple[str, str]] = [(r, label) for r, label in config.get("fresh", ())]
+        for run_id, label in fresh:
+            await durable.start(label, run_id=run_id)
+        results = await _results(durable, [r for r, _ in runs + fresh])
         for run_id, _ in approval_runs:
             waiting = await approval.waiting(run_id, timeout=30)
             await approval.answer(run_id, {str(d.call.id): Approved() for d in waiting})

@@ -7,8 +7,10 @@ loopback model URL), ``log`` (the tools' execution log), ``dir`` (where the work
 hangs here), ``heartbeat`` (seconds: how soon a dead worker's effect is noticed) and
 ``activities`` (the most activities it runs at once), ``blobs`` (the SQLite file of the
 blob store every process of a run shares) and ``history_events`` (when a run continues
-as new). It
-registers the agents of ``durable_app.py`` (as ``TemporalAgent``) and works until killed.
+as new), ``default_model`` (which of ``durable_app.make_models`` the agent has as its
+own, default ``"loopback"``; all of them are registered by name). It registers the agents
+of ``durable_app.py`` (as ``TemporalAgent``), writes ``<identity>.model`` (its agent's
+model's name) and works until killed.
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from durable_app import AGENT_NAME, APPROVAL_AGENT_NAME, make_agent, make_approval_agent
+from durable_app import (
+    AGENT_NAME,
+    APPROVAL_AGENT_NAME,
+    make_agent,
+    make_approval_agent,
+    make_models,
+)
 from temporalio.client import Client
 
 from golem_shell.engines._blobs import SQLiteBlobs
@@ -35,9 +43,12 @@ def agents(config: dict[str, Any]) -> tuple[TemporalAgent[None, str], TemporalAg
     heartbeat = timedelta(seconds=config.get("heartbeat", 1.0))
     blobs = SQLiteBlobs(config["blobs"])
     events = config.get("history_events", 2000)
+    models = make_models(config["model"])
+    default = models[config.get("default_model", "loopback")]
     durable = TemporalAgent(
-        make_agent(config["model"], log, block),
+        make_agent(config["model"], log, block, default),
         name=AGENT_NAME,
+        models=models,
         task_queue=config["queue"],
         heartbeat_timeout=heartbeat,
         blobs=blobs,
@@ -64,7 +75,9 @@ async def main(config: dict[str, Any]) -> None:
         max_concurrent_activities=config.get("activities", 100),
     )
     async with worker:
-        marker = Path(config["dir"]) / f"{config['identity']}.ready"
+        where = Path(config["dir"])
+        (where / f"{config['identity']}.model").write_text(durable.agent.model.name)
+        marker = where / f"{config['identity']}.ready"
         marker.write_text("ready")
         await asyncio.Event().wait()  # work until killed
 

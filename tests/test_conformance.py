@@ -17,6 +17,7 @@ from conformance import (
     Gate,
     Outcome,
     Scenario,
+    Verdict,
     outcome_of,
     plain,
     steer_while_held,
@@ -39,7 +40,12 @@ def _record(event: Any) -> None:
 
 _DURABLE = {
     s.name: DurableAgent(
-        s.agent(), name=f"conformance-{s.name}", on_event=_record, steerable=s.steer is not None
+        s.agent(),
+        name=f"conformance-{s.name}",
+        on_event=_record,
+        steerable=s.steer is not None,
+        models=s.models(),
+        output_types=s.output_types(),
     )
     for s in SCENARIOS
 }
@@ -59,6 +65,8 @@ class DBOSRuntime:
             history=scenario.history,
             run_id=run_id,
             conversation_id="conformance",
+            output_type=scenario.run_output_type,
+            **scenario.options,
         )
         await steer_while_held(scenario, lambda text: durable.steer(run_id, text))
         for answers in scenario.answers:
@@ -128,6 +136,13 @@ async def test_the_plain_outcomes_are_what_the_scenarios_mean() -> None:
         "RunFinished",
     )
     assert outcomes["tool-crash"].events[-1] == "RunFailed"
+    assert outcomes["model-keyword"].output == "from the run's own model"
+    assert outcomes["settings-keyword"].output == "temperature 0.25"
+    assert outcomes["usage-limits-keyword"].failure is not None
+    assert outcomes["usage-limits-keyword"].failure[0] == "limit"
+    assert outcomes["usage-limits-keyword"].requests == 2
+    assert outcomes["output-type-keyword"].output == Verdict("good", 3)
+    assert outcomes["deps-keyword"].output == "for ada"
     await asyncio.sleep(0)
 
 
@@ -196,8 +211,9 @@ async def test_a_repeated_approval_never_approves_the_next_pause(launched: Path)
 async def test_a_stale_answer_arriving_late_is_refused_by_the_run(launched: Path) -> None:
     """An HTTP retry that slipped past the client's check reaches the run itself."""
     from golem_core import Approved
-    from golem_shell.durable import _REJECTED_EVENT, ANSWERS_TOPIC
+    from golem_shell.durable import ANSWERS_TOPIC
     from golem_shell.engines._records import AnswersSent, encode
+    from golem_shell.engines.dbos._common import REJECTED_EVENT
 
     _DELETED.clear()
     run_id = await _REMOVER.start("clean", run_id="answers-late")
@@ -208,7 +224,7 @@ async def test_a_stale_answer_arriving_late_is_refused_by_the_run(launched: Path
     await dbos.DBOS.send_async(run_id, stale, ANSWERS_TOPIC)
     rejected = None
     for _ in range(400):
-        rejected = await dbos.DBOS.get_event_async(run_id, _REJECTED_EVENT, 0)
+        rejected = await dbos.DBOS.get_event_async(run_id, REJECTED_EVENT, 0)
         if rejected:
             break
         await asyncio.sleep(0.02)

@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 import pytest
-from durable_app import EFFECTS, make_agent, tool_counts
+from durable_app import EFFECTS, make_agent, make_models, tool_counts
 from durable_server import DurableModelServer, running_server
 
 from golem_core import Message, ModelErrorKind, Role, ToolCallPart, history_from_jsonable
@@ -40,6 +40,7 @@ from golem_shell import (
     ModelError,
     RunError,
     Stage,
+    Steering,
     UsageError,
     tool,
 )
@@ -50,6 +51,9 @@ from golem_shell.durable import DurableAgent  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
 WORKER = TESTS / "durable_worker.py"
+_WORKER_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
+"""A worker imports this tree's golem (a script's own directory comes first on its path,
+so without this it would import the installed one)."""
 
 
 def _plain(messages: tuple[Message, ...]) -> list[Message]:
@@ -412,6 +416,64 @@ class _NoTools:
         return ()
 
 
+# -- the run keywords (issue 45 item 2; each keyword's outcome: tests/test_conformance.py) ---
+
+
+def _judge_or_say(request: Any) -> Message | str:
+    if any(t.name == "final_result" for t in request.tools):
+        return Message(
+            Role.ASSISTANT, (ToolCallPart("v1", "final_result", '{"label": "fine", "score": 2}'),)
+        )
+    return "from the agent's model"
+
+
+FAST = FunctionModel(lambda r: "from the fast model")
+KEYWORDS = DurableAgent(
+    Agent(FunctionModel(_judge_or_say)),
+    name="keywords",
+    models={"fast": FAST},
+    output_types={"verdict": Verdict},
+)
+
+
+@pytest.mark.anyio
+async def test_a_run_names_its_model_and_output_type_as_registered(launched: Path) -> None:
+    by_name = await KEYWORDS.run("hi", model="fast", run_id="kw-by-name")
+    by_instance = await KEYWORDS.run("hi", model=FAST, run_id="kw-by-instance")
+    own = await KEYWORDS.run("hi", run_id="kw-own")
+    assert [r.output for r in (by_name, by_instance, own)] == [
+        "from the fast model",
+        "from the fast model",
+        "from the agent's model",
+    ]
+    judged = await KEYWORDS.run("judge", output_type="verdict", run_id="kw-verdict")
+    assert judged.output == Verdict("fine", 2)
+    # read back by run id, the output is the run's own type (recorded with its end)
+    assert (await KEYWORDS.result("kw-verdict")).output == Verdict("fine", 2)
+
+
+@pytest.mark.anyio
+async def test_keywords_that_cannot_be_recorded_are_refused(launched: Path) -> None:
+    refused: list[tuple[dict[str, Any], str]] = [
+        ({"on_event": print}, r"on_event=.*DurableAgent\(\.\.\., on_event=\.\.\.\)"),
+        ({"steering": Steering()}, r"steering=.*DurableAgent\.steer\(run_id"),
+        ({"model": FunctionModel(lambda r: "x")}, r"model=.*register it.*models="),
+        ({"model": "opnai:gpt-4o"}, "unknown model"),
+        ({"deps": object()}, r"deps=.*as JSON.*DurableAgent\(\.\.\., deps="),
+        ({"deps": {"ids": (1, 2)}}, r"deps=.*as JSON"),  # a tuple would read back a list
+    ]
+    for i, (options, match) in enumerate(refused):
+        with pytest.raises(UsageError, match=match):
+            await KEYWORDS.start("hi", run_id=f"kw-refused-{i}", **options)
+        assert await dbos.DBOS.get_workflow_status_async(f"kw-refused-{i}") is None
+    with pytest.raises(UsageError, match=r"output_type=.*register it.*output_types="):
+        await KEYWORDS.run("hi", output_type=int)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'temperature'"):
+        await KEYWORDS.start("hi", temperature=0.2)  # type: ignore[call-arg]
+    with pytest.raises(UsageError, match="is not a Model"):
+        DurableAgent(Agent(FunctionModel(lambda r: "x")), name="bad-models", models={"m": "x"})  # type: ignore[dict-item]
+
+
 def test_every_step_output_is_plain_json_in_the_message_contract(launched: Path) -> None:
     asyncio.run(DURABLE["two-tools"].run("recorded", run_id="unit-json"))
     with sqlite3.connect(launched) as db:
@@ -472,6 +534,7 @@ class Worker:
             stdout=subprocess.DEVNULL,
             stderr=self.stderr,
             cwd=TESTS.parent,
+            env=_WORKER_ENV,
         )
 
     def died(self) -> str | None:
@@ -661,6 +724,48 @@ def _postgres_steps(db: str, run_id: str) -> list[tuple[str, str, str]]:
             " where workflow_uuid = %s order by function_id",
             (run_id,),
         ).fetchall()
+
+
+def test_a_recovered_run_keeps_its_recorded_model(
+    tmp_path: Path, model_server: DurableModelServer
+) -> None:
+    """Issue 45 item 2: the worker is killed with the run's second request in flight, and
+    the worker that recovers it has another default model (``"changed"``): the run goes
+    on with the model it recorded when it started, while a run started there now uses
+    the new default."""
+    model_server.reset()
+    label, run_id = "keeps its model", "keep-model"
+    fresh = ("keep-model-fresh", "started after the change")
+    model_server.block.add((label, 2))
+    base = {
+        "db": f"sqlite:///{tmp_path / 'golem.sqlite'}",
+        "executor": "keep-model",
+        "model": model_server.url,
+        "log": str(tmp_path / "tools.log"),
+        "dir": str(tmp_path),
+        "runs": [(run_id, label)],
+    }
+    first = Worker(tmp_path, "first", {**base, "mode": "start"})
+    try:
+        _wait_for(lambda: model_server.arrived(label, 2), [first], "the second request")
+    finally:
+        first.kill()
+    model_server.release()
+    second = Worker(
+        tmp_path,
+        "second",
+        {**base, "mode": "resume", "default_model": "changed", "fresh": [fresh]},
+    )
+    second.finish()
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results[run_id]["output"] == f"finished {label}: step 2 done"
+    assert [model_server.models[(label, n)] for n in (1, 2, 3)] == [
+        ["durable-test"],
+        ["durable-test", "durable-test"],  # the request in flight at the kill, sent again
+        ["durable-test"],
+    ]
+    assert model_server.models[(fresh[1], 1)] == ["changed-model"]
+    assert make_models(model_server.url)["changed"].name == "openai:changed-model"
 
 
 def test_killed_worker_resumes_every_run_on_postgres(

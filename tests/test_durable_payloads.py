@@ -296,7 +296,8 @@ async def test_temporal_missing_blob_fails_the_run_promptly(temporal_server: Any
 # -- DBOS -----------------------------------------------------------------------------------
 
 dbos = pytest.importorskip("dbos", reason="the dbos extra is not installed")
-from golem_shell.durable import DurableAgent, _durable_run  # noqa: E402
+from golem_shell.durable import DurableAgent  # noqa: E402
+from golem_shell.engines.dbos._workflow import durable_run  # noqa: E402
 
 D_BIG = DurableAgent(Agent(FunctionModel(_big_tools), tools=[fetch]), name="d-big")
 D_ECHO = DurableAgent(Agent(FunctionModel(_echo_length)), name="d-echo")
@@ -398,7 +399,7 @@ async def test_dbos_missing_blob_fails_the_run_promptly(launched: Path) -> None:
         "now": "2025-01-01T00:00:00+00:00",
     }
     with dbos.SetWorkflowID(run_id):
-        await dbos.DBOS.start_workflow_async(_durable_run, "d-echo", payload)
+        await dbos.DBOS.start_workflow_async(durable_run, "d-echo", payload)
     with pytest.raises(RunError) as failed:
         await asyncio.wait_for(D_ECHO.result(run_id), 30)
     assert failed.value.stage is Stage.HISTORY

@@ -200,7 +200,6 @@ def test_a_long_module_says_why() -> None:
     assert unreasoned == [], f"over {LONG} lines without '{LONG_REASON} ...': {unreasoned}"
 
 
-@pytest.mark.xfail(strict=False, reason="issue 45: the engines split is on another branch")
 def test_the_engines_stay_short() -> None:
     shell = ROOT / "golem_shell"
     engines = [

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -39,6 +40,7 @@ from golem_shell import (
     FunctionModel,
     RunError,
     Stage,
+    Steering,
     UsageError,
     tool,
 )
@@ -51,6 +53,9 @@ from golem_shell.temporal import TemporalAgent
 
 TESTS = Path(__file__).resolve().parent
 WORKER = TESTS / "temporal_worker.py"
+_WORKER_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
+"""A worker imports this tree's golem (a script's own directory comes first on its path,
+so without this it would import the installed one)."""
 
 
 def _plain(messages: tuple[Message, ...]) -> list[Message]:
@@ -445,6 +450,67 @@ async def test_misuse_is_a_usage_error(temporal_server: Any) -> None:
         TemporalAgent(Agent(FunctionModel(lambda r: "x")), name="unit-two-tools")
 
 
+# -- the run keywords (issue 45 item 2; each keyword's outcome: test_temporal_conformance.py)
+
+
+def _judge_or_say(request: Any) -> Message | str:
+    if any(t.name == "final_result" for t in request.tools):
+        return Message(
+            Role.ASSISTANT, (ToolCallPart("v1", "final_result", '{"label": "fine", "score": 2}'),)
+        )
+    return "from the agent's model"
+
+
+FAST = FunctionModel(lambda r: "from the fast model")
+KEYWORDS = TemporalAgent(
+    Agent(FunctionModel(_judge_or_say)),
+    name="unit-keywords",
+    task_queue=QUEUE,
+    models={"fast": FAST},
+    output_types={"verdict": Verdict},
+)
+
+
+@pytest.mark.anyio
+async def test_a_run_names_its_model_and_output_type_as_registered(temporal_server: Any) -> None:
+    async with _working(temporal_server.address) as client:
+        by_name = await KEYWORDS.run(client, "hi", model="fast", run_id=_id("kw"))
+        by_instance = await KEYWORDS.run(client, "hi", model=FAST, run_id=_id("kw"))
+        own = await KEYWORDS.run(client, "hi", run_id=_id("kw"))
+        judged = await KEYWORDS.run(client, "judge", output_type="verdict", run_id=_id("kw"))
+        again = await KEYWORDS.result(client, judged.run_id)
+    assert [r.output for r in (by_name, by_instance, own)] == [
+        "from the fast model",
+        "from the fast model",
+        "from the agent's model",
+    ]
+    # read back by run id, the output is the run's own type (recorded with its end)
+    assert judged.output == again.output == Verdict("fine", 2)
+
+
+@pytest.mark.anyio
+async def test_keywords_that_cannot_be_recorded_are_refused(temporal_server: Any) -> None:
+    refused: list[tuple[dict[str, Any], str]] = [
+        ({"on_event": print}, r"on_event=.*TemporalAgent\(\.\.\., on_event=\.\.\.\)"),
+        ({"steering": Steering()}, r"steering=.*TemporalAgent\.steer\(run_id"),
+        ({"model": FunctionModel(lambda r: "x")}, r"model=.*register it.*models="),
+        ({"model": "opnai:gpt-4o"}, "unknown model"),
+        ({"deps": object()}, r"deps=.*as JSON.*TemporalAgent\(\.\.\., deps="),
+        ({"deps": {"ids": (1, 2)}}, r"deps=.*as JSON"),  # a tuple would read back a list
+    ]
+    client = await Client.connect(temporal_server.address)
+    for options, match in refused:
+        run_id = _id("kw-refused")
+        with pytest.raises(UsageError, match=match):
+            await KEYWORDS.start(client, "hi", run_id=run_id, **options)
+        with pytest.raises(UsageError, match="no durable run"):  # nothing was started
+            await KEYWORDS.result(client, run_id)
+    with pytest.raises(UsageError, match=r"output_type=.*register it.*output_types="):
+        await KEYWORDS.run(client, "hi", output_type=int)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'temperature'"):
+        await KEYWORDS.start(client, "hi", temperature=0.2)  # type: ignore[call-arg]
+
+
 def test_importing_without_temporalio_names_the_extra() -> None:
     code = (
         "import sys; sys.modules['temporalio'] = None\n"
@@ -492,6 +558,7 @@ class Worker:
             stdout=subprocess.DEVNULL,
             stderr=self.stderr,
             cwd=TESTS.parent,
+            env=_WORKER_ENV,
         )
 
     def died(self) -> str | None:
@@ -634,6 +701,52 @@ async def test_killed_worker_resumes_every_run(
         )
         assert _plain(results[run_id].messages) == _plain(plain.messages), run_id
         assert len(results[run_id].new_messages) == len(plain.new_messages)
+
+
+@pytest.mark.anyio
+async def test_a_recovered_run_keeps_its_recorded_model(
+    tmp_path: Path, temporal_server: Any, model_server: DurableModelServer, durable_app: Any
+) -> None:
+    """Issue 45 item 2: the worker is killed with the run's second request in flight, and
+    the worker that takes the run over has another default model (``"changed"``): the run
+    goes on with the model it recorded when it started."""
+    durable, _ = durable_app
+    model_server.reset()
+    queue = f"keep-model-{uuid.uuid4().hex[:8]}"
+    label, run_id = f"{queue} keeps its model", queue
+    model_server.block.add((label, 2))
+    base = {
+        "address": temporal_server.address,
+        "queue": queue,
+        "model": model_server.url,
+        "log": str(tmp_path / "tools.log"),
+        "blobs": durable.blobs.path,
+    }
+    client = await Client.connect(temporal_server.address)
+    durable.task_queue = queue
+    first = Worker(tmp_path, "first", base)
+    try:
+        await durable.start(client, label, run_id=run_id)
+
+        async def second_request() -> bool:
+            return model_server.arrived(label, 2)
+
+        await _until(second_request, [first], "the second request")
+    finally:
+        first.kill()
+    model_server.release()
+    second = Worker(tmp_path, "second", {**base, "default_model": "changed"})
+    try:
+        result = await durable.result(client, run_id)
+    finally:
+        second.kill()
+    assert (tmp_path / "second.model").read_text() == "openai:changed-model"
+    assert result.output == f"finished {label}: step 2 done"
+    assert [model_server.models[(label, n)] for n in (1, 2, 3)] == [
+        ["durable-test"],
+        ["durable-test", "durable-test"],  # the request in flight at the kill, sent again
+        ["durable-test"],
+    ]
 
 
 @pytest.mark.anyio

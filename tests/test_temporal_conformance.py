@@ -52,7 +52,12 @@ def _record(event: Any) -> None:
 
 _DURABLE = {
     s.name: TemporalAgent(
-        s.agent(), name=f"conformance-{s.name}", task_queue=QUEUE, on_event=_record
+        s.agent(),
+        name=f"conformance-{s.name}",
+        task_queue=QUEUE,
+        on_event=_record,
+        models=s.models(),
+        output_types=s.output_types(),
     )
     for s in SCENARIOS
 }
@@ -77,6 +82,8 @@ class TemporalRuntime:
             history=scenario.history,
             run_id=run_id,
             conversation_id="conformance",
+            output_type=scenario.run_output_type,
+            **scenario.options,
         )
         await steer_while_held(scenario, lambda text: durable.steer(self.client, run_id, text))
         for answers in scenario.answers:

@@ -1,11 +1,16 @@
-"""The durable engines room: runs that survive a crash, on DBOS and on Temporal.
+"""The durable engines room: where a run of an ``Agent`` is recorded so it survives its
+worker, on DBOS and on Temporal.
 
-``_engine`` is what every engine does the same way around the driver (input, first
-state, end); ``_records`` the values an engine records, as plain JSON; ``_blobs`` the
-content-addressed store that keeps history by reference. Users import the engines from
-``golem_shell.durable`` (DBOS) and ``golem_shell.temporal``.
+Owns nothing public. Its modules: ``_engine`` (what every engine does the same way around
+the driver: the run's JSON input, its first state, its recorded end and the result read
+back), ``_records`` (every recorded value as JSON, from one table), ``_blobs``
+(conversations stored by reference, once per message), ``_keywords`` (a run's keywords,
+recorded, and its spec built from the record), ``dbos/`` (the DBOS engine) and
+``temporal/`` (the Temporal engine), each by role: ``_common``, ``_workflow``, ``_client``
+(and Temporal's ``_activities``). Users import the engines from their faces,
+``golem_shell.durable`` and ``golem_shell.temporal``, which re-export them.
 
-May import: everything of the shell below it (``_agent``, ``run/``, ``tools/``,
-``observe/``, ``context/``, ``models/``, the leaves) and ``golem_core``'s public modules.
-Nothing but the public faces and ``ui/`` imports this room.
+May import: ``golem_core``'s public modules and everything of the shell below it
+(``_agent``, ``run/``, ``tools/``, ``observe/``, ``context/``, ``models/``, the leaves).
+Nothing below it imports it: only the two faces, ``ui/`` and tests do.
 """

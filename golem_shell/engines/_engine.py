@@ -2,11 +2,12 @@
 
 Owns the engine-neutral parts of a durable run (DBOS in ``golem_shell.durable``, Temporal
 in ``golem_shell.temporal``, a third engine next): checking the agent an engine wraps,
-the JSON input a run is started with, resolving dynamic instructions as a recorded
-value, the run's first state (built inside the workflow body, deterministically), the
-recorded end of a run (``RunEnded``) made from the driver's last command, and the
-``RunResult`` (or ``RunError``) read back from it. An engine adds only how it records
-effects and how a paused run receives its answers.
+the JSON input a run is started with (its recorded keywords among it, which
+``golem_shell.engines._keywords`` builds the run's spec from), resolving dynamic
+instructions as a recorded value, the run's first state (built inside the workflow body,
+deterministically), the recorded end of a run (``RunEnded``) made from the driver's last
+command, and the ``RunResult`` (or ``RunError``) read back from it. An engine adds only
+how it records effects and how a paused run receives its answers.
 
 Conversations go by reference (ADR 0125): the input, the processor's outcome and the end
 hold the head of a chain of messages in the engine's ``BlobStore``
@@ -49,6 +50,7 @@ from golem_shell.engines._records import (
     CorruptRecord,
     InstructionsResolved,
     ProcessorRan,
+    RecordedOptions,
     RunEnded,
     Waiting,
     decode_as,
@@ -66,6 +68,7 @@ from golem_shell.run._setup import (
 )
 from golem_shell.run._setup import first_state as spec_first_state
 from golem_shell.run._setup import resolve_instructions as spec_instructions
+from golem_shell.tools._output import Output
 from golem_shell.tools._schema import ValidationFailed, validate
 from golem_shell.tools._tools import RunContext
 
@@ -80,6 +83,7 @@ __all__ = [
     "input_history",
     "instructions_failed",
     "processed_of",
+    "recorded_options",
     "resolve_instructions",
     "result_of",
     "run_chain",
@@ -87,6 +91,7 @@ __all__ = [
     "run_processor",
     "set_up",
     "static_instructions",
+    "unreadable",
     "waiting_of",
 ]
 
@@ -215,11 +220,12 @@ def run_input(
     run_id: str | None,
     conversation_id: str | None,
     store: BlobStore,
+    options: RecordedOptions,
 ) -> JSON:
     """The JSON a durable run starts from: ids (checked as ``Agent`` checks them), the
-    head of the history's chain (stored in ``store`` here, once per message: a message
-    a previous run stored is not written again), the prompt and the time it was
-    submitted (the prompt message's time)."""
+    head of the history's chain (stored in ``store`` here, once per message: a message a previous
+    run stored is not written again), the prompt, the time it was submitted (the prompt
+    message's time) and the run's recorded keywords (``golem_shell.engines._keywords``)."""
     history = check_history(history)
     parts = prompt_parts(prompt)
     run_id, conversation_id = run_ids(history, run_id, conversation_id)
@@ -229,7 +235,13 @@ def run_input(
         "historyHead": messages_chain(store, history).head,
         "prompt": None if parts is None else PARTS[0](parts),
         "now": datetime.now(UTC).isoformat(),
+        "options": encode(options),
     }
+
+
+def recorded_options(run_input: JSON) -> RecordedOptions:
+    """The keywords a run's input recorded (none: a run started before they were)."""
+    return decode_as(RecordedOptions, run_input.get("options", {"type": "options"}), "options")
 
 
 async def resolve_instructions(spec: RunSpec, context: RunContext[Any]) -> JSON:
@@ -296,6 +308,19 @@ def processed_of(recorded: JSON, store: BlobStore) -> Processed:
     if ran.history is not None:
         return Success(load_chain(store, MESSAGE_CHAIN, ran.history or None, "processed").values)
     return Success(ran.messages or ())
+
+
+def unreadable(name: str, run_input: JSON, reason: str) -> RunEnded:
+    """The end of a run whose records this worker cannot read: a blob another store
+    holds, a recorded model or output type it does not register (stage ``history``)."""
+    return RunEnded(
+        name,
+        "failed",
+        run_input["runId"],
+        run_input["conversationId"],
+        stage=Stage.HISTORY.value,
+        reason=reason,
+    )
 
 
 def instructions_failed(name: str, run_input: JSON, reason: str) -> RunEnded:
@@ -376,11 +401,17 @@ def _by_reference(
 
 
 def ended(
-    name: str, spec: RunSpec, end: Finish | Fail, store: BlobStore, known: Chain[Message]
+    name: str,
+    spec: RunSpec,
+    end: Finish | Fail,
+    store: BlobStore,
+    known: Chain[Message],
+    output_type: str | None = None,
 ) -> RunEnded:
     """The recorded end of a run from the driver's last command; its messages are
     stored in ``store`` (a chain extending ``known``, the run's conversation so far) and
-    the record holds their head."""
+    the record holds their head, and ``output_type``, the key of the run's own output
+    type (``RecordedOptions.output_type``), so its output is read back into it."""
     state = end.state
     config = state.config
     if isinstance(end, Fail):
@@ -411,6 +442,7 @@ def ended(
         requests=state.requests,
         tool_executions=state.tool_executions,
         output=spec.output.dump(end.output),
+        output_type=output_type,
     )
 
 
@@ -423,9 +455,15 @@ def ended_messages(record: RunEnded, store: BlobStore) -> tuple[Message, ...]:
 
 
 def result_of(
-    wrapper: str, name: str, spec: RunSpec, value: JSON, store: BlobStore
+    wrapper: str,
+    name: str,
+    outputs: Callable[[str | None], Output],
+    value: JSON,
+    store: BlobStore,
 ) -> RunResult[Any]:
-    """The ``RunResult`` a recorded end stands for (its messages read from ``store``).
+    """The ``RunResult`` a recorded end stands for (its messages read from ``store``; its
+    output read back into ``outputs(key)``, the output of the run's recorded output type
+    key, ``None`` for the agent's: ``Keywords.output_of``).
 
     Raises:
         RunError: the run failed (``partial`` holds the evidence it recorded).
@@ -460,9 +498,13 @@ def result_of(
             )
         raise RunError(Stage(str(record.stage)), str(record.reason), partial=partial)
     output: Any = record.output
-    if not spec.output.text:
+    try:
+        kind = outputs(record.output_type)
+    except UsageError as e:
+        raise CorruptRecord(f"the recorded output cannot be read back: {e}") from e
+    if not kind.text:
         try:
-            output = validate(output, spec.output.type, path="output")
+            output = validate(output, kind.type, path="output")
         except ValidationFailed as e:
             raise CorruptRecord(f"the recorded output no longer fits the output type: {e}") from e
     return RunResult(

@@ -28,6 +28,7 @@ from golem_core import (
     ExternalResult,
     Message,
     ModelErrorKind,
+    ModelSettings,
     Part,
     ToolCallPart,
     Usage,
@@ -46,13 +47,16 @@ from golem_core.loop import (
     ToolRetry,
     ToolReturned,
 )
+from golem_shell.run._limits import UsageLimits
 
 __all__ = [
     "RECORDS",
     "AnswersSent",
     "CorruptRecord",
     "InstructionsResolved",
+    "NO_DEPS",
     "ProcessorRan",
+    "RecordedOptions",
     "RunEnded",
     "Waiting",
     "decode",
@@ -140,6 +144,32 @@ class RunEnded:
     reason: str | None = None
     system: tuple[Message, ...] = ()
     history: str | None = None
+    output_type: str | None = None
+    """The key of the run's own output type (``output_type=``) in the engine's
+    ``output_types``; ``None``: the agent's."""
+
+
+NO_DEPS: Any = type("NoDeps", (), {"__repr__": lambda self: "NO_DEPS"})()
+"""The ``deps`` of ``RecordedOptions`` of a run that passed none (``None`` is a value)."""
+
+
+@frozen
+class RecordedOptions:
+    """The run keywords a durable run was started with, as its input records them; its
+    spec is built from them and the agent (never from the agent's defaults of the day).
+
+    ``model``: a key of the engine's ``models`` or a ``"provider:model"`` string (the
+    run's ``model=``, or the agent's own model when it is registered); ``agent_model``:
+    the name of the agent's own model when it is not registered (a worker whose agent
+    has another model refuses the run); ``output_type``: a key of the engine's
+    ``output_types``; ``deps``: the run's JSON deps (``NO_DEPS``: the worker's)."""
+
+    model: str | None = None
+    agent_model: str | None = None
+    settings: ModelSettings | None = None
+    usage_limits: UsageLimits | None = None
+    output_type: str | None = None
+    deps: Any = NO_DEPS
 
 
 # -- field codecs: (encode, decode) ---------------------------------------------------------
@@ -198,6 +228,16 @@ def _usage(value: JSON, where: str) -> Usage:
         return _CONVERTER.structure(value, Usage)
     except (ValueError, TypeError, KeyError) as e:
         raise CorruptRecord(f"{where}: {e}") from None
+
+
+def _structured(kind: type[T]) -> Codec:
+    def dec(value: JSON, where: str) -> T:
+        try:
+            return _CONVERTER.structure(value, kind)
+        except (ValueError, TypeError, KeyError) as e:
+            raise CorruptRecord(f"{where}: {e}") from None
+
+    return (lambda v: _CONVERTER.unstructure(v), dec)
 
 
 def _decode_list(value: JSON, where: str) -> list[Any]:
@@ -366,6 +406,19 @@ RECORDS: tuple[Record, ...] = (
             _f("reason", _optional(TEXT), optional=True),
             _f("system", MESSAGES, optional=True),
             _f("history", _optional(TEXT), optional=True),
+            _f("output_type", _optional(TEXT), optional=True),
+        ),
+    ),
+    Record(
+        "options",
+        RecordedOptions,
+        (
+            _f("model", _optional(TEXT), optional=True),
+            _f("agent_model", _optional(TEXT), optional=True),
+            _f("settings", _optional(_structured(ModelSettings)), optional=True),
+            _f("usage_limits", _optional(_structured(UsageLimits)), optional=True),
+            _f("output_type", _optional(TEXT), optional=True),
+            _f("deps", ANY, optional=True),
         ),
     ),
 )

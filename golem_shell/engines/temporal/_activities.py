@@ -1,0 +1,166 @@
+"""The Temporal engine's activities: each effect of a run, recorded in its workflow's
+history before the run moves on.
+
+Owns ``golem.instructions`` (dynamic instructions), ``golem.processor`` (the history
+processor, once per run), ``golem.compact`` (compact and retry's one compaction),
+``golem.request`` (one model request, the adapter's retries inside) and ``golem.tool``
+(one tool call). Each finds the run's agent by the name its payload carries, reads the
+conversation by its chain's head in the agent's blob store, heartbeats while it works (a
+dead worker is noticed and the effect scheduled again) and returns its outcome as
+``golem_shell.engines._records`` JSON, stashed in the store when large. A failure is an
+outcome, never an activity retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Sequence
+from typing import Any
+
+import attrs
+from temporalio import activity
+
+from golem_core import Message, ModelRequest, Usage
+from golem_core.loop import CompactHistory, CompactionDeclined, RequestModel, RunConfig, RunState
+from golem_shell.engines._blobs import MESSAGE_CHAIN, load_chain, messages_chain, stash, unstash
+from golem_shell.engines._engine import recorded_options, resolve_instructions, run_processor
+from golem_shell.engines._records import CALL, MESSAGES, USAGE, encode
+from golem_shell.engines.temporal._common import CONVERTER, JSON, Engine, registered
+from golem_shell.run._asyncio import AgentEffects
+from golem_shell.run._setup import RunSpec, compact_once
+from golem_shell.tools._tools import RunContext
+
+__all__ = [
+    "ACTIVITIES",
+    "compact_activity",
+    "instructions_activity",
+    "processor_activity",
+    "request_activity",
+    "tool_activity",
+]
+
+
+async def _beating(durable: Engine, work: Awaitable[JSON]) -> JSON:
+    """Await ``work``, heartbeating meanwhile, so a dead worker is noticed in time; its
+    result crosses stashed when it is large (``STASH_LIMIT``)."""
+    timeout = activity.info().heartbeat_timeout
+    task = asyncio.ensure_future(work)
+    if not timeout:
+        return stash(durable.blobs, await task)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=timeout.total_seconds() / 3)
+            if done:
+                return stash(durable.blobs, task.result())
+            activity.heartbeat()
+    finally:
+        if not task.done():
+            task.cancel()
+
+
+def _arrived(payload: JSON) -> tuple[Engine, JSON]:
+    """The agent an activity's payload names, and the payload (read back if stashed)."""
+    durable = registered(payload["agent"])
+    return durable, unstash(durable.blobs, payload, "activity input")
+
+
+def _history(durable: Engine, payload: JSON) -> tuple[Message, ...]:
+    """The conversation an activity's payload names by its chain's head."""
+    return load_chain(durable.blobs, MESSAGE_CHAIN, payload["history"], "history").values
+
+
+def _context(durable: Engine, payload: JSON) -> RunContext[Any]:
+    deps = durable.keywords.deps(recorded_options(payload), durable.deps)
+    return RunContext(deps, payload["runId"], payload["conversationId"])
+
+
+def _spec(durable: Engine, payload: JSON) -> RunSpec:
+    """The run's spec, from the keywords its payload carries as the run recorded them."""
+    return durable.keywords.spec(recorded_options(payload))
+
+
+def _seen(payload: JSON, messages: Sequence[Message] = ()) -> RunState:
+    """A state holding what an effect reads of the run (its ids, messages, counts)."""
+    config = RunConfig(run_id=payload["runId"], conversation_id=payload["conversationId"])
+    usage = USAGE[1](payload["usage"], "usage") if "usage" in payload else Usage()
+    return RunState(config, tuple(messages), usage=usage, requests=payload.get("requests", 0))
+
+
+@activity.defn(name="golem.instructions")
+async def instructions_activity(payload: JSON) -> JSON:
+    """Resolve the dynamic instructions of the run's agent."""
+    durable, payload = _arrived(payload)
+    spec = _spec(durable, payload)
+    return await _beating(durable, resolve_instructions(spec, _context(durable, payload)))
+
+
+@activity.defn(name="golem.processor")
+async def processor_activity(payload: JSON) -> JSON:
+    """Run the history processor of the run's agent once on the supplied history (named
+    by its chain's head); the processed history is stored, the result holds its head."""
+    durable, payload = _arrived(payload)
+    spec = _spec(durable, payload)
+    history = _history(durable, payload)
+    return await _beating(durable, run_processor(spec, history, durable.blobs))
+
+
+@activity.defn(name="golem.request")
+async def request_activity(payload: JSON) -> JSON:
+    """Send one model request (its messages named by their chain's head); a failure
+    comes back as a recorded ``ModelFailed``."""
+    durable, payload = _arrived(payload)
+    set_up = unstash(durable.blobs, payload["request"], "model request")
+    request = CONVERTER.structure({**set_up, "messages": []}, ModelRequest)
+    request = attrs.evolve(request, messages=_history(durable, payload))
+    effects = AgentEffects(_spec(durable, payload), _context(durable, payload), None)
+
+    async def once() -> JSON:
+        return encode(await effects.request(RequestModel(request), _seen(payload)))
+
+    return await _beating(durable, once())
+
+
+@activity.defn(name="golem.tool")
+async def tool_activity(payload: JSON) -> JSON:
+    """Execute one tool call (the run's messages named by their chain's head); its
+    outcome (a crash included) comes back recorded."""
+    durable, payload = _arrived(payload)
+    call = CALL[1](payload["call"], "call")
+    system = MESSAGES[1](payload["system"], "system")
+    state = _seen(payload, system + _history(durable, payload))
+    effects = AgentEffects(_spec(durable, payload), _context(durable, payload), None)
+    (work,) = effects.tools((call,), state)
+
+    async def once() -> JSON:
+        return encode(await work)
+
+    return await _beating(durable, once())
+
+
+@activity.defn(name="golem.compact")
+async def compact_activity(payload: JSON) -> JSON:
+    """Compact once for compact and retry (ADR 0141), with the run's history processor,
+    on the history named by its chain's head."""
+    durable, payload = _arrived(payload)
+    command = CompactHistory(_history(durable, payload), payload["keep"], payload["reason"])
+    return await _beating(durable, _compacted(durable, _spec(durable, payload), command))
+
+
+async def _compacted(durable: Engine, spec: RunSpec, command: CompactHistory) -> JSON:
+    outcome = await compact_once(spec, command)
+    if isinstance(outcome, CompactionDeclined):
+        return encode(outcome)
+    # the history as stored bytes (by its chain's head): Temporal's JSON would reorder
+    # the keys of the messages' extra fields on the way
+    head = messages_chain(durable.blobs, outcome.history).head
+    return {"type": "compactedRef", "history": head, "record": outcome.record.to_json()}
+
+
+ACTIVITIES = (
+    instructions_activity,
+    processor_activity,
+    compact_activity,
+    request_activity,
+    tool_activity,
+)
+"""The activities a worker of golem runs registers (with ``GolemRun``)."""
