@@ -51,9 +51,11 @@ class Backend:
         return store
 
     def sql(self, statement: str) -> str:
-        """``statement`` with ``{M}``, ``{B}``, ``{C}`` naming this backend's tables."""
+        """``statement`` with ``{M}``, ``{B}``, ``{C}``, ``{K}`` naming this backend's tables."""
         t = self.table
-        text = statement.format(M=f"{t}_messages", B=f"{t}_branches", C=f"{t}_conversations")
+        text = statement.format(
+            M=f"{t}_messages", B=f"{t}_branches", C=f"{t}_conversations", K=f"{t}_marks"
+        )
         return text if self.kind == "sqlite" else text.replace("?", "%s")
 
     def raw(self, statement: str, *params: object) -> list[tuple[Any, ...]]:

@@ -51,6 +51,7 @@ from golem_shell.store._errors import (
     check_id,
     messages_count,
 )
+from golem_shell.store._pages import rewrite_marks
 from golem_shell.store._rows import (
     BranchRow,
     Config,
@@ -158,8 +159,11 @@ def rechain(
             tuple(updates),
         )
     revision = row.revision + 1
-    new = attrs.evolve(row, link=previous, revision=revision, rechained=revision)
-    yield write_branch(d, owner, sign(config, owner, new))
+    new = sign(
+        config, owner, attrs.evolve(row, link=previous, revision=revision, rechained=revision)
+    )
+    yield write_branch(d, owner, new)
+    yield from rewrite_marks(d, config, owner, new)
     for child in (yield from _children(d, owner, cid, branch, start)):  # they share ``start``
         yield from rechain(d, config, owner, child.conversation_id, child.branch, start)
 
@@ -362,7 +366,9 @@ def _materialize(d: Dialect, owner: str, row: BranchRow, config: Config) -> Step
             + " AND position >= ? AND position < ?",
             row.conversation_id, row.branch, owner, seg_cid, seg_branch, lo, hi,
         )  # fmt: skip
-    yield write_branch(d, owner, sign(config, owner, attrs.evolve(row, parent=None, at=0)))
+    own = sign(config, owner, attrs.evolve(row, parent=None, at=0))
+    yield write_branch(d, owner, own)
+    yield from rewrite_marks(d, config, owner, own)
 
 
 def _delete(
@@ -390,6 +396,7 @@ def _delete(
         gone.add(message_ref(_decode(config.cipher.open_text(owner, text), cid, int(position))))
     where = " WHERE owner = ? AND conversation_id = ?"
     yield d.q("DELETE FROM {M}" + where, owner, cid)
+    yield d.q("DELETE FROM {K}" + where, owner, cid)
     yield d.q("UPDATE {B} SET parent_conversation = NULL, parent_branch = NULL" + where, owner, cid)
     yield d.q("DELETE FROM {B}" + where, owner, cid)
     yield d.q("DELETE FROM {C}" + where, owner, cid)

@@ -25,10 +25,19 @@ from golem_shell.store._ops import (
     list_op,
     load_op,
 )
+from golem_shell.store._pages import page_op
 from golem_shell.store._rows import Config
 from golem_shell.store._sql import Dialect, Operation
 from golem_shell.store._tombstone import PartFilter
-from golem_shell.store._values import MAIN, BranchInfo, Head, Receipt, VerifyReport, Window
+from golem_shell.store._values import (
+    MAIN,
+    BranchInfo,
+    Head,
+    Page,
+    Receipt,
+    VerifyReport,
+    Window,
+)
 from golem_shell.store._verify import verify_op
 from golem_shell.store._window import window_op
 
@@ -58,8 +67,9 @@ def _ms(older_than: datetime | None) -> int | None:
 class HistoryStore(Protocol):
     """Where conversations live, per owner: branches, compare-and-set appends, erasure.
 
-    The core of what both stores offer (each also has ``head``, ``verify``, ``prune``,
-    ``reencrypt`` and ``append_interrupted``); every method has a ``_sync`` twin.
+    The core of what both stores offer (each also has ``load_page``, ``head``,
+    ``verify``, ``prune``, ``reencrypt`` and ``append_interrupted``); every method has a
+    ``_sync`` twin.
     """
 
     async def load(
@@ -258,6 +268,45 @@ class StoreMethods:
             processor=processor, last_head=last_head, after=after,
         )  # fmt: skip
         return self._run(op)
+
+    async def load_page(
+        self, owner: str, conversation_id: str, *, limit: int, before: int | None = None,
+        branch: str = MAIN,
+    ) -> Page:  # fmt: skip
+        """Up to ``limit`` messages of the branch just before position ``before`` (``None``:
+        the newest), read and verified without reading the rest of the branch.
+
+        Scroll back with ``before=page.older`` until it is ``None``. The rows are checked
+        against their seals and links, then followed to the next signed mark (every 64th
+        row) or the signed head: the cost is the page plus at most 64 seals and links,
+        at any length of the branch, across branch points too.
+
+        Args:
+            limit: At most how many messages (at least 1).
+            before: The position after the page's last message (a message's position:
+                the page ends just before it); at most the branch's length.
+            branch: Which branch (its view includes what it shares with its parent).
+
+        Returns:
+            The ``Page``: its messages, where it starts, the branch's length, the head.
+
+        Raises:
+            HistoryNotFound: ``branch`` (not ``main``) does not exist for this owner.
+            CorruptHistoryError: a row of the page does not decode or does not verify
+                (altered, missing, reordered, restored after an erasure, or the chain
+                from it does not reach the signed mark or head); names the position.
+            EncryptionKeyError: a row is encrypted under a key id the store lacks.
+            UsageError: ``limit`` below 1, ``before`` negative or past the branch's end.
+        """
+        op = page_op(self._config, owner, conversation_id, branch, before, limit)
+        return await self._run_async(op)
+
+    def load_page_sync(
+        self, owner: str, conversation_id: str, *, limit: int, before: int | None = None,
+        branch: str = MAIN,
+    ) -> Page:  # fmt: skip
+        """``load_page`` for code without an event loop."""
+        return self._run(page_op(self._config, owner, conversation_id, branch, before, limit))
 
     async def append(
         self,

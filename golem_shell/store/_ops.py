@@ -28,6 +28,7 @@ from golem_shell.store._errors import (
     check_length,
     messages_count,
 )
+from golem_shell.store._pages import append_marks
 from golem_shell.store._rows import (
     INSERT_BRANCH,
     BranchRow,
@@ -180,6 +181,7 @@ def append_op(
         else:
             yield write_branch(d, owner, new)
         yield d.batch(INSERT_MESSAGE, rows)
+        yield from append_marks(d, config, owner, new, ((r[3], r[6]) for r in rows))
         yield d.q(
             "UPDATE {C} SET updated_ms = ? WHERE owner = ? AND conversation_id = ?",
             now, owner, cid,

@@ -68,7 +68,7 @@ from golem_shell.store._sql import Dialect, Operation, Row, Steps
 from golem_shell.store._values import MAIN, Finding, FindingKind, Head, Window
 from golem_shell.store._verify import gone_verdict, rollback_findings
 
-__all__ = ["window_op", "window_start"]
+__all__ = ["check_run", "clip", "decode_contents", "window_op", "window_start"]
 
 _COLUMNS = "position, message, seal, link"
 
@@ -181,12 +181,12 @@ def window_op(
         if pinned >= start - 1:  # one run from the genesis: read it all
             start = start if bound.budget is None else 0
             rows = yield from view_rows(d, owner, found, _COLUMNS)
-            contents = _check_run(config, owner, row, rows, 0, n, None)
+            contents = check_run(config, owner, row, rows, 0, n, None)
             _check_end(config, owner, row, rows)
             if last_seen is not None:
                 links = {int(r[0]): str(r[3]) for r in rows}
                 _refuse(cid, rollback_findings(config, owner, row, links, last_seen))
-            read = _decode(cid, contents, 0, 0)
+            read = decode_contents(cid, contents, 0, 0)
             start += _budget_start(bound, read[start:], anchored=False)
             pinned = min(keep, start)
             messages = read[:pinned] + read[start:]
@@ -194,15 +194,15 @@ def window_op(
                 messages=messages, start=start, length=n, pinned=pinned,
                 head=head_of(owner, row), step_grid=grid,
             )  # fmt: skip
-        rows = yield from view_rows(d, owner, _clip(found, start - 1, n), _COLUMNS)
+        rows = yield from view_rows(d, owner, clip(found, start - 1, n), _COLUMNS)
         if not rows or int(rows[0][0]) != start - 1:
             raise CorruptHistoryError(cid, start - 1, "no row at this position (before the window)")
-        contents = _check_run(config, owner, row, rows[1:], start, n, str(rows[0][3]))
+        contents = check_run(config, owner, row, rows[1:], start, n, str(rows[0][3]))
         _check_end(config, owner, row, rows)
         if last_seen is not None:
             links = yield from _links_back_to(d, config, owner, row, found, rows, last_seen)
             _refuse(cid, rollback_findings(config, owner, row, links, last_seen))
-        read = _decode(cid, contents, 0, start)
+        read = decode_contents(cid, contents, 0, start)
         moved = _budget_start(bound, read, anchored=True)
         if moved < 0:  # the anchor was not a step point before the cut: read it all
             moved_window = yield from window_op(
@@ -213,8 +213,10 @@ def window_op(
         pinned = min(keep, start)
         pins: tuple[Message, ...] = ()
         if pinned:
-            pin_rows = yield from view_rows(d, owner, _clip(found, 0, pinned), _COLUMNS)
-            pins = _decode(cid, _check_run(config, owner, row, pin_rows, 0, pinned, None), 0, 0)
+            pin_rows = yield from view_rows(d, owner, clip(found, 0, pinned), _COLUMNS)
+            pins = decode_contents(
+                cid, check_run(config, owner, row, pin_rows, 0, pinned, None), 0, 0
+            )
         return Window(
             messages=pins + read[moved:], start=start, length=n, pinned=pinned,
             head=head_of(owner, row), step_grid=grid,
@@ -301,7 +303,7 @@ def _links_back_to(
     first = int(window[0][0])
     if position >= first:
         return {int(r[0]): str(r[3]) for r in window if int(r[0]) == position}
-    rows = yield from view_rows(d, owner, _clip(found, position, first), "position, seal, link")
+    rows = yield from view_rows(d, owner, clip(found, position, first), "position, seal, link")
     if len(rows) != first - position or int(rows[0][0]) != position:
         return {}  # a position missing before the window: not an extension of the head
     sealer = config.sealer
@@ -321,7 +323,7 @@ def _refuse(cid: str, findings: Sequence[Finding]) -> None:
         raise CorruptHistoryError(cid, finding.position, finding.detail + hint)
 
 
-def _clip(found: Sequence[Segment], lo: int, hi: int) -> list[Segment]:
+def clip(found: Sequence[Segment], lo: int, hi: int) -> list[Segment]:
     """The parts of a view's physical ranges within positions ``[lo, hi)``."""
     out: list[Segment] = []
     for cid, branch, seg_lo, seg_hi in found:
@@ -332,7 +334,7 @@ def _clip(found: Sequence[Segment], lo: int, hi: int) -> list[Segment]:
     return out
 
 
-def _check_run(
+def check_run(
     config: Config,
     owner: str,
     row: BranchRow,
@@ -393,7 +395,9 @@ def _check_end(config: Config, owner: str, row: BranchRow, rows: Sequence[Row]) 
         )
 
 
-def _decode(cid: str, contents: list[bytes], pinned: int, start: int) -> tuple[Message, ...]:
+def decode_contents(
+    cid: str, contents: list[bytes], pinned: int, start: int
+) -> tuple[Message, ...]:
     """One ``decode_history`` over the rows; one at a time only to name a failure."""
     match decode_history(b"[" + b",".join(contents) + b"]"):
         case Success(messages) if len(messages) == len(contents):
