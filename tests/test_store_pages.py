@@ -97,7 +97,12 @@ def test_an_empty_conversation_a_missing_branch_and_bad_arguments(store: Store) 
         store.load_page_sync(OWNER, "none", limit=10, branch="b")
     fill(store, 5)
     assert store.load_page_sync(OWNER, "c", limit=10, before=0).messages == ()
-    for bad in ({"limit": 0}, {"limit": True}, {"limit": 2, "before": -1}, {"limit": 2, "before": 6}):
+    for bad in (
+        {"limit": 0},
+        {"limit": True},
+        {"limit": 2, "before": -1},
+        {"limit": 2, "before": 6},
+    ):
         with pytest.raises(UsageError):
             store.load_page_sync(OWNER, "c", **bad)
     assert store.load_page_sync("mallory", "c", limit=10).messages == ()
@@ -118,7 +123,9 @@ def test_rows_far_from_the_page_are_never_read(backend: Backend) -> None:
 def test_a_tampered_row_in_the_page_is_refused(backend: Backend) -> None:
     store = backend.open(signing_keys=KEY)
     fill(store, 300)
-    backend.raw("UPDATE {M} SET message = ? WHERE position = 150", encode_message(user("forged")).decode())
+    backend.raw(
+        "UPDATE {M} SET message = ? WHERE position = 150", encode_message(user("forged")).decode()
+    )
     with pytest.raises(CorruptHistoryError) as refused:
         store.load_page_sync(OWNER, "c", limit=100, before=200)
     assert refused.value.position == 150
@@ -197,7 +204,9 @@ def test_erasure_shows_in_pages_and_a_restored_row_with_its_old_mark_is_refused(
             message, seal, link, position,
         )  # fmt: skip
     for position, mark in backup_marks:
-        backend.raw("UPDATE {K} SET mark = ? WHERE branch = 'main' AND position = ?", mark, position)
+        backend.raw(
+            "UPDATE {K} SET mark = ? WHERE branch = 'main' AND position = ?", mark, position
+        )
     for branch in ("main", "b"):
         with pytest.raises(CorruptHistoryError):
             store.load_page_sync(OWNER, "c", limit=30, before=140, branch=branch)
