@@ -234,6 +234,8 @@ def test_pages_across_a_branch_point_and_a_fork_whose_source_is_deleted(
     store.delete_sync(OWNER, "c")  # the fork gets its own copy of the rows and marks
     assert scrolled(all_pages(store, "f", 50)) == forked
     assert backend.raw("SELECT COUNT(*) FROM {K} WHERE conversation_id = 'c'") == [(0,)]
+    marked = backend.raw("SELECT position FROM {K} WHERE conversation_id = 'f' ORDER BY position")
+    assert [p for (p,) in marked] == [p for p in range(200) if (p + 1) % MARK_EVERY == 0]
 
 
 def test_encrypted_rows(backend: Backend) -> None:
