@@ -21,19 +21,24 @@ erasure, and written for the copies ``delete`` gives a fork.
 
 **A page.** Positions ``[start, end)``: the row before the page is read for its link
 only; each page row's seal is checked against its content and its link against the one
-before; then the seals and links of the rows after the page are followed up to the first
-mark at or after ``end - 1`` (at most 63 rows, when every row has its mark) or, with no
-mark before the end, up to the last row, whose link must be the signed head's. The mark
-must verify against the head of the branch storing its row (signature and
-``rechained``). Nobody without the key can make other rows reach that link, so the page
-is the messages at those positions of the branch as its heads sign it. Cost: the page,
-at most ``MARK_EVERY`` seals and links after it, and one branch row per ancestor.
+before. Then the seals and links after the page are followed to the first mark at or
+after ``end - 1`` in the branch storing that row (at most 63 rows when every row has its
+mark); the mark must verify against that branch's signed head (signature and
+``rechained``). When that branch is the one loaded, done; with no mark before its end,
+the walk reaches its last row, whose link must be the signed head's. When it is an
+ancestor (a page of a branch or a fork reading its parent's rows), the ancestor's head
+could be an older genuine state of it, so the walk goes on: from the ancestor's last mark
+before its part of the view ends (same ``rechained``: the same chain), through the rows
+to that end, into the next branch's rows, to a mark or the head of the branch loaded
+(``_reach``). Nobody without the key can make other rows reach that link, so the page is
+the messages at those positions of the branch its head signs. Cost: the page, at most
+about two marks' distance of seals and links per branch crossed, one branch row per
+ancestor.
 
-**What a page does not detect** (documented in ``docs/stores.md``): a rollback, as any
-load without the last head; where the page's rows are an ancestor's (a branch, a fork),
-restoring that ancestor branch whole (its signed head and its rows) from an older backup;
-and rows of a deleted conversation restored under a new conversation of the same id and
-owner (its revisions start again). ``verify`` and ``load_window`` detect the last two.
+**What a page does not detect** (documented in ``docs/stores.md``): a rollback of the
+branch loaded, as any load without the last head; and rows of a deleted conversation
+restored under a new conversation of the same id and owner (its revisions start again),
+which ``verify`` and ``load_window`` detect.
 """
 
 from __future__ import annotations
@@ -123,8 +128,6 @@ def page_op(
             return Page(messages=(), start=start, length=n, head=head_of(owner, row))
         views = yield from _ancestry(d, owner, row)
         found = [(v.conversation_id, v.branch, lo, hi) for v, lo, hi in views]
-        mark = yield from _first_mark(d, owner, views, end - 1, n - 1)
-        stop = n - 1 if mark is None else mark[0]
         rows = yield from view_rows(
             d, owner, clip(found, max(start - 1, 0), end), "position, message, seal, link"
         )
@@ -137,16 +140,7 @@ def page_op(
             previous = str(rows[0][3])
             rows = rows[1:]
         contents = check_run(config, owner, row, rows, start, end, previous)
-        tail = yield from view_rows(d, owner, clip(found, end, stop + 1), "position, seal, link")
-        last = _follow(config, cid, tail, end, stop + 1, str(rows[-1][3]))
-        if mark is None:
-            if last != row.link:
-                raise CorruptHistoryError(
-                    cid, n - 1,
-                    "does not verify: the chain from the page does not end at the signed head",
-                )  # fmt: skip
-        else:
-            _check_mark(config, owner, cid, mark, last)
+        yield from _reach(d, config, owner, row, views, end - 1, str(rows[-1][3]))
         return Page(
             messages=decode_contents(cid, contents, 0, start), start=start, length=n,
             head=head_of(owner, row),
@@ -187,22 +181,99 @@ def _ancestry(d: Dialect, owner: str, row: BranchRow) -> Steps[list[tuple[Branch
     return found
 
 
-def _first_mark(
-    d: Dialect, owner: str, views: Sequence[tuple[BranchRow, int, int]], lo: int, hi: int
-) -> Steps[tuple[int, str, BranchRow] | None]:
-    """The first mark of the view at a position in ``[lo, hi)``, and the branch storing it."""
-    for view, seg_lo, seg_hi in views:
-        bottom, top = max(lo, seg_lo), min(hi, seg_hi)
-        if bottom >= top:
-            continue
-        rows = yield d.q(
-            "SELECT position, mark FROM {K} WHERE " + _OWN + " AND position >= ? "
-            "AND position < ? ORDER BY position LIMIT 1",
-            owner, view.conversation_id, view.branch, bottom, top,
-        )  # fmt: skip
-        if rows:
-            return int(rows[0][0]), str(rows[0][1]), view
-    return None
+def _reach(
+    d: Dialect,
+    config: Config,
+    owner: str,
+    row: BranchRow,
+    views: Sequence[tuple[BranchRow, int, int]],
+    position: int,
+    link: str,
+) -> Steps[None]:
+    """Bind ``link`` (the chain's link at ``position``, from the rows just checked) to
+    ``row``'s signed head, reading seals and links forward only as far as needed.
+
+    In the branch storing ``position``, the rows are followed to its first mark. That mark
+    binds the link to that branch's head; when the branch is ``row`` itself, done. An
+    ancestor's head alone could be an older genuine state of the ancestor (restored whole
+    from a backup), so the walk goes on to the view's own rows: from the ancestor's last
+    mark before its part of the view ends (a mark of the same erasure revision: the same
+    chain), through the rows up to that end, into the next branch's rows, and so on up to
+    a mark of ``row``'s own rows or its last row, whose link must be the head's. Per
+    branch crossed: at most two marks' distance of seals and links.
+    """
+    cid = row.conversation_id
+    index = next(i for i, (_, lo, hi) in enumerate(views) if lo <= position < hi)
+    while True:
+        view, lo, hi = views[index]
+        final = index == len(views) - 1
+        found = yield from _marks(
+            d, owner, view, max(position, lo), row.length - 1 if final else hi
+        )
+        if found:
+            mark, stored = found[0]
+            link = yield from _walk(d, config, owner, view, position, mark, link, cid)
+            _check_mark(config, owner, cid, (mark, stored, view), link)
+            if final:
+                return
+            position = mark
+            later = yield from _marks(d, owner, view, mark + 1, hi, last=True)
+            if later:
+                position, stored = later[0]
+                at = yield d.q(
+                    "SELECT link FROM {M} WHERE " + _OWN + " AND position = ?",
+                    owner, view.conversation_id, view.branch, position,
+                )  # fmt: skip
+                if not at:
+                    raise CorruptHistoryError(cid, position, "no row at this position")
+                link = str(at[0][0])
+                _check_mark(config, owner, cid, (position, stored, view), link)
+        stop = row.length - 1 if final else hi - 1
+        link = yield from _walk(d, config, owner, view, position, stop, link, cid)
+        if final:
+            if link != row.link:
+                raise CorruptHistoryError(
+                    cid, stop,
+                    "does not verify: the chain from the page does not end at the signed head",
+                )  # fmt: skip
+            return
+        position = stop
+        index += 1
+
+
+def _marks(
+    d: Dialect, owner: str, view: BranchRow, lo: int, hi: int, *, last: bool = False
+) -> Steps[list[tuple[int, str]]]:
+    """The first (``last``: the last) mark ``view`` stores at a position in ``[lo, hi)``."""
+    if lo >= hi:
+        return []
+    rows = yield d.q(
+        "SELECT position, mark FROM {K} WHERE " + _OWN + " AND position >= ? "
+        "AND position < ? ORDER BY position" + (" DESC" if last else "") + " LIMIT 1",
+        owner, view.conversation_id, view.branch, lo, hi,
+    )  # fmt: skip
+    return [(int(p), str(m)) for p, m in rows]
+
+
+def _walk(
+    d: Dialect,
+    config: Config,
+    owner: str,
+    view: BranchRow,
+    position: int,
+    stop: int,
+    link: str,
+    cid: str,
+) -> Steps[str]:
+    """The link at ``stop``, following ``link`` (at ``position``) through ``view``'s rows."""
+    if stop <= position:
+        return link
+    rows = yield d.q(
+        "SELECT position, seal, link FROM {M} WHERE " + _OWN + " AND position > ? "
+        "AND position <= ? ORDER BY position",
+        owner, view.conversation_id, view.branch, position, stop,
+    )  # fmt: skip
+    return _follow(config, cid, rows, position + 1, stop + 1, link)
 
 
 def _follow(
