@@ -341,6 +341,26 @@ class StoredConversations(RuleBasedStateMachine):
         self.windows[view] = window
 
     @precondition(lambda self: bool(self.model.views))
+    @rule(data=st.data(), then=valid_histories(max_turns=1))
+    def stateless_budget_turn(self, data: st.DataObject, then: History) -> None:
+        """A turn with no state: ``load_window`` of one budget without ``after=`` (from
+        the step point the last ``append(..., window=)`` recorded, if it still holds) is
+        the whole branch's suffix, and the processor returns from it what it returns
+        from the whole; then the turn appends with its window."""
+        view = data.draw(st.sampled_from(self._views()))
+        processor = budget_history(approximate_tokens, 40)
+        whole = self.store.load_sync(OWNER, view[0], branch=view[1])
+        window = self.store.load_window_sync(OWNER, view[0], processor=processor, branch=view[1])
+        assert window.length == len(whole)
+        assert window.messages == whole[window.start :]
+        assert processor(window.messages) == processor(whole)
+        if then:
+            self.store.append_sync(
+                OWNER, view[0], then, window.length, branch=view[1], window=window
+            )
+            self.model.append(view, then)
+
+    @precondition(lambda self: bool(self.model.views))
     @rule(data=st.data(), limit=st.integers(1, 9))
     def load_page(self, data: st.DataObject, limit: int) -> None:
         """Every page (any ``before``) is the whole branch's messages at its positions,

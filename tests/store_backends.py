@@ -51,10 +51,14 @@ class Backend:
         return store
 
     def sql(self, statement: str) -> str:
-        """``statement`` with ``{M}``, ``{B}``, ``{C}``, ``{K}`` naming this backend's tables."""
+        """``statement`` with ``{M}``, ``{B}``, ``{C}``, ``{K}``, ``{S}`` naming its tables."""
         t = self.table
         text = statement.format(
-            M=f"{t}_messages", B=f"{t}_branches", C=f"{t}_conversations", K=f"{t}_marks"
+            M=f"{t}_messages",
+            B=f"{t}_branches",
+            C=f"{t}_conversations",
+            K=f"{t}_marks",
+            S=f"{t}_steps",
         )
         return text if self.kind == "sqlite" else text.replace("?", "%s")
 

@@ -397,6 +397,7 @@ def _delete(
     where = " WHERE owner = ? AND conversation_id = ?"
     yield d.q("DELETE FROM {M}" + where, owner, cid)
     yield d.q("DELETE FROM {K}" + where, owner, cid)
+    yield d.q("DELETE FROM {S}" + where, owner, cid)
     yield d.q("UPDATE {B} SET parent_conversation = NULL, parent_branch = NULL" + where, owner, cid)
     yield d.q("DELETE FROM {B}" + where, owner, cid)
     yield d.q("DELETE FROM {C}" + where, owner, cid)

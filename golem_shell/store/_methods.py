@@ -91,6 +91,7 @@ class HistoryStore(Protocol):
         expected_length: int,
         *,
         branch: str = MAIN,
+        window: Window | None = None,
     ) -> int: ...
 
     async def branch(
@@ -132,6 +133,7 @@ class HistoryStore(Protocol):
         expected_length: int,
         *,
         branch: str = MAIN,
+        window: Window | None = None,
     ) -> int: ...
 
     def list_conversations_sync(self, owner: str) -> tuple[str, ...]: ...
@@ -218,10 +220,11 @@ class StoreMethods:
                 such as ``compose(trim_history(400), budget_history(counter, 8000))``;
                 or ``budget_history(...)`` (or a ``compose(...)`` that starts with one),
                 whose window starts on its step point before the cut
-                (``golem_core.budget_window``): the first load reads the whole
-                branch once to find it, and a load given ``after=`` reads from the last
-                window's start on. Any other processor may read every message:
-                refused with a ``UsageError`` that says so.
+                (``golem_core.budget_window``): a load given ``after=``, or one after
+                an ``append(..., window=)`` of that processor's window, reads from that
+                window's start on; without either (the branch's very first load, or
+                after an erasure) it reads the whole branch once. Any other processor
+                may read every message: refused with a ``UsageError`` that says so.
             last_head: The ``window.head`` (or ``store.head(...)``) you kept from the
                 turn before: the branch must be it or a successor of it (appends, or
                 an erasure since), else ``CorruptHistoryError`` (the database was
@@ -316,17 +319,28 @@ class StoreMethods:
         expected_length: int,
         *,
         branch: str = MAIN,
+        window: Window | None = None,
     ) -> int:
         """Append ``messages`` if the branch has exactly ``expected_length`` messages.
 
         The first append to ``main`` creates the conversation; other branches are made
         by ``branch``. Returns the new length.
 
+        Args:
+            window: The ``Window`` this turn ran on, when a ``budget_history`` named
+                it: its start (a step point of that processor) is recorded with the
+                append, signed, so the next ``load_window`` of that processor reads
+                from there without ``after=`` (a stateless worker's first load is
+                bounded too). An erasure since the window makes the record stale.
+
         Raises:
             HistoryConflict: it is not ``expected_length`` long; nothing was written.
             HistoryNotFound: ``branch`` (not ``main``) does not exist.
+            UsageError: ``window`` is not a ``Window`` of this branch.
         """
-        op = append_op(self._config, owner, conversation_id, messages, expected_length, branch)
+        op = append_op(
+            self._config, owner, conversation_id, messages, expected_length, branch, window
+        )
         return await self._run_async(op)
 
     def append_sync(
@@ -337,9 +351,12 @@ class StoreMethods:
         expected_length: int,
         *,
         branch: str = MAIN,
+        window: Window | None = None,
     ) -> int:
         """``append`` for code without an event loop."""
-        op = append_op(self._config, owner, conversation_id, messages, expected_length, branch)
+        op = append_op(
+            self._config, owner, conversation_id, messages, expected_length, branch, window
+        )
         return self._run(op)
 
     async def append_interrupted(

@@ -39,6 +39,7 @@ bound to the head without reading the rows between: ADR 0107 says what that leav
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import cast
 
@@ -53,6 +54,7 @@ from golem_core import (
     message_window,
 )
 from golem_shell._errors import UsageError
+from golem_shell.store._crypto import mac
 from golem_shell.store._errors import CorruptHistoryError, HistoryNotFound, check_length
 from golem_shell.store._rows import (
     BranchRow,
@@ -68,7 +70,15 @@ from golem_shell.store._sql import Dialect, Operation, Row, Steps
 from golem_shell.store._values import MAIN, Finding, FindingKind, Head, Window
 from golem_shell.store._verify import gone_verdict, rollback_findings
 
-__all__ = ["check_run", "clip", "decode_contents", "window_op", "window_start"]
+__all__ = [
+    "check_run",
+    "check_step_window",
+    "clip",
+    "decode_contents",
+    "record_step",
+    "window_op",
+    "window_start",
+]
 
 _COLUMNS = "position, message, seal, link"
 
@@ -154,6 +164,7 @@ def window_op(
     processor: object = None,
     last_head: object = None,
     after: object = None,
+    stored: bool = True,
 ) -> Operation[Window]:
     checked(owner, cid, branch)
     bound, keep = _check_args(last, low_water, keep_first, processor)
@@ -175,6 +186,8 @@ def window_op(
         found = yield from segments(d, owner, row)
         if bound.budget is None:
             start = window_start(n, bound.last, bound.low_water)
+        elif previous is None and stored:  # a stateless first load: the recorded step
+            start = yield from _recorded_anchor(d, config, owner, row, grid, keep)
         else:
             start = _anchor(row, previous, grid, keep)
         pinned = min(keep, start)
@@ -206,8 +219,9 @@ def window_op(
         moved = _budget_start(bound, read, anchored=True)
         if moved < 0:  # the anchor was not a step point before the cut: read it all
             moved_window = yield from window_op(
-                config, owner, cid, branch, None, None, keep, bound.budget, last_head
-            ).steps(d)
+                config, owner, cid, branch, None, None, keep, bound.budget, last_head,
+                stored=False,
+            ).steps(d)  # fmt: skip
             return moved_window
         start += moved
         pinned = min(keep, start)
@@ -249,6 +263,81 @@ def _anchor(row: BranchRow, previous: Window | None, grid: str, keep: int) -> in
     if row.rechained > previous.head.revision:  # an erasure since: counts may differ
         return 0
     start = previous.start
+    if start > row.length or (keep and keep >= start - 1):
+        return 0
+    return start
+
+
+def _grid_key(grid: str) -> str:
+    return hashlib.sha256(grid.encode()).hexdigest()[:32]
+
+
+def _step_mark(
+    key: bytes, owner: str, cid: str, branch: str, grid: str, start: int, rechained: int
+) -> str:
+    return mac(
+        key, b"step", owner.encode(), cid.encode(), branch.encode(), grid.encode(),
+        str(start).encode(), str(rechained).encode(),
+    )  # fmt: skip
+
+
+def check_step_window(owner: str, cid: str, branch: str, window: object) -> Window | None:
+    """``append(..., window=)``: a ``Window`` of this branch, or ``None``."""
+    if window is None:
+        return None
+    if not isinstance(window, Window):
+        raise UsageError(f"append(window): the Window the turn ran on, got {window!r}")
+    head = window.head
+    if head is not None and (head.owner, head.conversation_id, head.branch) != (
+        owner, cid, branch,
+    ):  # fmt: skip
+        raise UsageError(
+            "append(window): a window of this owner, conversation and branch, got one of "
+            f"{head.owner!r}, {head.conversation_id!r}, {head.branch!r}"
+        )
+    return window
+
+
+def record_step(
+    d: Dialect, config: Config, owner: str, cid: str, branch: str, window: Window
+) -> Steps[None]:
+    """Record a budget window's start (a step point of its processor on the branch as its
+    head was) for the next first load of that processor. Stamped with the head's
+    ``rechained``: an erasure since (before or after this append) makes it stale."""
+    if not window.step_grid or window.head is None or window.start == 0:
+        return
+    rechained = window.head.rechained
+    mark = _step_mark(
+        config.sealer.keys[0], owner, cid, branch, window.step_grid, window.start, rechained
+    )
+    yield d.q(
+        "INSERT INTO {S} (owner, conversation_id, branch, grid, start, rechained, mark) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, conversation_id, branch, grid) "
+        "DO UPDATE SET start = excluded.start, rechained = excluded.rechained, "
+        "mark = excluded.mark",
+        owner, cid, branch, _grid_key(window.step_grid), window.start, rechained, mark,
+    )  # fmt: skip
+
+
+def _recorded_anchor(
+    d: Dialect, config: Config, owner: str, row: BranchRow, grid: str, keep: int
+) -> Steps[int]:
+    """The step point ``append(..., window=)`` recorded for this processor on this branch,
+    when its mark verifies and no erasure re-chained the branch since; else ``0``."""
+    rows = yield d.q(
+        "SELECT start, rechained, mark FROM {S} WHERE owner = ? AND conversation_id = ? "
+        "AND branch = ? AND grid = ?",
+        owner, row.conversation_id, row.branch, _grid_key(grid),
+    )  # fmt: skip
+    if not rows:
+        return 0
+    start, rechained, stored = int(rows[0][0]), int(rows[0][1]), str(rows[0][2])
+    keys = config.sealer.keys
+    marks = (
+        _step_mark(k, owner, row.conversation_id, row.branch, grid, start, rechained) for k in keys
+    )
+    if rechained != row.rechained or stored not in marks:
+        return 0
     if start > row.length or (keep and keep >= start - 1):
         return 0
     return start
