@@ -12,7 +12,8 @@ the application wires it around a run::
 - **Windowed loads.** ``load_window`` reads only what the history processor needs: the
   newest part of a branch from its step grid (bounded, cache-stable; the processor
   returns from it what it returns from the whole branch), verified against the signed
-  head without reading the rest (``load`` returns everything, unverified).
+  head without reading the rest (``load`` returns everything, unverified); a token
+  budget's window reads from the step point ``append(..., window=)`` recorded.
 - **Pages.** ``load_page(owner, cid, limit=100, before=...)`` reads any page of a
   branch (a chat UI scrolling back), verified against the chain through a signed mark
   every 64 rows: its cost is the page's, at any length.

@@ -3,10 +3,11 @@
 ``erase`` turns messages (or parts) into tombstones where they are stored, once, so
 every branch and fork that shares them sees the tombstone; it then re-chains every
 branch whose chain passed through them and re-signs their heads (revision + 1,
-``rechained`` = that revision). ``delete`` first gives every fork in another
-conversation its own copy of what it shares with the deleted one, then deletes the
-rows; after commit SQLite checkpoints its WAL (``secure_delete`` zeroes the freed
-pages) and PostgreSQL vacuums the tables. Each returns a ``Receipt``.
+``rechained`` = that revision) and every mark of their rows (``_pages``). ``delete``
+first gives every fork in another conversation its own copy of what it shares with the
+deleted one (and marks for it), then deletes the rows, marks and recorded step points;
+after commit SQLite checkpoints its WAL (``secure_delete`` zeroes the freed pages) and
+PostgreSQL vacuums the tables. Each returns a ``Receipt``.
 
 **Erasure reaches summaries** (ADR 0143): the references (``message_ref``) of the
 messages an operation erases or deletes are taken before they change; every summary of

@@ -30,6 +30,12 @@ the branch the head signs, after every erasure it holds (an erased row restored 
 backup breaks its seal or its link), whatever is stored before it. Any failure raises
 ``CorruptHistoryError`` naming the position.
 
+**A token budget's recorded step point.** ``append(..., window=)`` records a budget
+window's start, signed, with the erasure revision of the head it was read at
+(``record_step``); a ``load_window`` of that processor without ``after=`` anchors there
+while the revision holds (``_recorded_anchor``), as it would with ``after=`` (ADR 0107,
+amended).
+
 **Pins.** ``keep_first=k`` also returns the branch's first ``k`` messages (the first
 user message, a summary a compaction placed first). When they reach the window they
 are checked as one chain with it, from the genesis; otherwise they are checked from the
