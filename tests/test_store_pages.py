@@ -304,3 +304,25 @@ def test_across_a_branch_point_only_the_rows_to_the_next_marks_are_read(
     backend.raw("DELETE FROM {M} WHERE branch = 'b' AND position > ?", first_own_mark)
     page = store.load_page_sync(OWNER, "c", limit=100, before=200, branch="b")
     assert page.messages == expected
+
+
+def test_a_store_written_before_marks_existed(backend: Backend) -> None:
+    """Tables without marks (an older golem): opening the store creates them; a page is
+    still verified (following the links to the head); an erasure writes the marks."""
+    store = backend.open(signing_keys=KEY)
+    fill(store, 200)
+    store.close()
+    backend.raw("DROP TABLE {K}")
+    backend.raw("DROP TABLE {S}")
+    store = backend.open(signing_keys=KEY)
+    whole = store.load_sync(OWNER, "c")  # PostgreSQL creates what is missing on connecting
+    assert backend.raw("SELECT COUNT(*) FROM {K}") == [(0,)]
+    assert scrolled(all_pages(store, "c", 30)) == whole
+    backend.raw("UPDATE {M} SET link = ? WHERE position = 190", "forged")
+    with pytest.raises(CorruptHistoryError) as refused:  # no mark: the walk reaches it
+        store.load_page_sync(OWNER, "c", limit=10, before=20)
+    assert refused.value.position == 190
+    store.erase_sync(OWNER, "c", [5])  # re-chains from 5 and signs the branch's marks
+    marked = backend.raw("SELECT position FROM {K} ORDER BY position")
+    assert [p for (p,) in marked] == [p for p in range(200) if (p + 1) % MARK_EVERY == 0]
+    assert scrolled(all_pages(store, "c", 30)) == store.load_sync(OWNER, "c")
