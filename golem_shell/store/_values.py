@@ -177,7 +177,8 @@ class Window:
     signed head the window was verified against (``None``: nothing stored).
     ``step_grid`` names the ``budget_history`` processor whose step point ``start`` is
     (``""`` for a window by message count): pass the window back as the next load's
-    ``after=`` and that load reads from ``start`` on.
+    ``after=``, or to the turn's ``append(..., window=)`` (which records ``start`` for
+    any later load of that processor), and that load reads from ``start`` on.
     """
 
     messages: tuple[Message, ...]
