@@ -12,9 +12,10 @@ fails when ``results.md`` (or the benchmark paragraph of the history guide,
 the JSON renders to.
 
 Sections, in this order: ``run`` (``bench.run``), ``cache`` (``bench.cache``), ``store``
-(``bench.store --window``), ``durable`` (``bench.durable``), ``durable_peers``
-(``bench.durable_peers``), ``decode`` (``bench.decode``), ``compaction``
-(``bench.compaction``), ``pyodide`` (``bench.pyodide``). Each section's module has its
+(``bench.store --window``), ``store_pages`` (``bench.store_pages``), ``durable``
+(``bench.durable``), ``durable_peers`` (``bench.durable_peers``), ``decode``
+(``bench.decode``), ``compaction`` (``bench.compaction``), ``pyodide``
+(``bench.pyodide``). Each section's module has its
 ``render(data) -> str`` (``run``, ``durable`` and ``durable_peers`` import theirs from a
 module beside them). A section no command has written is left out. What a section
 records of how it was measured is built here too: ``recorded_command`` (the command that
@@ -56,6 +57,7 @@ SECTIONS = (
     "run",
     "cache",
     "store",
+    "store_pages",
     "durable",
     "durable_peers",
     "decode",

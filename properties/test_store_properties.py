@@ -1,9 +1,9 @@
 """Stored conversations (SQLite in memory): what is appended loads back; a fork is a prefix;
 after any sequence of appends, branches, forks, erasures and deletions every stored branch
 loads exactly what a model of plain lists says (``StoreModel``: shared cells, tombstones,
-copies for a deleted conversation's forks), passes ``check_pairing`` and ``verify``, and
-every erasure's receipt names exactly the views and positions whose messages changed
-(ADR 0101).
+copies for a deleted conversation's forks), passes ``check_pairing`` and ``verify``, any
+page of it is its messages at those positions, verified (``load_page``), and every
+erasure's receipt names exactly the views and positions whose messages changed (ADR 0101).
 
 The strategies draw messages with unknown fields and unknown part types, so these also
 say that a store never loses what a newer golem wrote.
@@ -31,7 +31,13 @@ from golem_core import (
     encode_history,
     trim_history,
 )
-from golem_shell.store import HistoryConflict, PostgresHistoryStore, SQLiteHistoryStore, Window
+from golem_shell.store import (
+    HistoryConflict,
+    PostgresHistoryStore,
+    SQLiteHistoryStore,
+    Window,
+    _pages,
+)
 from golem_shell.store._tombstone import PartFilter, erase_message
 
 History = tuple[Message, ...]
@@ -184,8 +190,9 @@ class StoreModel:
 
 class StoredConversations(RuleBasedStateMachine):
     """A store and a model of its contents (``StoreModel``); after every step every stored
-    branch loads exactly the model's messages, passes ``check_pairing``, and ``verify``
-    finds nothing; the conversations and branches listed are the model's."""
+    branch loads exactly the model's messages, passes ``check_pairing``, reads back the
+    same page by page, and ``verify`` finds nothing; the conversations and branches
+    listed are the model's."""
 
     @staticmethod
     def open_store() -> SQLiteHistoryStore | PostgresHistoryStore:
@@ -195,6 +202,9 @@ class StoredConversations(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
+        # a mark every 3 rows (not 64), so that these short branches have marks for pages
+        # to be verified through, and erasures and forks to re-sign
+        self.mark_every, _pages.MARK_EVERY = _pages.MARK_EVERY, 3  # type: ignore[misc]
         self.store = self.open_store()
         self.model = StoreModel()
         self.forks = 0
@@ -202,6 +212,7 @@ class StoredConversations(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         self.store.close()
+        _pages.MARK_EVERY = self.mark_every  # type: ignore[misc]
 
     def _views(self) -> list[View]:
         return sorted(self.model.views)
@@ -329,6 +340,51 @@ class StoredConversations(RuleBasedStateMachine):
         assert processor(window.messages) == processor(whole)
         self.windows[view] = window
 
+    @precondition(lambda self: bool(self.model.views))
+    @rule(data=st.data(), then=valid_histories(max_turns=1))
+    def stateless_budget_turn(self, data: st.DataObject, then: History) -> None:
+        """A turn with no state: ``load_window`` of one budget without ``after=`` (from
+        the step point the last ``append(..., window=)`` recorded, if it still holds) is
+        the whole branch's suffix, and the processor returns from it what it returns
+        from the whole; then the turn appends with its window."""
+        view = data.draw(st.sampled_from(self._views()))
+        processor = budget_history(approximate_tokens, 40)
+        whole = self.store.load_sync(OWNER, view[0], branch=view[1])
+        window = self.store.load_window_sync(OWNER, view[0], processor=processor, branch=view[1])
+        assert window.length == len(whole)
+        assert window.messages == whole[window.start :]
+        assert processor(window.messages) == processor(whole)
+        if then:
+            self.store.append_sync(
+                OWNER, view[0], then, window.length, branch=view[1], window=window
+            )
+            self.model.append(view, then)
+
+    @precondition(lambda self: bool(self.model.views))
+    @rule(data=st.data(), limit=st.integers(1, 9))
+    def load_page(self, data: st.DataObject, limit: int) -> None:
+        """Every page (any ``before``) is the whole branch's messages at its positions,
+        verified through the marks or the head, and scrolling back from the newest page
+        reaches the first message."""
+        cid, branch = data.draw(st.sampled_from(self._views()))
+        whole = self.store.load_sync(OWNER, cid, branch=branch)
+        for before in range(len(whole) + 1):
+            page = self.store.load_page_sync(OWNER, cid, limit=limit, before=before, branch=branch)
+            assert (page.start, page.length) == (max(0, before - limit), len(whole))
+            assert page.messages == whole[page.start : before]
+        assert self._scrolled(cid, branch, limit) == whole
+
+    def _scrolled(self, cid: str, branch: str, limit: int) -> History:
+        """The branch read page by page from the newest back (each page verified)."""
+        page = self.store.load_page_sync(OWNER, cid, limit=limit, branch=branch)
+        read = list(page.messages)
+        while page.older is not None:
+            page = self.store.load_page_sync(
+                OWNER, cid, limit=limit, before=page.older, branch=branch
+            )
+            read[:0] = page.messages
+        return tuple(read)
+
     @invariant()
     def every_branch_holds_the_models_messages_pairs_and_verifies(self) -> None:
         conversations = self.store.list_conversations_sync(OWNER)
@@ -343,6 +399,7 @@ class StoredConversations(RuleBasedStateMachine):
                 assert info.length == len(history)
                 assert history == self.model.messages((cid, info.name)), (cid, info.name)
                 assert check_pairing(history) == ()
+                assert self._scrolled(cid, info.name, 2) == history
             report = self.store.verify_sync(OWNER, cid)
             assert report.intact, report.findings
 

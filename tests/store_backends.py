@@ -51,9 +51,15 @@ class Backend:
         return store
 
     def sql(self, statement: str) -> str:
-        """``statement`` with ``{M}``, ``{B}``, ``{C}`` naming this backend's tables."""
+        """``statement`` with ``{M}``, ``{B}``, ``{C}``, ``{K}``, ``{S}`` naming its tables."""
         t = self.table
-        text = statement.format(M=f"{t}_messages", B=f"{t}_branches", C=f"{t}_conversations")
+        text = statement.format(
+            M=f"{t}_messages",
+            B=f"{t}_branches",
+            C=f"{t}_conversations",
+            K=f"{t}_marks",
+            S=f"{t}_steps",
+        )
         return text if self.kind == "sqlite" else text.replace("?", "%s")
 
     def raw(self, statement: str, *params: object) -> list[tuple[Any, ...]]:

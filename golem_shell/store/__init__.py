@@ -12,7 +12,11 @@ the application wires it around a run::
 - **Windowed loads.** ``load_window`` reads only what the history processor needs: the
   newest part of a branch from its step grid (bounded, cache-stable; the processor
   returns from it what it returns from the whole branch), verified against the signed
-  head without reading the rest (``load`` returns everything, unverified).
+  head without reading the rest (``load`` returns everything, unverified); a token
+  budget's window reads from the step point ``append(..., window=)`` recorded.
+- **Pages.** ``load_page(owner, cid, limit=100, before=...)`` reads any page of a
+  branch (a chat UI scrolling back), verified against the chain through a signed mark
+  every 64 rows: its cost is the page's, at any length.
 
 - **Owners.** Every method takes the owner (a user, a tenant) first; it is the first
   column of every key, so another owner's conversation id is simply not there.
@@ -35,6 +39,7 @@ the application wires it around a run::
 
 The guarantees, precisely: ``docs/stores.md``. The modules: ``_sql`` (tables, drivers),
 ``_rows`` (reading), ``_ops`` (load/append/branch/fork), ``_window`` (load_window),
+``_pages`` (load_page and its marks),
 ``_erase`` (erase, delete, prune), ``_verify``, ``_crypto`` (chain, heads, AES-GCM),
 ``_tombstone``, ``_values``, ``_errors``, ``_methods`` (the public methods), ``_sqlite``,
 ``_postgres``.
@@ -65,6 +70,7 @@ from golem_shell.store._values import (
     Finding,
     FindingKind,
     Head,
+    Page,
     Receipt,
     VerifyReport,
     Window,
@@ -87,6 +93,7 @@ __all__ = [
     "HistoryStore",
     "HistoryStoreError",
     "MAIN",
+    "Page",
     "PartFilter",
     "PostgresHistoryStore",
     "Receipt",

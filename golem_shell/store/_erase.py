@@ -3,10 +3,11 @@
 ``erase`` turns messages (or parts) into tombstones where they are stored, once, so
 every branch and fork that shares them sees the tombstone; it then re-chains every
 branch whose chain passed through them and re-signs their heads (revision + 1,
-``rechained`` = that revision). ``delete`` first gives every fork in another
-conversation its own copy of what it shares with the deleted one, then deletes the
-rows; after commit SQLite checkpoints its WAL (``secure_delete`` zeroes the freed
-pages) and PostgreSQL vacuums the tables. Each returns a ``Receipt``.
+``rechained`` = that revision) and every mark of their rows (``_pages``). ``delete``
+first gives every fork in another conversation its own copy of what it shares with the
+deleted one (and marks for it), then deletes the rows, marks and recorded step points;
+after commit SQLite checkpoints its WAL (``secure_delete`` zeroes the freed pages) and
+PostgreSQL vacuums the tables. Each returns a ``Receipt``.
 
 **Erasure reaches summaries** (ADR 0143): the references (``message_ref``) of the
 messages an operation erases or deletes are taken before they change; every summary of
@@ -51,6 +52,7 @@ from golem_shell.store._errors import (
     check_id,
     messages_count,
 )
+from golem_shell.store._pages import rewrite_marks
 from golem_shell.store._rows import (
     BranchRow,
     Config,
@@ -158,8 +160,11 @@ def rechain(
             tuple(updates),
         )
     revision = row.revision + 1
-    new = attrs.evolve(row, link=previous, revision=revision, rechained=revision)
-    yield write_branch(d, owner, sign(config, owner, new))
+    new = sign(
+        config, owner, attrs.evolve(row, link=previous, revision=revision, rechained=revision)
+    )
+    yield write_branch(d, owner, new)
+    yield from rewrite_marks(d, config, owner, new)
     for child in (yield from _children(d, owner, cid, branch, start)):  # they share ``start``
         yield from rechain(d, config, owner, child.conversation_id, child.branch, start)
 
@@ -362,7 +367,9 @@ def _materialize(d: Dialect, owner: str, row: BranchRow, config: Config) -> Step
             + " AND position >= ? AND position < ?",
             row.conversation_id, row.branch, owner, seg_cid, seg_branch, lo, hi,
         )  # fmt: skip
-    yield write_branch(d, owner, sign(config, owner, attrs.evolve(row, parent=None, at=0)))
+    own = sign(config, owner, attrs.evolve(row, parent=None, at=0))
+    yield write_branch(d, owner, own)
+    yield from rewrite_marks(d, config, owner, own)
 
 
 def _delete(
@@ -390,6 +397,8 @@ def _delete(
         gone.add(message_ref(_decode(config.cipher.open_text(owner, text), cid, int(position))))
     where = " WHERE owner = ? AND conversation_id = ?"
     yield d.q("DELETE FROM {M}" + where, owner, cid)
+    yield d.q("DELETE FROM {K}" + where, owner, cid)
+    yield d.q("DELETE FROM {S}" + where, owner, cid)
     yield d.q("UPDATE {B} SET parent_conversation = NULL, parent_branch = NULL" + where, owner, cid)
     yield d.q("DELETE FROM {B}" + where, owner, cid)
     yield d.q("DELETE FROM {C}" + where, owner, cid)

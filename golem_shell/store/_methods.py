@@ -25,10 +25,19 @@ from golem_shell.store._ops import (
     list_op,
     load_op,
 )
+from golem_shell.store._pages import page_op
 from golem_shell.store._rows import Config
 from golem_shell.store._sql import Dialect, Operation
 from golem_shell.store._tombstone import PartFilter
-from golem_shell.store._values import MAIN, BranchInfo, Head, Receipt, VerifyReport, Window
+from golem_shell.store._values import (
+    MAIN,
+    BranchInfo,
+    Head,
+    Page,
+    Receipt,
+    VerifyReport,
+    Window,
+)
 from golem_shell.store._verify import verify_op
 from golem_shell.store._window import window_op
 
@@ -58,8 +67,9 @@ def _ms(older_than: datetime | None) -> int | None:
 class HistoryStore(Protocol):
     """Where conversations live, per owner: branches, compare-and-set appends, erasure.
 
-    The core of what both stores offer (each also has ``head``, ``verify``, ``prune``,
-    ``reencrypt`` and ``append_interrupted``); every method has a ``_sync`` twin.
+    The core of what both stores offer (each also has ``load_page``, ``head``,
+    ``verify``, ``prune``, ``reencrypt`` and ``append_interrupted``); every method has a
+    ``_sync`` twin.
     """
 
     async def load(
@@ -81,6 +91,7 @@ class HistoryStore(Protocol):
         expected_length: int,
         *,
         branch: str = MAIN,
+        window: Window | None = None,
     ) -> int: ...
 
     async def branch(
@@ -122,6 +133,7 @@ class HistoryStore(Protocol):
         expected_length: int,
         *,
         branch: str = MAIN,
+        window: Window | None = None,
     ) -> int: ...
 
     def list_conversations_sync(self, owner: str) -> tuple[str, ...]: ...
@@ -208,10 +220,11 @@ class StoreMethods:
                 such as ``compose(trim_history(400), budget_history(counter, 8000))``;
                 or ``budget_history(...)`` (or a ``compose(...)`` that starts with one),
                 whose window starts on its step point before the cut
-                (``golem_core.budget_window``): the first load reads the whole
-                branch once to find it, and a load given ``after=`` reads from the last
-                window's start on. Any other processor may read every message:
-                refused with a ``UsageError`` that says so.
+                (``golem_core.budget_window``): a load given ``after=``, or one after
+                an ``append(..., window=)`` of that processor's window, reads from that
+                window's start on; without either (the branch's very first load, or
+                after an erasure) it reads the whole branch once. Any other processor
+                may read every message: refused with a ``UsageError`` that says so.
             last_head: The ``window.head`` (or ``store.head(...)``) you kept from the
                 turn before: the branch must be it or a successor of it (appends, or
                 an erasure since), else ``CorruptHistoryError`` (the database was
@@ -259,6 +272,45 @@ class StoreMethods:
         )  # fmt: skip
         return self._run(op)
 
+    async def load_page(
+        self, owner: str, conversation_id: str, *, limit: int, before: int | None = None,
+        branch: str = MAIN,
+    ) -> Page:  # fmt: skip
+        """Up to ``limit`` messages of the branch just before position ``before`` (``None``:
+        the newest), read and verified without reading the rest of the branch.
+
+        Scroll back with ``before=page.older`` until it is ``None``. The rows are checked
+        against their seals and links, then followed to the next signed mark (every 64th
+        row) or the signed head: the cost is the page plus at most 64 seals and links,
+        at any length of the branch, across branch points too.
+
+        Args:
+            limit: At most how many messages (at least 1).
+            before: The position after the page's last message (a message's position:
+                the page ends just before it); at most the branch's length.
+            branch: Which branch (its view includes what it shares with its parent).
+
+        Returns:
+            The ``Page``: its messages, where it starts, the branch's length, the head.
+
+        Raises:
+            HistoryNotFound: ``branch`` (not ``main``) does not exist for this owner.
+            CorruptHistoryError: a row of the page does not decode or does not verify
+                (altered, missing, reordered, restored after an erasure, or the chain
+                from it does not reach the signed mark or head); names the position.
+            EncryptionKeyError: a row is encrypted under a key id the store lacks.
+            UsageError: ``limit`` below 1, ``before`` negative or past the branch's end.
+        """
+        op = page_op(self._config, owner, conversation_id, branch, before, limit)
+        return await self._run_async(op)
+
+    def load_page_sync(
+        self, owner: str, conversation_id: str, *, limit: int, before: int | None = None,
+        branch: str = MAIN,
+    ) -> Page:  # fmt: skip
+        """``load_page`` for code without an event loop."""
+        return self._run(page_op(self._config, owner, conversation_id, branch, before, limit))
+
     async def append(
         self,
         owner: str,
@@ -267,17 +319,28 @@ class StoreMethods:
         expected_length: int,
         *,
         branch: str = MAIN,
+        window: Window | None = None,
     ) -> int:
         """Append ``messages`` if the branch has exactly ``expected_length`` messages.
 
         The first append to ``main`` creates the conversation; other branches are made
         by ``branch``. Returns the new length.
 
+        Args:
+            window: The ``Window`` this turn ran on, when a ``budget_history`` named
+                it: its start (a step point of that processor) is recorded with the
+                append, signed, so the next ``load_window`` of that processor reads
+                from there without ``after=`` (a stateless worker's first load is
+                bounded too). An erasure since the window makes the record stale.
+
         Raises:
             HistoryConflict: it is not ``expected_length`` long; nothing was written.
             HistoryNotFound: ``branch`` (not ``main``) does not exist.
+            UsageError: ``window`` is not a ``Window`` of this branch.
         """
-        op = append_op(self._config, owner, conversation_id, messages, expected_length, branch)
+        op = append_op(
+            self._config, owner, conversation_id, messages, expected_length, branch, window
+        )
         return await self._run_async(op)
 
     def append_sync(
@@ -288,9 +351,12 @@ class StoreMethods:
         expected_length: int,
         *,
         branch: str = MAIN,
+        window: Window | None = None,
     ) -> int:
         """``append`` for code without an event loop."""
-        op = append_op(self._config, owner, conversation_id, messages, expected_length, branch)
+        op = append_op(
+            self._config, owner, conversation_id, messages, expected_length, branch, window
+        )
         return self._run(op)
 
     async def append_interrupted(

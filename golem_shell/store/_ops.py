@@ -28,6 +28,7 @@ from golem_shell.store._errors import (
     check_length,
     messages_count,
 )
+from golem_shell.store._pages import append_marks
 from golem_shell.store._rows import (
     INSERT_BRANCH,
     BranchRow,
@@ -48,6 +49,7 @@ from golem_shell.store._rows import (
 )
 from golem_shell.store._sql import Dialect, Operation, Steps, take_locks
 from golem_shell.store._values import MAIN, BranchInfo, Head
+from golem_shell.store._window import check_step_window, record_step
 
 __all__ = [
     "append_op",
@@ -130,10 +132,12 @@ def append_op(
     messages: Sequence[Message],
     expected_length: int,
     branch: str,
+    window: object = None,
 ) -> Operation[int]:
     checked(owner, cid, branch)
     check_length("expected_length", expected_length)
     contents = [encode_message(m) for m in _check_messages(messages)]
+    step = check_step_window(owner, cid, branch, window)
 
     def steps(d: Dialect) -> Steps[int]:
         if not contents:  # nothing to add: still checked, nothing created
@@ -180,6 +184,9 @@ def append_op(
         else:
             yield write_branch(d, owner, new)
         yield d.batch(INSERT_MESSAGE, rows)
+        yield from append_marks(d, config, owner, new, ((r[3], r[6]) for r in rows))
+        if step is not None:
+            yield from record_step(d, config, owner, cid, branch, step)
         yield d.q(
             "UPDATE {C} SET updated_ms = ? WHERE owner = ? AND conversation_id = ?",
             now, owner, cid,

@@ -13,6 +13,13 @@ a conversation id of another owner is another key, not a row a filter must skip)
     {prefix}_messages       (owner, conversation_id, branch, position) -> message text,
                             seal, link: the rows a branch stores itself (a branch at n
                             reads its first n messages from its parent: stored once)
+    {prefix}_marks          (owner, conversation_id, branch, position) -> mark: every
+                            64th row's link signed with its place and the branch's
+                            erasure revision, so a page is verified without the rest
+                            (``_pages``; no content)
+    {prefix}_steps          (owner, conversation_id, branch, grid) -> start,
+                            rechained, mark: a token budget's step point, recorded by
+                            ``append(..., window=)`` for the next first load (``_window``)
 """
 
 from __future__ import annotations
@@ -125,7 +132,8 @@ class Dialect:
 
     @property
     def tables(self) -> tuple[str, ...]:
-        return tuple(f"{self.prefix}_{t}" for t in ("messages", "branches", "conversations"))
+        names = ("messages", "marks", "steps", "branches", "conversations")
+        return tuple(f"{self.prefix}_{t}" for t in names)
 
     @property
     def schema(self) -> tuple[Query, ...]:
@@ -153,6 +161,13 @@ class Dialect:
             "PRIMARY KEY (owner, conversation_id, branch, position), "
             "FOREIGN KEY (owner, conversation_id, branch) "
             "REFERENCES {B} (owner, conversation_id, branch))" + rowid,
+            "CREATE TABLE IF NOT EXISTS {K} (owner TEXT NOT NULL, conversation_id TEXT NOT NULL, "
+            f"branch TEXT NOT NULL, position {big} NOT NULL, mark TEXT NOT NULL, "
+            "PRIMARY KEY (owner, conversation_id, branch, position))" + rowid,
+            "CREATE TABLE IF NOT EXISTS {S} (owner TEXT NOT NULL, conversation_id TEXT NOT NULL, "
+            f"branch TEXT NOT NULL, grid TEXT NOT NULL, start {big} NOT NULL, "
+            f"rechained {big} NOT NULL, mark TEXT NOT NULL, "
+            "PRIMARY KEY (owner, conversation_id, branch, grid))" + rowid,
         )
         queries = tuple(self.q(s) for s in statements)
         if self.postgres:  # concurrent CREATE ... IF NOT EXISTS can collide on the catalog
@@ -168,7 +183,10 @@ def dialect(table: str, *, postgres: bool) -> Dialect:
 
 @functools.lru_cache(maxsize=512)
 def _format(prefix: str, postgres: bool, sql: str) -> str:
-    text = sql.format(C=f"{prefix}_conversations", B=f"{prefix}_branches", M=f"{prefix}_messages")
+    text = sql.format(
+        C=f"{prefix}_conversations", B=f"{prefix}_branches", M=f"{prefix}_messages",
+        K=f"{prefix}_marks", S=f"{prefix}_steps",
+    )  # fmt: skip
     return text.replace("?", "%s") if postgres else text
 
 

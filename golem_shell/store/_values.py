@@ -1,5 +1,5 @@
 """The values the stores return: branches, erasure receipts, signed heads, verify reports,
-windows.
+windows, pages.
 
 All frozen attrs classes with tuple fields, made by the store and read by the caller.
 """
@@ -22,6 +22,7 @@ __all__ = [
     "Finding",
     "FindingKind",
     "Head",
+    "Page",
     "Receipt",
     "VerifyReport",
     "Window",
@@ -177,7 +178,8 @@ class Window:
     signed head the window was verified against (``None``: nothing stored).
     ``step_grid`` names the ``budget_history`` processor whose step point ``start`` is
     (``""`` for a window by message count): pass the window back as the next load's
-    ``after=`` and that load reads from ``start`` on.
+    ``after=``, or to the turn's ``append(..., window=)`` (which records ``start`` for
+    any later load of that processor), and that load reads from ``start`` on.
     """
 
     messages: tuple[Message, ...]
@@ -191,3 +193,35 @@ class Window:
     def omitted(self) -> int:
         """How many messages between the pinned ones and the window were not read."""
         return self.start - self.pinned
+
+
+@frozen
+class Page:
+    """What ``load_page`` read: consecutive messages of a branch, verified.
+
+    ``messages`` are the branch's messages at positions ``start`` to ``end - 1``, oldest
+    first (``positions``). ``length`` is the branch's length when read and ``head`` the
+    signed head the page was checked against (``None``: nothing stored). Pass ``older``
+    as the next ``load_page``'s ``before=`` to read the page before this one; it is
+    ``None`` once the page starts at the branch's first message.
+    """
+
+    messages: tuple[Message, ...]
+    start: int
+    length: int
+    head: Head | None
+
+    @property
+    def end(self) -> int:
+        """The position after the page's last message."""
+        return self.start + len(self.messages)
+
+    @property
+    def positions(self) -> range:
+        """The position of each message of the page."""
+        return range(self.start, self.end)
+
+    @property
+    def older(self) -> int | None:
+        """``before=`` of the page before this one; ``None``: this page starts at 0."""
+        return self.start or None

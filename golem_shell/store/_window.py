@@ -30,6 +30,12 @@ the branch the head signs, after every erasure it holds (an erased row restored 
 backup breaks its seal or its link), whatever is stored before it. Any failure raises
 ``CorruptHistoryError`` naming the position.
 
+**A token budget's recorded step point.** ``append(..., window=)`` records a budget
+window's start, signed, with the erasure revision of the head it was read at
+(``record_step``); a ``load_window`` of that processor without ``after=`` anchors there
+while the revision holds (``_recorded_anchor``), as it would with ``after=`` (ADR 0107,
+amended).
+
 **Pins.** ``keep_first=k`` also returns the branch's first ``k`` messages (the first
 user message, a summary a compaction placed first). When they reach the window they
 are checked as one chain with it, from the genesis; otherwise they are checked from the
@@ -39,6 +45,7 @@ bound to the head without reading the rows between: ADR 0107 says what that leav
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import cast
 
@@ -53,6 +60,7 @@ from golem_core import (
     message_window,
 )
 from golem_shell._errors import UsageError
+from golem_shell.store._crypto import mac
 from golem_shell.store._errors import CorruptHistoryError, HistoryNotFound, check_length
 from golem_shell.store._rows import (
     BranchRow,
@@ -68,7 +76,15 @@ from golem_shell.store._sql import Dialect, Operation, Row, Steps
 from golem_shell.store._values import MAIN, Finding, FindingKind, Head, Window
 from golem_shell.store._verify import gone_verdict, rollback_findings
 
-__all__ = ["window_op", "window_start"]
+__all__ = [
+    "check_run",
+    "check_step_window",
+    "clip",
+    "decode_contents",
+    "record_step",
+    "window_op",
+    "window_start",
+]
 
 _COLUMNS = "position, message, seal, link"
 
@@ -154,6 +170,7 @@ def window_op(
     processor: object = None,
     last_head: object = None,
     after: object = None,
+    stored: bool = True,
 ) -> Operation[Window]:
     checked(owner, cid, branch)
     bound, keep = _check_args(last, low_water, keep_first, processor)
@@ -175,18 +192,20 @@ def window_op(
         found = yield from segments(d, owner, row)
         if bound.budget is None:
             start = window_start(n, bound.last, bound.low_water)
+        elif previous is None and stored:  # a stateless first load: the recorded step
+            start = yield from _recorded_anchor(d, config, owner, row, grid, keep)
         else:
             start = _anchor(row, previous, grid, keep)
         pinned = min(keep, start)
         if pinned >= start - 1:  # one run from the genesis: read it all
             start = start if bound.budget is None else 0
             rows = yield from view_rows(d, owner, found, _COLUMNS)
-            contents = _check_run(config, owner, row, rows, 0, n, None)
+            contents = check_run(config, owner, row, rows, 0, n, None)
             _check_end(config, owner, row, rows)
             if last_seen is not None:
                 links = {int(r[0]): str(r[3]) for r in rows}
                 _refuse(cid, rollback_findings(config, owner, row, links, last_seen))
-            read = _decode(cid, contents, 0, 0)
+            read = decode_contents(cid, contents, 0, 0)
             start += _budget_start(bound, read[start:], anchored=False)
             pinned = min(keep, start)
             messages = read[:pinned] + read[start:]
@@ -194,27 +213,30 @@ def window_op(
                 messages=messages, start=start, length=n, pinned=pinned,
                 head=head_of(owner, row), step_grid=grid,
             )  # fmt: skip
-        rows = yield from view_rows(d, owner, _clip(found, start - 1, n), _COLUMNS)
+        rows = yield from view_rows(d, owner, clip(found, start - 1, n), _COLUMNS)
         if not rows or int(rows[0][0]) != start - 1:
             raise CorruptHistoryError(cid, start - 1, "no row at this position (before the window)")
-        contents = _check_run(config, owner, row, rows[1:], start, n, str(rows[0][3]))
+        contents = check_run(config, owner, row, rows[1:], start, n, str(rows[0][3]))
         _check_end(config, owner, row, rows)
         if last_seen is not None:
             links = yield from _links_back_to(d, config, owner, row, found, rows, last_seen)
             _refuse(cid, rollback_findings(config, owner, row, links, last_seen))
-        read = _decode(cid, contents, 0, start)
+        read = decode_contents(cid, contents, 0, start)
         moved = _budget_start(bound, read, anchored=True)
         if moved < 0:  # the anchor was not a step point before the cut: read it all
             moved_window = yield from window_op(
-                config, owner, cid, branch, None, None, keep, bound.budget, last_head
-            ).steps(d)
+                config, owner, cid, branch, None, None, keep, bound.budget, last_head,
+                stored=False,
+            ).steps(d)  # fmt: skip
             return moved_window
         start += moved
         pinned = min(keep, start)
         pins: tuple[Message, ...] = ()
         if pinned:
-            pin_rows = yield from view_rows(d, owner, _clip(found, 0, pinned), _COLUMNS)
-            pins = _decode(cid, _check_run(config, owner, row, pin_rows, 0, pinned, None), 0, 0)
+            pin_rows = yield from view_rows(d, owner, clip(found, 0, pinned), _COLUMNS)
+            pins = decode_contents(
+                cid, check_run(config, owner, row, pin_rows, 0, pinned, None), 0, 0
+            )
         return Window(
             messages=pins + read[moved:], start=start, length=n, pinned=pinned,
             head=head_of(owner, row), step_grid=grid,
@@ -247,6 +269,81 @@ def _anchor(row: BranchRow, previous: Window | None, grid: str, keep: int) -> in
     if row.rechained > previous.head.revision:  # an erasure since: counts may differ
         return 0
     start = previous.start
+    if start > row.length or (keep and keep >= start - 1):
+        return 0
+    return start
+
+
+def _grid_key(grid: str) -> str:
+    return hashlib.sha256(grid.encode()).hexdigest()[:32]
+
+
+def _step_mark(
+    key: bytes, owner: str, cid: str, branch: str, grid: str, start: int, rechained: int
+) -> str:
+    return mac(
+        key, b"step", owner.encode(), cid.encode(), branch.encode(), grid.encode(),
+        str(start).encode(), str(rechained).encode(),
+    )  # fmt: skip
+
+
+def check_step_window(owner: str, cid: str, branch: str, window: object) -> Window | None:
+    """``append(..., window=)``: a ``Window`` of this branch, or ``None``."""
+    if window is None:
+        return None
+    if not isinstance(window, Window):
+        raise UsageError(f"append(window): the Window the turn ran on, got {window!r}")
+    head = window.head
+    if head is not None and (head.owner, head.conversation_id, head.branch) != (
+        owner, cid, branch,
+    ):  # fmt: skip
+        raise UsageError(
+            "append(window): a window of this owner, conversation and branch, got one of "
+            f"{head.owner!r}, {head.conversation_id!r}, {head.branch!r}"
+        )
+    return window
+
+
+def record_step(
+    d: Dialect, config: Config, owner: str, cid: str, branch: str, window: Window
+) -> Steps[None]:
+    """Record a budget window's start (a step point of its processor on the branch as its
+    head was) for the next first load of that processor. Stamped with the head's
+    ``rechained``: an erasure since (before or after this append) makes it stale."""
+    if not window.step_grid or window.head is None or window.start == 0:
+        return
+    rechained = window.head.rechained
+    mark = _step_mark(
+        config.sealer.keys[0], owner, cid, branch, window.step_grid, window.start, rechained
+    )
+    yield d.q(
+        "INSERT INTO {S} (owner, conversation_id, branch, grid, start, rechained, mark) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, conversation_id, branch, grid) "
+        "DO UPDATE SET start = excluded.start, rechained = excluded.rechained, "
+        "mark = excluded.mark",
+        owner, cid, branch, _grid_key(window.step_grid), window.start, rechained, mark,
+    )  # fmt: skip
+
+
+def _recorded_anchor(
+    d: Dialect, config: Config, owner: str, row: BranchRow, grid: str, keep: int
+) -> Steps[int]:
+    """The step point ``append(..., window=)`` recorded for this processor on this branch,
+    when its mark verifies and no erasure re-chained the branch since; else ``0``."""
+    rows = yield d.q(
+        "SELECT start, rechained, mark FROM {S} WHERE owner = ? AND conversation_id = ? "
+        "AND branch = ? AND grid = ?",
+        owner, row.conversation_id, row.branch, _grid_key(grid),
+    )  # fmt: skip
+    if not rows:
+        return 0
+    start, rechained, stored = int(rows[0][0]), int(rows[0][1]), str(rows[0][2])
+    keys = config.sealer.keys
+    marks = (
+        _step_mark(k, owner, row.conversation_id, row.branch, grid, start, rechained) for k in keys
+    )
+    if rechained != row.rechained or stored not in marks:
+        return 0
     if start > row.length or (keep and keep >= start - 1):
         return 0
     return start
@@ -301,7 +398,7 @@ def _links_back_to(
     first = int(window[0][0])
     if position >= first:
         return {int(r[0]): str(r[3]) for r in window if int(r[0]) == position}
-    rows = yield from view_rows(d, owner, _clip(found, position, first), "position, seal, link")
+    rows = yield from view_rows(d, owner, clip(found, position, first), "position, seal, link")
     if len(rows) != first - position or int(rows[0][0]) != position:
         return {}  # a position missing before the window: not an extension of the head
     sealer = config.sealer
@@ -321,7 +418,7 @@ def _refuse(cid: str, findings: Sequence[Finding]) -> None:
         raise CorruptHistoryError(cid, finding.position, finding.detail + hint)
 
 
-def _clip(found: Sequence[Segment], lo: int, hi: int) -> list[Segment]:
+def clip(found: Sequence[Segment], lo: int, hi: int) -> list[Segment]:
     """The parts of a view's physical ranges within positions ``[lo, hi)``."""
     out: list[Segment] = []
     for cid, branch, seg_lo, seg_hi in found:
@@ -332,7 +429,7 @@ def _clip(found: Sequence[Segment], lo: int, hi: int) -> list[Segment]:
     return out
 
 
-def _check_run(
+def check_run(
     config: Config,
     owner: str,
     row: BranchRow,
@@ -393,7 +490,9 @@ def _check_end(config: Config, owner: str, row: BranchRow, rows: Sequence[Row]) 
         )
 
 
-def _decode(cid: str, contents: list[bytes], pinned: int, start: int) -> tuple[Message, ...]:
+def decode_contents(
+    cid: str, contents: list[bytes], pinned: int, start: int
+) -> tuple[Message, ...]:
     """One ``decode_history`` over the rows; one at a time only to name a failure."""
     match decode_history(b"[" + b",".join(contents) + b"]"):
         case Success(messages) if len(messages) == len(contents):
