@@ -85,16 +85,26 @@ def test_iter_stream_takes_no_on_event_of_its_own() -> None:
 
 
 def test_every_run_keyword_is_declared_once() -> None:
-    assert set(RunOptions.__optional_keys__) == {
-        "deps",
-        "run_id",
-        "conversation_id",
-        "on_event",
-        "model",
-        "settings",
-        "usage_limits",
-        "steering",
-    }
+    """The run keywords live in ``RunOptions`` alone: every run method of ``Agent`` and of
+    the durable engines takes them as ``**options`` and declares none of them itself, so a
+    new keyword is not listed here (nor anywhere but ``RunOptions``)."""
+    import inspect
+
+    from golem_shell.durable import DurableAgent
+    from golem_shell.temporal import TemporalAgent
+
+    keys = set(RunOptions.__optional_keys__)
+    assert {"deps", "model", "settings", "usage_limits", "run_id", "conversation_id"} <= keys
+    checked = []
+    for cls in (Agent, DurableAgent, TemporalAgent):
+        for name, method in inspect.getmembers(cls, inspect.isfunction):
+            if not name.startswith(("run", "iter_stream", "start")):
+                continue
+            params = inspect.signature(method).parameters
+            assert not keys & set(params), (cls.__name__, name, sorted(keys & set(params)))
+            assert any(p.kind is p.VAR_KEYWORD for p in params.values()), (cls.__name__, name)
+            checked.append(f"{cls.__name__}.{name}")
+    assert {"Agent.run", "DurableAgent.start", "TemporalAgent.run"} <= set(checked)
 
 
 def test_a_runs_own_model_decides_native_output() -> None:
