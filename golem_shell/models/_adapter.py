@@ -18,7 +18,7 @@ import contextlib
 import functools
 import os
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
@@ -27,12 +27,20 @@ import httpx
 from returns.result import Failure, Result, Success
 
 from golem_core import (
+    CompactionRecord,
     Message,
     ModelDelta,
     ModelErrorKind,
     ModelRequest,
     ModelSettings,
+    Role,
+    StreamDone,
     StreamEvent,
+    TextPart,
+    approximate_tokens,
+    compaction_of,
+    message_ref,
+    with_compaction,
 )
 from golem_core.providers import (
     Origin,
@@ -63,6 +71,8 @@ _KEPT_PORTS = 64
 
 __all__ = [
     "HTTPModel",
+    "built_from",
+    "native_compaction_recorded",
     "check_base_url",
     "endpoint_of",
     "env_value",
@@ -152,6 +162,50 @@ class _AskedStream:
 def _record_asked(model: str, message: Message) -> Message:
     """``message`` recording that its adapter asked for ``model`` (issue 33, item 2)."""
     return record_asked_model(message, model)
+
+
+def built_from(messages: Sequence[Message]) -> tuple[str, ...]:
+    """The references of what ``messages`` hold: each non-system message, and before it
+    every message its compaction record names (a summary that may be stored nowhere),
+    each once, oldest first."""
+    refs: dict[str, None] = {}
+    for m in messages:
+        if m.role is Role.SYSTEM:
+            continue
+        record = compaction_of(m) if m.extra else None
+        if record is not None:
+            refs.update(dict.fromkeys(record.replaced))
+        refs[message_ref(m)] = None
+    return tuple(refs)
+
+
+def native_compaction_recorded(request: ModelRequest, answer: Message, target: Target) -> Message:
+    """``answer`` carrying a compaction record when it holds a compaction its provider
+    made of the request (ADR 0148: an Anthropic ``compaction`` block summarizes every
+    message it was sent): the record (kind ``summary``) names every message of
+    ``request`` and what their own records name, so erasing any of them makes the
+    block stale (ADR 0143). An answer holding no such compaction, a failed one (nothing
+    in it) or a record already comes back as it is. Total, deterministic."""
+    rule = target.profile.compaction
+    if rule is None or compaction_of(answer) is not None:
+        return answer
+    if not any(
+        type(p) is TextPart
+        and any(k == rule.marker for k, _ in p.extra)
+        and (p.text or len(p.extra) > 1)
+        for p in answer.parts
+    ):
+        return answer
+    record = CompactionRecord(
+        f"{target.provider.value} native compaction ({target.model})",
+        "summary",
+        replaced=built_from(request.messages),
+        tokens_before=sum(
+            approximate_tokens(m) for m in request.messages if m.role is not Role.SYSTEM
+        ),
+        tokens_after=approximate_tokens(answer),
+    )
+    return with_compaction(answer, record)
 
 
 class HTTPModel:
@@ -294,13 +348,22 @@ class HTTPModel:
     def _encode(self, request: ModelRequest, *, stream: bool) -> Result[dict[str, Any], WireError]:
         raise NotImplementedError
 
+    def _headers_for(self, body: dict[str, Any]) -> dict[str, str]:
+        """Headers a request needs beyond the adapter's own, from its encoded ``body``
+        (Anthropic: the ``anthropic-beta`` values its edits and blocks need)."""
+        return {}
+
     def _body(self, request: ModelRequest, *, stream: bool) -> bytes:
+        return self._encoded(request, stream=stream)[0]
+
+    def _encoded(self, request: ModelRequest, *, stream: bool) -> tuple[bytes, dict[str, str]]:
+        """The body ``request`` is sent as, and the headers it needs (``_headers_for``)."""
         ported, _ = self.ported(request)
         request = attrs.evolve(ported, settings=merge_settings(self._settings, ported.settings))
         match self._encode(request, stream=stream):
             case Success(value):
                 body: dict[str, Any] = value
-                return encode_json(body)
+                return encode_json(body), self._headers_for(body)
             case Failure(error):
                 if error.kind is ModelErrorKind.UNSUPPORTED_CONTENT:
                     raise UsageError(error.message)
@@ -315,8 +378,9 @@ class HTTPModel:
             ModelError: the request failed (after retries).
         """
         check_allowed(self.name)
-        body = self._body(request, stream=False)
-        return await self._http.post(body, self._decode_response)
+        body, headers = self._encoded(request, stream=False)
+        answer = await self._http.post(body, self._decode_response, headers=headers)
+        return native_compaction_recorded(request, answer, self._target)
 
     async def request_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Send one request and yield its deltas as they arrive, then one ``StreamDone``.
@@ -327,10 +391,16 @@ class HTTPModel:
                 delta).
         """
         check_allowed(self.name)
-        body = self._body(request, stream=True)
-        stream = self._http.stream(body, self._new_stream_decoder, self._decode_response)
+        body, headers = self._encoded(request, stream=True)
+        stream = self._http.stream(
+            body, self._new_stream_decoder, self._decode_response, headers=headers
+        )
         async with contextlib.aclosing(stream) as events:
             async for event in events:
+                if isinstance(event, StreamDone):
+                    event = StreamDone(
+                        native_compaction_recorded(request, event.message, self._target)
+                    )
                 yield event
 
     async def aclose(self) -> None:
