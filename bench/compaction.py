@@ -33,7 +33,9 @@ counts as its summary's tokens. The cache-servable share and the input cost come
 ``bench.cache.measure`` (the longest prefix equal to the previous request's; Anthropic's
 rates: cached input 0.1x, the rest written at 1.25x, plus ``bench.cache.FIXED_PREFIX``
 tokens of tools and instructions per request). Output is priced at ``OUTPUT``x input; a
-summarizing or compaction call at 1x for what it reads (uncached: its instructions differ)
+summarizing or compaction call at 1x for what it reads (never served from the cache: its
+instructions differ), at the cache-write rate for what it read with cache markers on (a
+summarizer asked to cache; ``summarize_history`` asks for none by default, issue 48),
 and ``OUTPUT``x for what it writes. Dollars at $3 per million input tokens. Each request's
 history is checked with ``golem_core.check_pairing``. Deterministic: no clock, seeded text.
 
@@ -124,6 +126,7 @@ async def golem_trace(
         kept = tuple(sent)
     if recorder is not None:
         trace.calls = list(recorder.calls)
+        trace.cache_written = list(recorder.cache_written)
     return trace
 
 
@@ -136,6 +139,9 @@ def summarizer(recorder: Recorder) -> FunctionModel:
         )
         written = summary_tokens(read)
         recorder.calls.append((recorder.turn, read, written))
+        # a request with cache markers on writes what it reads to the cache (and nothing
+        # reads it back: the next summary's prefix differs)
+        recorder.cache_written.append(read if request.settings.cache is not None else 0)
         return words(written, f"summary {len(recorder.calls)}")
 
     return FunctionModel(summarize, name="summarizer")
@@ -203,6 +209,21 @@ def _request(messages: tuple[Message, ...]) -> cache.Request:
     return cache.Request(messages, tuple(_count_once(m) for m in messages), True)
 
 
+def side_cost(trace: Trace, upto: int) -> tuple[int, float]:
+    """The side calls made by turn ``upto`` and their price in input-token units: what
+    each read at 1x, or at ``cache.WRITE`` where it asked for the cache, and what it
+    wrote at ``OUTPUT``x."""
+    units = 0.0
+    calls = 0
+    for k, (t, read, written) in enumerate(trace.calls):
+        if t > upto:
+            continue
+        cached = trace.cache_written[k] if k < len(trace.cache_written) else 0
+        units += (read - cached) + cached * cache.WRITE + written * OUTPUT
+        calls += 1
+    return calls, units
+
+
 def measure(trace: Trace, conversation: Sequence[Turn]) -> Outcome:
     requests = [_request(r) for r in trace.requests]
     if len(requests) != 2 * len(conversation):
@@ -213,8 +234,7 @@ def measure(trace: Trace, conversation: Sequence[Turn]) -> Outcome:
     ]
 
     def side(upto: int) -> tuple[int, float]:
-        calls = [(r, w) for t, r, w in trace.calls if t <= upto]
-        return len(calls), sum(r + w * OUTPUT for r, w in calls)
+        return side_cost(trace, upto)
 
     checkpoints = []
     for turn in (*(c for c in CHECKPOINTS if c < len(conversation)), len(conversation)):
@@ -353,7 +373,8 @@ def render(data: dict[str, Any]) -> str:
         "the previous request's (`bench.cache.measure`). Price: input $3/M, cached input",
         f"{cache.READ}x, cache writes {cache.WRITE}x, {cache.FIXED_PREFIX} tokens of tools and"
         f" instructions per request, output {OUTPUT:g}x;",
-        f"summarizing and compaction calls at 1x read and {OUTPUT:g}x written. Simulated",
+        f"summarizing and compaction calls at 1x read ({cache.WRITE}x where they ask for the"
+        f" cache) and {OUTPUT:g}x written. Simulated",
         f"summaries and compaction items: a tenth of what they read, {SUMMARY_MIN}-{SUMMARY_MAX}",
         "tokens; the simulated `/responses/compact` keeps the newest user messages up to",
         f"{KEPT_USER_TOKENS:,} tokens. Invalid: requests in whose history `check_pairing`",
