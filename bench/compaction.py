@@ -373,8 +373,7 @@ def render(data: dict[str, Any]) -> str:
         "the previous request's (`bench.cache.measure`). Price: input $3/M, cached input",
         f"{cache.READ}x, cache writes {cache.WRITE}x, {cache.FIXED_PREFIX} tokens of tools and"
         f" instructions per request, output {OUTPUT:g}x;",
-        f"summarizing and compaction calls at 1x read ({cache.WRITE}x where they ask for the"
-        f" cache) and {OUTPUT:g}x written. Simulated",
+        f"summarizing and compaction calls at 1x read and {OUTPUT:g}x written. Simulated",
         f"summaries and compaction items: a tenth of what they read, {SUMMARY_MIN}-{SUMMARY_MAX}",
         "tokens; the simulated `/responses/compact` keeps the newest user messages up to",
         f"{KEPT_USER_TOKENS:,} tokens. Invalid: requests in whose history `check_pairing`",
