@@ -321,3 +321,43 @@ def test_erasing_through_an_anthropic_block_keeps_the_turn_and_drops_the_canary(
         assert store.verify_sync(OWNER, "c1", branch=branch).intact
     again = store.erase_sync(OWNER, "c1", 2)
     assert again.summaries == ()
+
+
+def test_a_compaction_item_in_a_plain_openai_answer_is_recorded_too() -> None:
+    """Every native compaction an answer holds records what it was built from (an item
+    without an id included); a failed Anthropic block (``null`` content, nothing else)
+    summarizes nothing and records nothing."""
+
+    def reply(request: httpx.Request) -> dict[str, Any]:
+        body: dict[str, Any] = copy.deepcopy(fixture_json("openai_responses/response_text.json"))
+        body["output"].insert(0, {"type": "compaction", "encrypted_content": f"e-{CANARY}=="})
+        return body
+
+    def failed(request: httpx.Request) -> dict[str, Any]:
+        body = block_answer(request)
+        body["content"][0] = {"type": "compaction", "content": None}
+        return body
+
+    sent = openai_history()[:5]
+
+    async def go() -> tuple[Message, Message]:
+        seen: list[httpx.Request] = []
+        async with (
+            client(reply, seen) as http,
+            OpenAIResponsesModel(
+                "gpt-5", api_key="sk-test", base_url="http://openai.test/v1", http_client=http
+            ) as model,
+            client(failed, seen) as http2,
+            AnthropicModel(
+                "claude-opus-4-6", api_key="k", base_url="http://anthropic.test", http_client=http2
+            ) as claude,
+        ):
+            return await model.request(ModelRequest(sent)), await claude.request(
+                ModelRequest(sent[:1])
+            )
+
+    answer, void = asyncio.run(go())
+    assert item_of(answer) is not None
+    record = compaction_of(answer)
+    assert record is not None and record.replaced == tuple(message_ref(m) for m in sent)
+    assert compaction_of(void) is None

@@ -184,15 +184,14 @@ def native_compaction_recorded(request: ModelRequest, answer: Message, target: T
     made of the request (ADR 0148: an Anthropic ``compaction`` block summarizes every
     message it was sent): the record (kind ``summary``) names every message of
     ``request`` and what their own records name, so erasing any of them makes the
-    block stale (ADR 0143). An answer holding no such compaction, a failed one (nothing
-    in it) or a record already comes back as it is. Total, deterministic."""
+    block stale (ADR 0143). An answer holding no such compaction, only a void one (the
+    rule's ``removed``: an empty, failed block) or a record already comes back as it is.
+    Total, deterministic."""
     rule = target.profile.compaction
     if rule is None or compaction_of(answer) is not None:
         return answer
     if not any(
-        type(p) is TextPart
-        and any(k == rule.marker for k, _ in p.extra)
-        and (p.text or len(p.extra) > 1)
+        type(p) is TextPart and any(k == rule.marker for k, _ in p.extra) and p != rule.removed
         for p in answer.parts
     ):
         return answer
