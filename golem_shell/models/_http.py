@@ -367,7 +367,9 @@ class ProviderHTTP:
     async def post(
         self, body: bytes, decode: BodyDecoder, *, headers: Mapping[str, str] | None = None
     ) -> Message:
-        """Send ``body`` and decode the answer, retrying what the policy allows.
+        """Send ``body`` and decode the answer, retrying what the policy allows;
+        ``headers`` join this request's (an adapter's per-request headers, such as the
+        ``anthropic-beta`` a body needs).
 
         Raises:
             ModelError: the request failed (after retries).
@@ -435,7 +437,8 @@ class ProviderHTTP:
         *,
         headers: Mapping[str, str] | None = None,
     ) -> AsyncGenerator[StreamEvent, None]:
-        """Send ``body`` and yield the stream's deltas, then one ``StreamDone``.
+        """Send ``body`` and yield the stream's deltas, then one ``StreamDone``
+        (``headers``: as for ``post``).
 
         A failure before the first delta is retried as the policy allows; after it,
         it is raised (the caller already holds part of the answer).
