@@ -112,7 +112,9 @@ async def test_asked_to_cache_the_summarizer_uses_a_key_of_its_own(
         json_reply(fixture_json("openai/chat_text.json")),
     )
     asked = ModelSettings(cache=PromptCache())
-    async with chat(provider_server) as c, anthropic(provider_server) as a:
+    # the model's own settings name the conversation's key: the summarizer's wins
+    conversation = ModelSettings(cache=PromptCache(key=CONVERSATION))
+    async with chat(provider_server, settings=conversation) as c, anthropic(provider_server) as a:
         await summarize_history(c, keep_last_turns=1, step_turns=0, settings=asked)(history())
         await summarize_history(a, keep_last_turns=1, step_turns=0, settings=asked)(history())
         keyed = ModelSettings(cache=PromptCache(key="my-summaries"))

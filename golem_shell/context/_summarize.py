@@ -284,8 +284,7 @@ class _SummarizeHistory:
         request = ModelRequest(
             messages=(*repair_history(plan.to_summarize), Message.user(_ASK)),
             instructions=self.instructions,
-            settings=self.settings,
-            conversation_id=_summary_cache_key(self.settings, plan.to_summarize),
+            settings=_summary_settings(self.settings, plan.to_summarize),
         )
         try:
             answer = await self.model.request(request)
@@ -314,14 +313,18 @@ prefix (other instructions, the older turns, a question) is not the conversation
 a cache marker would pay for a write no request reads back (issue 48)."""
 
 
-def _summary_cache_key(settings: ModelSettings, messages: Sequence[Message]) -> str | None:
-    """The conversation id a summarizing request names when asked to cache without a key
-    of its own: the conversation's followed by ``/summary``, never the conversation's
-    (its ``prompt_cache_key`` would route the summarizer onto the conversation's cache)."""
-    if settings.cache is None or settings.cache.key is not None:
-        return None
+def _summary_settings(settings: ModelSettings, messages: Sequence[Message]) -> ModelSettings:
+    """``settings`` of a summarizing request: asked to cache without a key of its own, it
+    is keyed by the conversation's id followed by ``/summary``, never the conversation's
+    key (which would route the summarizer onto the conversation's cache); the explicit
+    key also wins over one the model's own settings name."""
+    cache = settings.cache
+    if cache is None or cache.key is not None:
+        return settings
     own = conversation_id_of(messages)
-    return f"{own}/summary" if own else None
+    if own is None:
+        return settings
+    return attrs.evolve(settings, cache=attrs.evolve(cache, key=f"{own}/summary"))
 
 
 def summarize_history(
