@@ -61,7 +61,7 @@ from golem_shell.context._summarize import (
     summarize_history,
 )
 from golem_shell.models import Model
-from golem_shell.models._adapter import built_from as _built_from
+from golem_shell.models._native_records import built_from as _built_from
 
 __all__ = ["native_compaction"]
 

@@ -18,7 +18,7 @@ import contextlib
 import functools
 import os
 import weakref
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
@@ -27,20 +27,13 @@ import httpx
 from returns.result import Failure, Result, Success
 
 from golem_core import (
-    CompactionRecord,
     Message,
     ModelDelta,
     ModelErrorKind,
     ModelRequest,
     ModelSettings,
-    Role,
     StreamDone,
     StreamEvent,
-    TextPart,
-    approximate_tokens,
-    compaction_of,
-    message_ref,
-    with_compaction,
 )
 from golem_core.providers import (
     Origin,
@@ -64,6 +57,7 @@ from golem_shell.models._http import (
     StreamDecoder,
     encode_json,
 )
+from golem_shell.models._native_records import native_compaction_recorded
 from golem_shell.models._settings import merge_settings
 
 _KEPT_PORTS = 64
@@ -71,8 +65,6 @@ _KEPT_PORTS = 64
 
 __all__ = [
     "HTTPModel",
-    "built_from",
-    "native_compaction_recorded",
     "check_base_url",
     "endpoint_of",
     "env_value",
@@ -162,49 +154,6 @@ class _AskedStream:
 def _record_asked(model: str, message: Message) -> Message:
     """``message`` recording that its adapter asked for ``model`` (issue 33, item 2)."""
     return record_asked_model(message, model)
-
-
-def built_from(messages: Sequence[Message]) -> tuple[str, ...]:
-    """The references of what ``messages`` hold: each non-system message, and before it
-    every message its compaction record names (a summary that may be stored nowhere),
-    each once, oldest first."""
-    refs: dict[str, None] = {}
-    for m in messages:
-        if m.role is Role.SYSTEM:
-            continue
-        record = compaction_of(m) if m.extra else None
-        if record is not None:
-            refs.update(dict.fromkeys(record.replaced))
-        refs[message_ref(m)] = None
-    return tuple(refs)
-
-
-def native_compaction_recorded(request: ModelRequest, answer: Message, target: Target) -> Message:
-    """``answer`` carrying a compaction record when it holds a compaction its provider
-    made of the request (ADR 0148: an Anthropic ``compaction`` block summarizes every
-    message it was sent): the record (kind ``summary``) names every message of
-    ``request`` and what their own records name, so erasing any of them makes the
-    block stale (ADR 0143). An answer holding no such compaction, only a void one (the
-    rule's ``removed``: an empty, failed block) or a record already comes back as it is.
-    Total, deterministic."""
-    rule = target.profile.compaction
-    if rule is None or compaction_of(answer) is not None:
-        return answer
-    if not any(
-        type(p) is TextPart and any(k == rule.marker for k, _ in p.extra) and p != rule.removed
-        for p in answer.parts
-    ):
-        return answer
-    record = CompactionRecord(
-        f"{target.provider.value} native compaction ({target.model})",
-        "summary",
-        replaced=built_from(request.messages),
-        tokens_before=sum(
-            approximate_tokens(m) for m in request.messages if m.role is not Role.SYSTEM
-        ),
-        tokens_after=approximate_tokens(answer),
-    )
-    return with_compaction(answer, record)
 
 
 class HTTPModel:

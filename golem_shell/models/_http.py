@@ -336,12 +336,8 @@ class ProviderHTTP:
     ) -> dict[str, str]:
         if self._late_key is not None:
             self._take_key(self._late_key)
-        return {
-            **self._headers,
-            **(extra or {}),
-            "content-type": "application/json",
-            "accept": accept,
-        }
+        common = {"content-type": "application/json", "accept": accept}
+        return {**self._headers, **(extra or {}), **common}
 
     def _take_key(self, late: LateKey) -> None:
         """Read the key the first request needs from the environment (see ``LateKey``).
@@ -367,9 +363,8 @@ class ProviderHTTP:
     async def post(
         self, body: bytes, decode: BodyDecoder, *, headers: Mapping[str, str] | None = None
     ) -> Message:
-        """Send ``body`` and decode the answer, retrying what the policy allows;
-        ``headers`` join this request's (an adapter's per-request headers, such as the
-        ``anthropic-beta`` a body needs).
+        """Send ``body`` (with ``headers``, an adapter's per-request ones) and decode
+        the answer, retrying what the policy allows.
 
         Raises:
             ModelError: the request failed (after retries).
@@ -437,8 +432,8 @@ class ProviderHTTP:
         *,
         headers: Mapping[str, str] | None = None,
     ) -> AsyncGenerator[StreamEvent, None]:
-        """Send ``body`` and yield the stream's deltas, then one ``StreamDone``
-        (``headers``: as for ``post``).
+        """Send ``body`` (``headers``: as ``post``) and yield the stream's deltas, then
+        one ``StreamDone``.
 
         A failure before the first delta is retried as the policy allows; after it,
         it is raised (the caller already holds part of the answer).
