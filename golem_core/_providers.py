@@ -229,6 +229,12 @@ class ProviderProfile:
     """A regex matching the model names usually served by it (for "did you mean")."""
     compaction: CompactionRule | None = None
     schema_problem: Callable[[Any], str | None] | None = None
+    cache_lifetime: float = 300.0
+    """Seconds a cached prompt prefix lives after its last use by default: Anthropic's
+    5-minute cache, OpenAI's in-memory retention (5 to 10 minutes of inactivity: the
+    shorter), Gemini's implicit cache (a few minutes). After that a request pays the
+    whole prefix again, so compacting then throws no warm cache away
+    (``golem_shell.compact_when_cold``)."""
 
     def guess_quirks(self, host: str, model: str) -> frozenset[str]:
         """The quirks of a server at ``host`` serving ``model``, guessed from the

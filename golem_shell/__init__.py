@@ -44,6 +44,7 @@ from golem_shell._results import (
     ToolResultEvent,
     partial_from,
 )
+from golem_shell.context._cold import compact_when_cold
 from golem_shell.context._native_compaction import native_compaction
 from golem_shell.context._recall import RECALL_HINT, recall_tool
 from golem_shell.context._summarize import (
@@ -216,6 +217,7 @@ __all__ = [
     "async_budget_history",
     "capture_run_messages",
     "compact_history",
+    "compact_when_cold",
     "gemini_token_counter",
     "history_schema",
     "infer_model",
