@@ -141,3 +141,40 @@ def test_bad_arguments_are_refused() -> None:
         compact_when_cold(strategy, min_tokens=1, lifetime=0)
     assert is_summary(run(compact_when_cold(strategy, min_tokens=1).forced(), history(T0))[0])
     assert Message(Role.USER, (TextPart("x"),)).created_at is None
+
+
+# -- measured: bench/compaction.py's chat with pauses -------------------------------------
+
+
+def test_the_bench_measures_the_chat_with_pauses() -> None:
+    from bench import cache, compaction
+    from bench import compaction_timed as timed
+
+    turns, budget = 40, 3_000
+    outcomes, missing, in_time = compaction.run(turns, budget, peers=False, in_time=True)
+    assert [o.name for o in in_time] == [compaction.SUMMARIZER, compaction.TIMED]
+    untimed, timed_one = in_time
+    assert all(o.invalid_requests == 0 and o.requests == 2 * turns for o in in_time)
+    # the cache expiring between turns serves less than the untimed measure says
+    plain = next(o for o in outcomes if o.name == compaction.SUMMARIZER)
+    assert untimed.served_share < plain.served_share and untimed.dollars > plain.dollars
+    # the timed strategy folds where the prefix went cold: more folds, never a warm one
+    assert timed_one.side_calls >= untimed.side_calls
+
+    gaps = timed.pauses(turns, compaction.SEED)
+    flags = timed.cold_flags(gaps)
+    assert len(flags) == 2 * turns and flags[0] and not any(flags[1::2])
+    assert flags[0::2][1:] == [g + timed.IN_TURN > timed.LIFETIME for g in gaps[1:]]
+
+    data = compaction.record(
+        outcomes, missing, command="c", turns=turns, budget=budget, in_time=in_time
+    )
+    text = compaction.render(data)
+    assert "In time:" in text and compaction.TIMED in text
+    assert "In time:" not in compaction.render(
+        compaction.record(outcomes, missing, command="c", turns=turns, budget=budget)
+    )  # a record without it (bench/results.json today) renders as before
+
+    requests = [cache.Request((1, 2), (10, 20), True), cache.Request((1, 2, 3), (10, 20, 5), True)]
+    assert cache.measure("w", requests).served_share == 30 / 65
+    assert cache.measure("c", requests, [False, True]).served_share == 0.0
