@@ -297,3 +297,27 @@ def test_request_betas_reads_edits_and_blocks() -> None:
     body["messages"].append({"role": "assistant", "content": [BLOCK]})
     assert wire.request_betas(body) == (wire.CONTEXT_MANAGEMENT_BETA, wire.COMPACTION_BETA)
     assert wire.request_betas({"messages": [{"role": "user", "content": "q"}]}) == ()
+
+
+def test_a_signature_streamed_as_a_delta_stays_on_the_block() -> None:
+    """A ``signature_delta`` at a compaction block's index is the block's signature (not
+    a thinking part)."""
+    from golem_core.sse import SSEDecoder
+
+    streamed = stream_of(
+        {"type": "compaction", "content": None, "tool_changes": BLOCK["tool_changes"]},
+        [
+            {
+                "type": "compaction_delta",
+                "content": SUMMARY,
+                "encrypted_content": BLOCK["encrypted_content"],
+            },
+            {"type": "signature_delta", "signature": BLOCK["signature"]},
+        ],
+    )
+    decoder = wire.StreamDecoder()
+    for event in SSEDecoder().feed(streamed):
+        decoder.feed(event).unwrap()
+    message = decoder.finish().unwrap()
+    assert len(message.parts) == 2  # the block and the answer's text, no thinking part
+    assert without_marker(sent_block((Message.user("Plan it."), message))) == BLOCK
