@@ -299,13 +299,17 @@ class Outcome:
         return self.cost_units * DOLLARS_PER_TOKEN
 
 
-def measure(name: str, requests: Sequence[Request]) -> Outcome:
+def measure(name: str, requests: Sequence[Request], cold: Sequence[bool] = ()) -> Outcome:
+    """The cache-servable share and cost of ``requests``; ``cold[k]`` (when given) says
+    the provider's cache had expired before request ``k``: nothing of it is served."""
     served_bound = history_bound = 0
     cost = 0.0
     previous: Request | None = None
-    for request in requests:
+    for k, request in enumerate(requests):
         history = sum(request.tokens)
         served = 0
+        if k < len(cold) and cold[k]:
+            previous = None
         if previous is not None:
             common = 0
             for a, b in zip(previous.items, request.items, strict=False):

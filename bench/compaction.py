@@ -33,9 +33,17 @@ counts as its summary's tokens. The cache-servable share and the input cost come
 ``bench.cache.measure`` (the longest prefix equal to the previous request's; Anthropic's
 rates: cached input 0.1x, the rest written at 1.25x, plus ``bench.cache.FIXED_PREFIX``
 tokens of tools and instructions per request). Output is priced at ``OUTPUT``x input; a
-summarizing or compaction call at 1x for what it reads (uncached: its instructions differ)
+summarizing or compaction call at 1x for what it reads (never served from the cache: its
+instructions differ), at the cache-write rate for what it read with cache markers on (a
+summarizer asked to cache; ``summarize_history`` asks for none by default, issue 48),
 and ``OUTPUT``x for what it writes. Dollars at $3 per million input tokens. Each request's
 history is checked with ``golem_core.check_pairing``. Deterministic: no clock, seeded text.
+
+In time (``run(..., in_time=True)``, the command's second table; issue 48 item 5): the
+same conversation as a chat with seeded pauses between turns and a cache that expires
+``bench.compaction_timed.LIFETIME`` seconds after a request (``bench.compaction_timed``):
+golem's summarizer untimed and timed to the cache (``compact_when_cold``), and the peers,
+each with the turns that start cold paying their whole prefix.
 
 This module owns golem's strategies, the measure, the section's ``render`` and the
 command; the counting every strategy shares and the simulated compaction server are
@@ -57,6 +65,7 @@ import httpx
 from returns.result import Result, Success
 
 from bench import cache
+from bench import compaction_timed as timed
 from bench.compaction_peers import agents_sdk_trace, langchain_trace, pydantic_ai_trace
 from bench.compaction_trace import (
     KEPT_USER_TOKENS,
@@ -78,7 +87,7 @@ from golem_core import (
     budget_history,
     check_pairing,
 )
-from golem_shell import FunctionModel, OpenAIResponsesModel, summarize_history
+from golem_shell import FunctionModel, OpenAIResponsesModel, compact_when_cold, summarize_history
 from golem_shell.context._native_compaction import native_compaction
 from golem_shell.context._summarize import AsyncHistoryProcessor, run_history_processor
 
@@ -93,6 +102,12 @@ Turn = cache.Turn
 BASELINE = "no compaction (baseline)"
 STEP_CUT = "golem budget_history (step cut, cache-stable)"
 SLIDING_CUT = "golem budget_history (sliding, low_water=budget)"
+SUMMARIZER = "golem summarize_history (keep_last_turns=2, max_tokens=budget)"
+TIMED = "golem compact_when_cold(summarize_history(...), min_tokens=budget/2)"
+TIMED_PEERS = ("pydantic-ai", "OpenAI Agents SDK", "langchain")
+"""The peers measured in time (their requests do not depend on the time)."""
+SEED = 48
+"""The seed of the pauses between turns (``bench.compaction_timed.pauses``)."""
 
 
 def _keep_all(history: Sequence[Message]) -> Result[tuple[Message, ...], HistoryError]:
@@ -124,6 +139,7 @@ async def golem_trace(
         kept = tuple(sent)
     if recorder is not None:
         trace.calls = list(recorder.calls)
+        trace.cache_written = list(recorder.cache_written)
     return trace
 
 
@@ -136,6 +152,9 @@ def summarizer(recorder: Recorder) -> FunctionModel:
         )
         written = summary_tokens(read)
         recorder.calls.append((recorder.turn, read, written))
+        # a request with cache markers on writes what it reads to the cache (and nothing
+        # reads it back: the next summary's prefix differs)
+        recorder.cache_written.append(read if request.settings.cache is not None else 0)
         return words(written, f"summary {len(recorder.calls)}")
 
     return FunctionModel(summarize, name="summarizer")
@@ -203,7 +222,24 @@ def _request(messages: tuple[Message, ...]) -> cache.Request:
     return cache.Request(messages, tuple(_count_once(m) for m in messages), True)
 
 
-def measure(trace: Trace, conversation: Sequence[Turn]) -> Outcome:
+def side_cost(trace: Trace, upto: int) -> tuple[int, float]:
+    """The side calls made by turn ``upto`` and their price in input-token units: what
+    each read at 1x, or at ``cache.WRITE`` where it asked for the cache, and what it
+    wrote at ``OUTPUT``x."""
+    units = 0.0
+    calls = 0
+    for k, (t, read, written) in enumerate(trace.calls):
+        if t > upto:
+            continue
+        cached = trace.cache_written[k] if k < len(trace.cache_written) else 0
+        units += (read - cached) + cached * cache.WRITE + written * OUTPUT
+        calls += 1
+    return calls, units
+
+
+def measure(trace: Trace, conversation: Sequence[Turn], cold: Sequence[bool] = ()) -> Outcome:
+    """``trace``'s figures; ``cold`` (per request, ``compaction_timed.cold_flags``): where
+    the provider's cache had expired (nothing served)."""
     requests = [_request(r) for r in trace.requests]
     if len(requests) != 2 * len(conversation):
         raise ValueError(f"{trace.name}: {len(requests)} requests for {len(conversation)} turns")
@@ -213,18 +249,17 @@ def measure(trace: Trace, conversation: Sequence[Turn]) -> Outcome:
     ]
 
     def side(upto: int) -> tuple[int, float]:
-        calls = [(r, w) for t, r, w in trace.calls if t <= upto]
-        return len(calls), sum(r + w * OUTPUT for r, w in calls)
+        return side_cost(trace, upto)
 
     checkpoints = []
     for turn in (*(c for c in CHECKPOINTS if c < len(conversation)), len(conversation)):
-        m = cache.measure(trace.name, requests[: 2 * turn])
+        m = cache.measure(trace.name, requests[: 2 * turn], cold[: 2 * turn])
         units = m.cost_units + sum(written[:turn]) * OUTPUT + side(turn)[1]
         sent = m.history_tokens + cache.FIXED_PREFIX * m.requests
         checkpoints.append(
             Checkpoint(turn, sent / turn, m.served_share, units * cache.DOLLARS_PER_TOKEN / turn)
         )
-    whole = cache.measure(trace.name, requests)
+    whole = cache.measure(trace.name, requests, cold)
     calls, side_units = side(len(conversation))
     return Outcome(
         trace.name,
@@ -260,7 +295,7 @@ async def traces(
             budget_history(count, budget, low_water=budget),
         ),
         await golem_trace(
-            "golem summarize_history (keep_last_turns=2, max_tokens=budget)",
+            SUMMARIZER,
             conversation,
             summarize_history(
                 summarizer(recorder), keep_last_turns=2, max_tokens=budget, counter=count
@@ -289,13 +324,45 @@ async def traces(
 
 
 def run(
-    turns: int = TURNS, budget: int = BUDGET, *, peers: bool = True
-) -> tuple[list[Outcome], list[str]]:
+    turns: int = TURNS, budget: int = BUDGET, *, peers: bool = True, in_time: bool = False
+) -> tuple[list[Outcome], list[str], list[Outcome]]:
+    """Every strategy measured, why any peer is missing, and (``in_time``) the chat with
+    pauses (``run_timed``) on the same traces."""
     conversation = cache.workload(turns)
     found, missing = asyncio.run(traces(turns, budget, peers=peers))
     outcomes = [measure(t, conversation) for t in found]
+    timed_outcomes = run_timed(turns, budget, found) if in_time else []
     _COUNTED.clear()
-    return outcomes, missing
+    return outcomes, missing, timed_outcomes
+
+
+async def timed_summary_trace(
+    conversation: Sequence[Turn], budget: int, gaps: Sequence[float]
+) -> Trace:
+    """golem's summarizer, timed to the cache (``compact_when_cold``), played in time."""
+    recorder = Recorder()
+    clock = timed.Clock()
+    strategy = summarize_history(
+        summarizer(recorder), keep_last_turns=2, max_tokens=budget, counter=count
+    )
+    processor = compact_when_cold(
+        strategy, min_tokens=budget // 2, lifetime=timed.LIFETIME, counter=count, clock=clock
+    )
+    return await timed.timed_trace(TIMED, conversation, processor, gaps, clock, recorder)
+
+
+def run_timed(
+    turns: int, budget: int, found: Sequence[Trace], *, seed: int = SEED
+) -> list[Outcome]:
+    """The chat with pauses (``bench.compaction_timed``): golem's summarizer untimed (from
+    ``found``), timed to the cache, and the peers ``found`` holds, each measured with the
+    cache expiring between turns."""
+    conversation = cache.workload(turns)
+    gaps = timed.pauses(turns, seed)
+    cold = timed.cold_flags(gaps)
+    chosen = [t for t in found if t.name == SUMMARIZER or t.name.startswith(TIMED_PEERS)]
+    chosen.insert(1, asyncio.run(timed_summary_trace(conversation, budget, gaps)))
+    return [measure(t, conversation, cold) for t in chosen]
 
 
 # -- the report ----------------------------------------------------------------------------
@@ -386,21 +453,71 @@ def render(data: dict[str, Any]) -> str:
     lines += ["", f"Verdict: {verdict(outcomes)}"]
     for reason in data.get("missing", []):
         lines.append(f"Not measured: {reason}.")
+    if data.get("timed"):
+        lines += render_timed(data["timed"])
     lines.append("")
     return "\n".join(lines)
 
 
+def render_timed(timed_data: dict[str, Any]) -> list[str]:
+    """The chat-with-pauses table (issue 48 item 5), from its record."""
+    outcomes = [_outcome(o) for o in timed_data["outcomes"]]
+    cold = timed_data["cold_turns"]
+    lines = [
+        "",
+        f"In time: the same {timed_data['turns']} turns as a chat with pauses between turns"
+        f" (seed {timed_data['seed']}: 5 s to 6 h, median {timed_data['median_pause_s']:.0f} s),"
+        f" a cache that lives {timed_data['lifetime_s']:.0f} s after a request: {cold} turns",
+        "start cold and pay their whole prefix at the write rate. golem's timed strategy is",
+        "`compact_when_cold(summarize_history(..., max_tokens=budget), min_tokens=budget // 2)`:",
+        "it folds early only when the prefix is cold.",
+        "",
+        "| strategy | served | compaction calls | their $ | total $ |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    usd = cache.DOLLARS_PER_TOKEN
+    for o in outcomes:
+        lines.append(
+            f"| {o.name} | {o.served_share:.3f} | {o.side_calls} | {o.side_units * usd:.2f} |"
+            f" {o.dollars:.2f} |"
+        )
+    return lines
+
+
+def _outcome(raw: dict[str, Any]) -> Outcome:
+    checkpoints = tuple(Checkpoint(**c) for c in raw["checkpoints"])
+    return Outcome(**{**raw, "checkpoints": checkpoints})
+
+
 def record(
-    outcomes: Sequence[Outcome], missing: Sequence[str], *, command: str, turns: int, budget: int
+    outcomes: Sequence[Outcome],
+    missing: Sequence[str],
+    *,
+    command: str,
+    turns: int,
+    budget: int,
+    in_time: Sequence[Outcome] = (),
 ) -> dict[str, Any]:
-    """The section's record in ``bench/results.json``: raw figures, nothing rendered."""
-    return {
+    """The section's record in ``bench/results.json``: raw figures, nothing rendered
+    (``in_time``: the chat with pauses, ``run_timed``'s outcomes)."""
+    data: dict[str, Any] = {
         "command": command,
         "turns": turns,
         "budget": budget,
         "outcomes": [asdict(o) for o in outcomes],
         "missing": list(missing),
     }
+    if in_time:
+        gaps = timed.pauses(turns, SEED)
+        data["timed"] = {
+            "turns": turns,
+            "seed": SEED,
+            "lifetime_s": timed.LIFETIME,
+            "median_pause_s": sorted(gaps)[len(gaps) // 2],
+            "cold_turns": sum(timed.cold_flags(gaps)),
+            "outcomes": [asdict(o) for o in in_time],
+        }
+    return data
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -411,13 +528,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=BUDGET)
     add_write_option(parser)
     args = parser.parse_args(argv)
-    outcomes, missing = run(args.turns, args.budget)
-    for o in outcomes:
+    outcomes, missing, in_time = run(args.turns, args.budget, in_time=True)
+    for o in (*outcomes, *in_time):
         print(json.dumps({"kind": "compaction", **asdict(o), "dollars": o.dollars}), flush=True)
     command = "python -m bench.compaction"
     command += f" --turns {args.turns}" if args.turns != TURNS else ""
     command += f" --budget {args.budget}" if args.budget != BUDGET else ""
-    data = record(outcomes, missing, command=command, turns=args.turns, budget=args.budget)
+    data = record(
+        outcomes, missing, command=command, turns=args.turns, budget=args.budget, in_time=in_time
+    )
     print(render(data))
     if args.write is not None:
         write_section(args.write, "compaction", data)

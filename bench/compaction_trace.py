@@ -81,6 +81,7 @@ class Trace:
     name: str
     requests: list[tuple[Message, ...]] = field(default_factory=list)
     calls: list[tuple[int, int, int]] = field(default_factory=list)  # turn, read, written
+    cache_written: list[int] = field(default_factory=list)  # per call: read tokens marked
     note: str = ""
 
 
@@ -90,6 +91,9 @@ class Recorder:
 
     turn: int = 0
     calls: list[tuple[int, int, int]] = field(default_factory=list)
+    cache_written: list[int] = field(default_factory=list)
+    """Per call, the tokens of what it read that it asked the provider to cache (written
+    at the cache-write rate; 0, or missing, for a call that asked for no cache)."""
 
 
 def _strings(value: object) -> int:

@@ -33,7 +33,7 @@ from typing import Any, Final, Literal, Protocol
 from attrs import frozen
 from returns.result import Result
 
-from golem_core._messages import DataPart, Message, URLPart
+from golem_core._messages import DataPart, Message, TextPart, URLPart
 from golem_core.wire import anthropic as _anthropic
 from golem_core.wire import gemini as _gemini
 from golem_core.wire import openai as _openai
@@ -130,13 +130,18 @@ class CompactionRule:
     target); ``readable``: the part's text is a readable summary (else the compaction is
     encrypted, and left off elsewhere); ``fold``: ``"request"``, a compaction request of
     its own (its adapter's ``compact(request)``), or ``"answer"``, the model compacts
-    in its answers and the processor cuts what stands before the newest compaction.
+    in its answers and the processor cuts what stands before the newest compaction;
+    ``removed``: what an erasure leaves in place of such a part once a message it was
+    built from is erased (ADR 0143), beside the stale summary's text: a part its issuer
+    takes as a no-op that keeps the turn valid (Anthropic: a ``compaction`` block with
+    ``null`` content, which may open a request), or ``None`` (the part goes).
     """
 
     marker: str
     keys: frozenset[str]
     readable: bool
     fold: Literal["request", "answer"]
+    removed: TextPart | None = None
 
     @property
     def what(self) -> str:
@@ -224,6 +229,12 @@ class ProviderProfile:
     """A regex matching the model names usually served by it (for "did you mean")."""
     compaction: CompactionRule | None = None
     schema_problem: Callable[[Any], str | None] | None = None
+    cache_lifetime: float = 300.0
+    """Seconds a cached prompt prefix lives after its last use by default: Anthropic's
+    5-minute cache, OpenAI's in-memory retention (5 to 10 minutes of inactivity: the
+    shorter), Gemini's implicit cache (a few minutes). After that a request pays the
+    whole prefix again, so compacting then throws no warm cache away
+    (``golem_shell.compact_when_cold``)."""
 
     def guess_quirks(self, host: str, model: str) -> frozenset[str]:
         """The quirks of a server at ``host`` serving ``model``, guessed from the
@@ -289,9 +300,10 @@ _PROFILES: Final = (
         model_family="claude",
         compaction=CompactionRule(
             marker=_anthropic.COMPACTION_KEY,
-            keys=frozenset({_anthropic.COMPACTION_KEY}),
+            keys=frozenset({_anthropic.COMPACTION_KEY, _anthropic.COMPACTION_FIELDS_KEY}),
             readable=True,
             fold="answer",
+            removed=_anthropic.compaction_part(None),
         ),
         schema_problem=_anthropic.structured_output_problem,
     ),

@@ -44,6 +44,8 @@ from golem_shell._results import (
     ToolResultEvent,
     partial_from,
 )
+from golem_shell.context._ahead import PreparedCompaction, prepare_ahead
+from golem_shell.context._cold import compact_when_cold
 from golem_shell.context._native_compaction import native_compaction
 from golem_shell.context._recall import RECALL_HINT, recall_tool
 from golem_shell.context._summarize import (
@@ -177,6 +179,7 @@ __all__ = [
     "OpenAIResponsesModel",
     "PartialResult",
     "PostgresHistoryStore",
+    "PreparedCompaction",
     "Price",
     "ProviderTokenCounter",
     "RECALL_HINT",
@@ -216,6 +219,7 @@ __all__ = [
     "async_budget_history",
     "capture_run_messages",
     "compact_history",
+    "compact_when_cold",
     "gemini_token_counter",
     "history_schema",
     "infer_model",
@@ -223,6 +227,7 @@ __all__ = [
     "native_compaction",
     "new_id",
     "partial_from",
+    "prepare_ahead",
     "probe_compaction",
     "recall_tool",
     "run_history_processor",

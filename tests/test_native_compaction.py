@@ -146,7 +146,7 @@ async def test_responses_compaction_is_called_kept_sent_back_and_left_off_elsewh
         }
         record = compaction_of(holder)
         assert record is not None and record.kind == "summary"
-        assert len(record.replaced) == 4  # the assistant and tool messages it folded
+        assert len(record.replaced) == 6  # every message it was built from, kept users too
         assert record.usage is not None and record.usage.input_tokens == 42897
         assert compacted[3:] == history[6:]
         assert decode_history(encode_history(compacted)).unwrap() == compacted  # survives storage
@@ -204,7 +204,7 @@ async def test_compact_and_retry_runs_native_compaction_forced(
         strategy = native_compaction(m, keep_last_turns=1, max_tokens=10**9)
         outcome = await compact_history(strategy, CompactHistory(history, len(history), "test"))
     assert isinstance(outcome, HistoryCompacted)
-    assert outcome.record.kind == "summary" and len(outcome.record.replaced) == 4
+    assert outcome.record.kind == "summary" and len(outcome.record.replaced) == 6
     assert provider_server.requests[0].path == "/v1/responses/compact"
 
 
@@ -299,7 +299,9 @@ async def test_anthropic_stream_keeps_the_compaction_block_as_the_body_does(
         fixture_json("anthropic/response_compaction.json")
     ).unwrap()
     assert streamed.parts == plain.parts
-    assert dict(streamed.extra) == dict(plain.extra)
+    record = compaction_of(streamed)  # the adapter records what the block was built from
+    assert record is not None and len(record.replaced) == len(long_history())
+    assert {k: v for k, v in streamed.extra if k != "compaction"} == dict(plain.extra)
 
 
 def test_edits_anthropic_would_refuse_are_refused_here() -> None:

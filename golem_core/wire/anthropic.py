@@ -53,8 +53,13 @@ Context management (ADR 0148): ``encode_request(context_edits=...)`` sends
 ``compact``; ``beta_headers`` names the ``anthropic-beta`` values they need). A
 ``compaction`` block (``compact_20260112``) becomes a ``TextPart`` of its summary whose
 ``extra`` holds ``COMPACTION_KEY`` (the block's ``content``, JSON, ``null`` for a failed
-compaction); the encoder sends it back as a ``compaction`` block, so Anthropic drops what
-stands before it. A stream carries it as one ``compaction_delta``. The edits a response
+compaction) and ``COMPACTION_FIELDS_KEY`` (every other field of the block as it came:
+``encrypted_content``, ``signature``, ``tool_changes``, ...); the encoder sends it back
+as a ``compaction`` block holding every field unchanged, so Anthropic drops what stands
+before it. A stream carries it as ``content_block_start`` then one ``compaction_delta``
+(its ``content`` and ``encrypted_content``). A request carrying a compaction block needs
+the compaction beta (``request_betas(body)``: the ``anthropic-beta`` values a body
+needs, its edits' and its blocks'). The edits a response
 reports (``context_management.applied_edits``) are kept in the message's ``extra``
 (``APPLIED_EDITS_KEY``), never sent.
 
@@ -124,6 +129,7 @@ __all__ = [
     "ANTHROPIC_VERSION",
     "APPLIED_EDITS_KEY",
     "COMPACTION_BETA",
+    "COMPACTION_FIELDS_KEY",
     "COMPACTION_KEY",
     "CONTEXT_MANAGEMENT_BETA",
     "DEFAULT_MAX_TOKENS",
@@ -134,6 +140,7 @@ __all__ = [
     "clear_thinking",
     "clear_tool_uses",
     "compact",
+    "compaction_block",
     "compaction_content",
     "compaction_part",
     "context_edits_problem",
@@ -141,6 +148,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "media_block",
+    "request_betas",
     "structured_output_problem",
     "strict_tool_schemas",
     "structured_schema",
@@ -155,6 +163,11 @@ DEFAULT_MAX_TOKENS = 4096
 COMPACTION_KEY = "anthropicCompaction"
 """The ``extra`` key of a text part standing for a ``compaction`` block: its ``content``
 as JSON (a string, or ``null`` for a compaction that failed)."""
+COMPACTION_FIELDS_KEY = "anthropicCompactionFields"
+"""The ``extra`` key of a text part standing for a ``compaction`` block: every field of
+the block other than ``type`` and ``content`` (``encrypted_content``, ``signature``,
+``tool_changes``, and any field a later API version adds), as one JSON object, sent
+back verbatim with the block."""
 APPLIED_EDITS_KEY = "anthropicAppliedEdits"
 """The ``extra`` key of a message holding the ``context_management.applied_edits`` its
 response reported (JSON list): a report, never sent."""
@@ -260,11 +273,23 @@ def _trim_final_assistant(turns: list[_Turn]) -> None:
         turns.pop()
 
 
-def compaction_part(content: str | None) -> TextPart:
+_BLOCK_OWN = frozenset({"type", "content", "cache_control"})
+"""The fields of a ``compaction`` block golem writes itself (``cache_control`` is a
+request's marker, never kept)."""
+
+
+def compaction_part(content: str | None, fields: Mapping[str, Any] | None = None) -> TextPart:
     """The part a ``compaction`` block becomes: its summary as text (empty when the
-    compaction failed), the block's ``content`` kept in ``extra`` (``COMPACTION_KEY``).
-    Total, deterministic."""
-    return TextPart(content or "", extra=((COMPACTION_KEY, dumps_compact(content)),))
+    compaction failed), the block's ``content`` kept in ``extra`` (``COMPACTION_KEY``)
+    and every other field of ``fields`` (the block as it came: ``encrypted_content``,
+    ``signature``, ``tool_changes``, ...) in ``COMPACTION_FIELDS_KEY``, to be sent back
+    unchanged. Total, deterministic."""
+    extra = [(COMPACTION_KEY, dumps_compact(content))]
+    kept = {k: v for k, v in (fields or {}).items() if k not in _BLOCK_OWN}
+    if kept:
+        text = json.dumps(kept, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+        extra.append((COMPACTION_FIELDS_KEY, text))  # keys sorted: a stream's order differs
+    return TextPart(content or "", extra=tuple(extra))
 
 
 _NOT_COMPACTION: Any = object()
@@ -283,13 +308,36 @@ def compaction_content(part: TextPart) -> Any:
     return _NOT_COMPACTION
 
 
+def _compaction_fields(part: TextPart) -> dict[str, Any]:
+    for key, text in part.extra:
+        if key == COMPACTION_FIELDS_KEY:
+            try:
+                value = json.loads(text)
+            except (ValueError, RecursionError):
+                return {}
+            if isinstance(value, dict):
+                return {k: v for k, v in value.items() if k not in _BLOCK_OWN}
+    return {}
+
+
+def compaction_block(part: TextPart) -> dict[str, Any] | None:
+    """The ``compaction`` block ``part`` stands for, every field with the value it came
+    with (``type`` and ``content`` first, then the others: ``encrypted_content``,
+    ``signature``, ``tool_changes``, ...), or ``None`` when it stands for none. Total,
+    deterministic."""
+    content = compaction_content(part)
+    if content is _NOT_COMPACTION:
+        return None
+    return {"type": "compaction", "content": content, **_compaction_fields(part)}
+
+
 def _assistant_blocks(message: Message, with_tools: bool, ids: WireIds) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for part in message.parts:
         if type(part) is TextPart and part.extra:
-            content = compaction_content(part)
-            if content is not _NOT_COMPACTION:
-                blocks.append({"type": "compaction", "content": content})
+            block = compaction_block(part)
+            if block is not None:
+                blocks.append(block)
                 continue
         match part:
             case ThinkingPart():
@@ -471,6 +519,24 @@ def context_edits_problem(edits: Sequence[Mapping[str, Any]]) -> str | None:
 def beta_headers(edits: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
     """The ``anthropic-beta`` values ``edits`` need, each once, in a fixed order. Total."""
     wanted = {_EDIT_BETAS[e["type"]] for e in edits if e.get("type") in _EDIT_BETAS}
+    return tuple(b for b in (CONTEXT_MANAGEMENT_BETA, COMPACTION_BETA) if b in wanted)
+
+
+def request_betas(body: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ``anthropic-beta`` values a request ``body`` needs, each once, in a fixed
+    order: its ``context_management`` edits' (``beta_headers``), and the compaction beta
+    when a message holds a ``compaction`` block (Anthropic refuses one without it).
+    Total, deterministic."""
+    management = body.get("context_management")
+    edits = management.get("edits") if isinstance(management, Mapping) else None
+    wanted = set(beta_headers([e for e in edits or () if isinstance(e, Mapping)]))
+    for message in body.get("messages") or ():
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, list) and any(
+            isinstance(b, Mapping) and b.get("type") == "compaction" for b in content
+        ):
+            wanted.add(COMPACTION_BETA)
+            break
     return tuple(b for b in (CONTEXT_MANAGEMENT_BETA, COMPACTION_BETA) if b in wanted)
 
 
@@ -816,7 +882,7 @@ def _decode(body: object) -> Message:
             content = block.get("content")
             if content is not None and not isinstance(content, str):
                 bad(f"{path}.content", "a string or null", content)
-            parts.append(compaction_part(content))
+            parts.append(compaction_part(content, block))
         elif kind == "tool_use":
             if "input" not in block:
                 raise Malformed(f"{path}.input", "required field is missing")
@@ -909,7 +975,7 @@ class StreamDecoder:
         self._acc = StreamAccumulator()
         self._blocks: dict[int, str] = {}  # block index -> block type
         self._args: set[int] = set()  # tool_use blocks that received a fragment
-        self._compactions: dict[int, str | None] = {}  # block index -> compaction content
+        self._compactions: dict[int, dict[str, Any]] = {}  # block index -> compaction block
         self._edits: tuple[tuple[str, str], ...] = ()  # applied_edits, from message_delta
         self._done = False
         self._model: str | None = None
@@ -1014,8 +1080,10 @@ class StreamDecoder:
         if kind == "redacted_thinking":
             return (ThinkingDelta(req_str(block, "data", bpath), index, redacted=True),)
         if kind == "compaction":  # its summary comes whole, in one compaction_delta
-            content = block.get("content")
-            self._compactions[index] = content if isinstance(content, str) else None
+            kept = dict(block)
+            if not isinstance(kept.get("content"), str):
+                kept["content"] = None
+            self._compactions[index] = kept
             return ()
         if kind == "tool_use":
             initial = block.get("input")
@@ -1045,13 +1113,16 @@ class StreamDecoder:
             text = req_str(delta, "thinking", dpath)
             return (ThinkingDelta(text, index),) if text else ()
         if kind == "signature_delta":
+            if index in self._compactions:  # a compaction block's signature, kept verbatim
+                self._compactions[index]["signature"] = req_str(delta, "signature", dpath)
+                return ()
             return (ThinkingDelta("", index, signature=req_str(delta, "signature", dpath)),)
-        if kind == "compaction_delta":
+        if kind == "compaction_delta":  # its fields replace the block's (SDK semantics)
             content = delta.get("content")
             if content is not None and not isinstance(content, str):
                 bad(f"{dpath}.content", "a string or null", content)
             if index in self._compactions:
-                self._compactions[index] = content
+                self._compactions[index].update((k, v) for k, v in delta.items() if k != "type")
             return ()
         if kind == "input_json_delta":
             fragment = req_str(delta, "partial_json", dpath)
@@ -1084,7 +1155,10 @@ class StreamDecoder:
             model=self._model, usage=_usage(self._usage), finish_reason=self._finish_reason
         )
         if self._compactions:  # Anthropic sends a compaction block first in its answer
-            folded = tuple(compaction_part(self._compactions[k]) for k in sorted(self._compactions))
+            folded = tuple(
+                compaction_part(self._compactions[k]["content"], self._compactions[k])
+                for k in sorted(self._compactions)
+            )
             message = attrs.evolve(message, parts=(*folded, *message.parts))
         if self._edits:
             message = attrs.evolve(message, extra=self._edits)

@@ -12,11 +12,14 @@ which parts hold a compaction. Today:
   summarizer) go to ``POST /responses/compact`` (the adapter's ``compact``); they are
   replaced by what it returns: the user messages OpenAI kept (golem's own message where
   the text is the same) and one assistant message holding the encrypted ``compaction``
-  item, marked as a summary and carrying its compaction record (ADR 0140);
+  item, marked as a summary and carrying its compaction record (ADR 0140), which names
+  every message the item was built from (the user messages kept beside it included: an
+  erasure of any of them makes the item stale, ADR 0143);
 - **Anthropic** (``fold="answer"``): the model compacts on its side
   (``AnthropicModel(context_edits=[compact()])``) and answers with a ``compaction``
-  block; Anthropic then ignores what stands before the block, so the processor cuts it
-  (system messages kept) and writes the record on the message holding the block. Nothing
+  block (the adapter records on its answer what the block was built from); Anthropic
+  then ignores what stands before the block, so the processor cuts it (system messages
+  kept) and writes the record on the message holding the block. Nothing
   to cut: the history is returned as it is (Anthropic compacts when its trigger is
   reached); when forced (compact-and-retry) the fallback runs;
 - **any other model** (Chat Completions, Gemini, offline models): the fallback, golem's
@@ -46,7 +49,7 @@ from golem_core import (
     TextPart,
     TokenCounter,
     approximate_tokens,
-    message_ref,
+    compaction_of,
     plan_compaction,
     with_compaction,
 )
@@ -58,6 +61,7 @@ from golem_shell.context._summarize import (
     summarize_history,
 )
 from golem_shell.models import Model
+from golem_shell.models._native_records import built_from as _built_from
 
 __all__ = ["native_compaction"]
 
@@ -168,15 +172,14 @@ class _NativeCompaction:
             return Failure(HistoryError(f"{self!r}: the compaction request failed: {e}"))
         originals = {m.text: m for m in plan.to_summarize if m.role is Role.USER}
         kept = tuple(originals.get(m.text, m) if m.role is Role.USER else m for m in window[:-1])
-        kept_refs = {message_ref(m) for m in kept}
         folded = window[-1]
         marker = attrs.evolve(folded, extra=(*folded.extra, (SUMMARY_KEY, '{"messages":0}')))
         record = CompactionRecord(
             repr(self),
             "summary",
-            replaced=tuple(
-                message_ref(m) for m in plan.to_summarize if message_ref(m) not in kept_refs
-            ),
+            # the item was built from every message sent, the user messages OpenAI kept
+            # beside it included: erasing any of them must make it stale (ADR 0143)
+            replaced=_built_from(plan.to_summarize),
             tokens_before=_tokens((*plan.to_summarize, *plan.kept), self.counter),
             tokens_after=_tokens((*kept, marker, *plan.kept), self.counter),
             usage=folded.usage,
@@ -210,10 +213,11 @@ class _NativeCompaction:
             return None
         holder = history[at]
         after = history[at:]
+        own = compaction_of(holder)  # the adapter's: what the block was built from
         record = CompactionRecord(
             repr(self),
             "summary",
-            replaced=tuple(message_ref(m) for m in replaced),
+            replaced=tuple(dict.fromkeys((*(own.replaced if own else ()), *_built_from(replaced)))),
             tokens_before=_tokens(history, self.counter),
             tokens_after=_tokens(after, self.counter),
             usage=None,

@@ -30,6 +30,7 @@ from golem_core import (
     SummaryPlan,
     TokenCounter,
     approximate_tokens,
+    conversation_id_of,
     failed_outcome,
     message_ref,
     new_compactions,
@@ -50,6 +51,7 @@ __all__ = [
     "probe_compaction",
     "DEFAULT_SUMMARY_INSTRUCTIONS",
     "DEFAULT_SUMMARY_PREFIX",
+    "SUMMARY_SETTINGS",
     "run_history_processor",
     "summarize_history",
 ]
@@ -282,7 +284,7 @@ class _SummarizeHistory:
         request = ModelRequest(
             messages=(*repair_history(plan.to_summarize), Message.user(_ASK)),
             instructions=self.instructions,
-            settings=self.settings,
+            settings=_summary_settings(self.settings, plan.to_summarize),
         )
         try:
             answer = await self.model.request(request)
@@ -303,6 +305,26 @@ class _SummarizeHistory:
         )
         summary = summary_message(note + text, summarized=len(plan.to_summarize), record=record)
         return Success(plan.apply(summary))
+
+
+SUMMARY_SETTINGS: Final = ModelSettings(cache=None)
+"""The settings of a summarizing request unless told otherwise: no prompt cache. Its
+prefix (other instructions, the older turns, a question) is not the conversation's, so
+a cache marker would pay for a write no request reads back (issue 48)."""
+
+
+def _summary_settings(settings: ModelSettings, messages: Sequence[Message]) -> ModelSettings:
+    """``settings`` of a summarizing request: asked to cache without a key of its own, it
+    is keyed by the conversation's id followed by ``/summary``, never the conversation's
+    key (which would route the summarizer onto the conversation's cache); the explicit
+    key also wins over one the model's own settings name."""
+    cache = settings.cache
+    if cache is None or cache.key is not None:
+        return settings
+    own = conversation_id_of(messages)
+    if own is None:
+        return settings
+    return attrs.evolve(settings, cache=attrs.evolve(cache, key=f"{own}/summary"))
 
 
 def summarize_history(
@@ -345,7 +367,11 @@ def summarize_history(
         counter: Tokens per message, for ``max_tokens``.
         instructions: The instructions of the summarizing request.
         prefix: Text the summary message starts with, before the model's text.
-        settings: Sampling settings of the summarizing request.
+        settings: Sampling settings of the summarizing request; by default
+            ``SUMMARY_SETTINGS``: no prompt cache (no Anthropic ``cache_control``, no
+            OpenAI ``prompt_cache_key``), since its prefix is not the conversation's.
+            A ``cache=PromptCache(...)`` asks for one; without a ``key`` of its own the
+            request is keyed ``<conversation>/summary``, never the conversation's key.
         recall_hint: One line the note adds, telling the model how to get the
             summarized turns back (a recall tool's name and use), when there is a way.
 
@@ -365,7 +391,7 @@ def summarize_history(
         counter=counter,
         instructions=instructions,
         prefix=prefix,
-        settings=settings or ModelSettings(),
+        settings=SUMMARY_SETTINGS if settings is None else settings,
         step_turns=step_turns,
         recall_hint=recall_hint,
     )

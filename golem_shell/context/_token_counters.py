@@ -110,6 +110,7 @@ class ProviderTokenCounter:
         encode: _Encode,
         count_field: str,
         cache_size: int,
+        headers_of: Callable[[dict[str, Any]], dict[str, str]] | None = None,
     ) -> None:
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise UsageError(f"cache_size must be an int of at least 0, got {cache_size!r}")
@@ -118,6 +119,7 @@ class ProviderTokenCounter:
         self._http = http
         self._encode = encode
         self._count_field = count_field
+        self._headers_of = headers_of
         self._cache: OrderedDict[bytes, int] = OrderedDict()
         self._cache_size = cache_size
         self._baseline: int | None = None
@@ -152,7 +154,7 @@ class ProviderTokenCounter:
         if body == self._body((_PRIMER,)):  # nothing of the message is sent
             count = 0
         else:
-            count = max(0, await self._post(key) - await self._baseline_count())
+            count = max(0, await self._post(key, body) - await self._baseline_count())
         if self._cache_size:
             self._cache[key] = count
             if len(self._cache) > self._cache_size:
@@ -161,7 +163,8 @@ class ProviderTokenCounter:
 
     async def _baseline_count(self) -> int:
         if self._baseline is None:
-            self._baseline = await self._post(encode_json(self._body((_PRIMER,))))
+            primer = self._body((_PRIMER,))
+            self._baseline = await self._post(encode_json(primer), primer)
         return self._baseline
 
     def _body(self, messages: tuple[Message, ...]) -> dict[str, Any]:
@@ -186,8 +189,9 @@ class ProviderTokenCounter:
             )
         return Success(Message(Role.ASSISTANT, (), usage=Usage(input_tokens=count)))
 
-    async def _post(self, body: bytes) -> int:
-        answer = await self._http.post(body, self._read_count)
+    async def _post(self, data: bytes, body: dict[str, Any]) -> int:
+        headers = self._headers_of(body) if self._headers_of is not None else None
+        answer = await self._http.post(data, self._read_count, headers=headers)
         assert answer.usage is not None  # _read_count always sets it
         return answer.usage.input_tokens
 
@@ -216,6 +220,12 @@ def _endpoint(model: HTTPModel, url: str, decode_error: ErrorDecoder) -> Provide
 
 _NO_CACHE: Final = ModelSettings(cache=None)
 """Counting requests carry no cache markers: a marker is not content and costs nothing."""
+
+
+def _anthropic_betas(body: dict[str, Any]) -> dict[str, str]:
+    """The ``anthropic-beta`` header a counting body needs (a ``compaction`` block's)."""
+    betas = anthropic_wire.request_betas(body)
+    return {"anthropic-beta": ",".join(betas)} if betas else {}
 
 
 def anthropic_token_counter(
@@ -270,6 +280,7 @@ def anthropic_token_counter(
         encode=encode,
         count_field="input_tokens",
         cache_size=cache_size,
+        headers_of=_anthropic_betas,
     )
 
 

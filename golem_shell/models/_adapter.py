@@ -32,6 +32,7 @@ from golem_core import (
     ModelErrorKind,
     ModelRequest,
     ModelSettings,
+    StreamDone,
     StreamEvent,
 )
 from golem_core.providers import (
@@ -56,6 +57,7 @@ from golem_shell.models._http import (
     StreamDecoder,
     encode_json,
 )
+from golem_shell.models._native_records import native_compaction_recorded
 from golem_shell.models._settings import merge_settings
 
 _KEPT_PORTS = 64
@@ -294,13 +296,22 @@ class HTTPModel:
     def _encode(self, request: ModelRequest, *, stream: bool) -> Result[dict[str, Any], WireError]:
         raise NotImplementedError
 
+    def _headers_for(self, body: dict[str, Any]) -> dict[str, str]:
+        """Headers a request needs beyond the adapter's own, from its encoded ``body``
+        (Anthropic: the ``anthropic-beta`` values its edits and blocks need)."""
+        return {}
+
     def _body(self, request: ModelRequest, *, stream: bool) -> bytes:
+        return self._encoded(request, stream=stream)[0]
+
+    def _encoded(self, request: ModelRequest, *, stream: bool) -> tuple[bytes, dict[str, str]]:
+        """The body ``request`` is sent as, and the headers it needs (``_headers_for``)."""
         ported, _ = self.ported(request)
         request = attrs.evolve(ported, settings=merge_settings(self._settings, ported.settings))
         match self._encode(request, stream=stream):
             case Success(value):
                 body: dict[str, Any] = value
-                return encode_json(body)
+                return encode_json(body), self._headers_for(body)
             case Failure(error):
                 if error.kind is ModelErrorKind.UNSUPPORTED_CONTENT:
                     raise UsageError(error.message)
@@ -315,8 +326,9 @@ class HTTPModel:
             ModelError: the request failed (after retries).
         """
         check_allowed(self.name)
-        body = self._body(request, stream=False)
-        return await self._http.post(body, self._decode_response)
+        body, headers = self._encoded(request, stream=False)
+        answer = await self._http.post(body, self._decode_response, headers=headers)
+        return native_compaction_recorded(request, answer, self._target)
 
     async def request_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Send one request and yield its deltas as they arrive, then one ``StreamDone``.
@@ -327,10 +339,16 @@ class HTTPModel:
                 delta).
         """
         check_allowed(self.name)
-        body = self._body(request, stream=True)
-        stream = self._http.stream(body, self._new_stream_decoder, self._decode_response)
+        body, headers = self._encoded(request, stream=True)
+        stream = self._http.stream(
+            body, self._new_stream_decoder, self._decode_response, headers=headers
+        )
         async with contextlib.aclosing(stream) as events:
             async for event in events:
+                if isinstance(event, StreamDone):
+                    event = StreamDone(
+                        native_compaction_recorded(request, event.message, self._target)
+                    )
                 yield event
 
     async def aclose(self) -> None:

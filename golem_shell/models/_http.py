@@ -331,10 +331,13 @@ class ProviderHTTP:
         await asyncio.sleep(delay)
         return True
 
-    def _request_headers(self, accept: str) -> dict[str, str]:
+    def _request_headers(
+        self, accept: str, extra: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
         if self._late_key is not None:
             self._take_key(self._late_key)
-        return {**self._headers, "content-type": "application/json", "accept": accept}
+        common = {"content-type": "application/json", "accept": accept}
+        return {**self._headers, **(extra or {}), **common}
 
     def _take_key(self, late: LateKey) -> None:
         """Read the key the first request needs from the environment (see ``LateKey``).
@@ -357,8 +360,11 @@ class ProviderHTTP:
 
     # -- plain requests ---------------------------------------------------------------
 
-    async def post(self, body: bytes, decode: BodyDecoder) -> Message:
-        """Send ``body`` and decode the answer, retrying what the policy allows.
+    async def post(
+        self, body: bytes, decode: BodyDecoder, *, headers: Mapping[str, str] | None = None
+    ) -> Message:
+        """Send ``body`` (with ``headers``, an adapter's per-request ones) and decode
+        the answer, retrying what the policy allows.
 
         Raises:
             ModelError: the request failed (after retries).
@@ -367,13 +373,15 @@ class ProviderHTTP:
         attempt = 0
         while True:
             try:
-                return await self._post_once(body, decode)
+                return await self._post_once(body, decode, headers)
             except ModelError as error:
                 attempt += 1
                 if not await self._pause_before_retry(attempt, started, error):
                     raise self._gave_up(error, attempt, started) from error.__cause__
 
-    async def _post_once(self, body: bytes, decode: BodyDecoder) -> Message:
+    async def _post_once(
+        self, body: bytes, decode: BodyDecoder, extra: Mapping[str, str] | None = None
+    ) -> Message:
         responded = False
         try:
             client = await self._open()
@@ -381,7 +389,7 @@ class ProviderHTTP:
                 "POST",
                 self.url,
                 content=body,
-                headers=self._request_headers("application/json"),
+                headers=self._request_headers("application/json", extra),
                 timeout=self._timeout,
             ) as response:
                 responded = True
@@ -417,9 +425,15 @@ class ProviderHTTP:
     # -- streams ----------------------------------------------------------------------
 
     async def stream(
-        self, body: bytes, new_decoder: Callable[[], StreamDecoder], decode: BodyDecoder
+        self,
+        body: bytes,
+        new_decoder: Callable[[], StreamDecoder],
+        decode: BodyDecoder,
+        *,
+        headers: Mapping[str, str] | None = None,
     ) -> AsyncGenerator[StreamEvent, None]:
-        """Send ``body`` and yield the stream's deltas, then one ``StreamDone``.
+        """Send ``body`` (``headers``: as ``post``) and yield the stream's deltas, then
+        one ``StreamDone``.
 
         A failure before the first delta is retried as the policy allows; after it,
         it is raised (the caller already holds part of the answer).
@@ -433,7 +447,7 @@ class ProviderHTTP:
             yielded = False
             try:
                 async with contextlib.aclosing(
-                    self._stream_once(body, new_decoder(), decode)
+                    self._stream_once(body, new_decoder(), decode, headers)
                 ) as events:
                     async for event in events:
                         yielded = True
@@ -445,7 +459,11 @@ class ProviderHTTP:
                     raise self._gave_up(error, attempt, started) from error.__cause__
 
     async def _stream_once(
-        self, body: bytes, decoder: StreamDecoder, decode: BodyDecoder
+        self,
+        body: bytes,
+        decoder: StreamDecoder,
+        decode: BodyDecoder,
+        extra: Mapping[str, str] | None = None,
     ) -> AsyncGenerator[StreamEvent, None]:
         sse = SSEDecoder(max_line_bytes=min(DEFAULT_MAX_LINE_BYTES, self._max_bytes))
         responded = False
@@ -455,7 +473,7 @@ class ProviderHTTP:
                 "POST",
                 self.url,
                 content=body,
-                headers=self._request_headers("text/event-stream"),
+                headers=self._request_headers("text/event-stream", extra),
                 timeout=self._timeout,
             ) as response:
                 responded = True

@@ -56,7 +56,8 @@ class AnthropicModel(HTTPModel):
             request (``context_management.edits``; ADR 0148): ``wire.clear_tool_uses()``,
             ``wire.clear_thinking()``, ``wire.compact()`` from ``golem_core.wire.anthropic``.
             The ``anthropic-beta`` header they need is added. A ``compaction`` block an
-            answer holds stays in the history and goes back to this model only.
+            answer holds stays in the history (every field of it) and goes back to this
+            model only, with the compaction beta header on every request carrying it.
 
     Raises:
         UsageError: no key for the default base URL, a base URL that is not http(s), or
@@ -92,9 +93,6 @@ class AnthropicModel(HTTPModel):
         if problem is not None:
             raise UsageError(f"context_edits: {problem}")
         headers = {"anthropic-version": wire.ANTHROPIC_VERSION, **key_headers(profile, key)}
-        betas = wire.beta_headers(edits)
-        if betas:
-            headers["anthropic-beta"] = ",".join(betas)
         http = ProviderHTTP(
             provider=profile.provider.value,
             url=f"{base}/v1/messages",
@@ -126,6 +124,12 @@ class AnthropicModel(HTTPModel):
             default_max_tokens=self._max_tokens,
             context_edits=self._context_edits,
         )
+
+    def _headers_for(self, body: dict[str, Any]) -> dict[str, str]:
+        """The ``anthropic-beta`` header the body needs: its edits' and, when it carries
+        a ``compaction`` block, the compaction beta (``wire.request_betas``)."""
+        betas = wire.request_betas(body)
+        return {"anthropic-beta": ",".join(betas)} if betas else {}
 
     @property
     def context_edits(self) -> tuple[dict[str, Any], ...]:

@@ -14,7 +14,9 @@ messages an operation erases or deletes are taken before they change; every summ
 the same owner whose compaction record names one of them (or names a summary made
 stale the same way: a summary of a summary) keeps its place, its summary marker and its
 record, but its text becomes ``STALE_SUMMARY_TEXT`` and its record gains ``"stale":
-true`` (the next fold of that history summarizes from what remains). The receipt lists
+true`` (the next fold of that history summarizes from what remains); a provider's
+native compaction (an OpenAI item, an Anthropic block, each recorded with what it was
+built from) is the part replaced, the rest of its turn kept. The receipt lists
 them in ``summaries``. ``delete`` and ``prune`` spare a summary whose replaced messages
 the owner still stores unchanged elsewhere (a fork's own copy); ``erase`` spares none,
 since a content reference cannot tell which copy a summary was built from.
@@ -39,12 +41,14 @@ from returns.result import Failure, Success
 from golem_core import (
     COMPACTION_KEY,
     Message,
+    Part,
     TextPart,
     compaction_of,
     decode_message,
     encode_message,
     message_ref,
 )
+from golem_core.providers import PROFILES, CompactionRule
 from golem_shell._errors import UsageError
 from golem_shell.store._errors import (
     CorruptHistoryError,
@@ -208,6 +212,11 @@ def stale_summary(message: Message) -> Message | None:
 
     The text becomes ``STALE_SUMMARY_TEXT``; the summary marker and the record stay, the
     record with ``"stale": true``; a ``provenance`` signature goes (it signed the text).
+    A message holding a provider's native compaction (an OpenAI compaction item, an
+    Anthropic ``compaction`` block) loses only that part: in its place the issuer's
+    ``CompactionRule.removed`` (a no-op that keeps the turn valid; none for OpenAI),
+    then the stand-in text; its other parts (an answer's text, its ``tool_use``) stay,
+    so the history stays provider-valid.
     Total, deterministic; a stale summary is never made stale again.
     """
     record = compaction_of(message)
@@ -221,7 +230,37 @@ def stale_summary(message: Message) -> Message | None:
     extra = tuple(
         (k, text if k == COMPACTION_KEY else v) for k, v in message.extra if k != "provenance"
     )
-    return attrs.evolve(message, parts=(TextPart(STALE_SUMMARY_TEXT),), extra=extra)
+    return attrs.evolve(message, parts=_stale_parts(message.parts), extra=extra)
+
+
+_NATIVE: Final = {
+    p.compaction.marker: p.compaction for p in PROFILES.values() if p.compaction is not None
+}
+"""Every provider's native compaction rule, by the ``extra`` key marking its parts."""
+
+
+def _native_rule(part: Part) -> CompactionRule | None:
+    if type(part) is not TextPart:
+        return None
+    return next((_NATIVE[k] for k, _ in part.extra if k in _NATIVE), None)
+
+
+def _stale_parts(parts: tuple[Part, ...]) -> tuple[Part, ...]:
+    """The parts of a stale summary: the stand-in alone, or, where native compactions
+    stand, each replaced by its issuer's no-op (if any) and the stand-in, once."""
+    if not any(_native_rule(p) is not None for p in parts):
+        return (TextPart(STALE_SUMMARY_TEXT),)
+    out: list[Part] = []
+    for part in parts:
+        rule = _native_rule(part)
+        if rule is None:
+            out.append(part)
+            continue
+        if rule.removed is not None:
+            out.append(rule.removed)
+        if TextPart(STALE_SUMMARY_TEXT) not in out:
+            out.append(TextPart(STALE_SUMMARY_TEXT))
+    return tuple(out)
 
 
 _Stale = dict[Physical, tuple[Message, int]]  # where a summary is stored: it made stale, bytes
