@@ -496,7 +496,12 @@ def result_of(
                 run_id=record.run_id,
                 conversation_id=record.conversation_id,
             )
-        raise RunError(Stage(str(record.stage)), str(record.reason), partial=partial)
+        raise RunError(
+            Stage(str(record.stage)),
+            str(record.reason),
+            partial=partial,
+            steering_left=record.steering_left,
+        )
     output: Any = record.output
     try:
         kind = outputs(record.output_type)
@@ -516,4 +521,5 @@ def result_of(
         conversation_id=record.conversation_id,
         requests=record.requests,
         tool_executions=record.tool_executions,
+        steering_left=record.steering_left,
     )

@@ -318,17 +318,22 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         run at its next safe point (before its next request, or instead of taking its
         output), recorded in the workflow's history.
 
+        When this returns, the run has the message: it takes it, or, when it came after
+        the run's last look, gives it back in its result's ``steering_left``
+        (``RunError.steering_left`` if it failed); Temporal refuses to complete a run
+        while a signal waits, and refuses a signal to a completed run.
+
         Raises:
-            UsageError: the run does not run (there is none, or it ended: start the next
-                run with the message), or the prompt is empty.
+            UsageError: the run does not run (there is none, or it ended: the message
+                was not taken; start the next run with it), or the prompt is empty.
         """
         payload = stash(self.blobs, MESSAGES[0]((steering_message(prompt),)))
         try:
             await client.get_workflow_handle(run_id).signal(STEER_SIGNAL, payload)
         except RPCError as e:
             raise UsageError(
-                f"run {run_id!r} cannot take a steering message ({e.message}): if it has"
-                " ended, start the next run with this message"
+                f"run {run_id!r} cannot take a steering message ({e.message}): it was"
+                " not taken; if the run has ended, start the next run with it"
             ) from None
 
     async def answer(
