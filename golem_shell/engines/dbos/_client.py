@@ -34,11 +34,12 @@ from golem_core import DeferredAnswer, Message, Part
 from golem_shell._agent import Agent
 from golem_shell._errors import RunError, Stage, UsageError
 from golem_shell._results import RunResult
-from golem_shell.engines._blobs import BlobStore
+from golem_shell.engines._blobs import BlobStore, MissingBlob
 from golem_shell.engines._engine import (
     WaitingCalls,
     answers_to_send,
     check_wrapped,
+    missing_blob,
     result_of,
     run_input,
 )
@@ -237,7 +238,10 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 f"the durable run {handle.get_workflow_id()!r} was cancelled (through DBOS)",
                 cause=e,
             ) from e
-        return self._decode_result(value)
+        try:
+            return self._decode_result(value)
+        except MissingBlob as e:
+            raise missing_blob("DurableAgent", handle.get_workflow_id(), e) from e
 
     async def _start(
         self,

@@ -42,6 +42,7 @@ from golem_shell._errors import UsageError
 from golem_shell.engines._blobs import Chain, MissingBlob
 from golem_shell.engines._engine import (
     ended,
+    foreign_store,
     input_chain,
     recorded_options,
     resolve_instructions,
@@ -118,6 +119,9 @@ async def _drain() -> tuple[Message, ...]:
 
 async def _body(durable: Engine, recorded_input: JSON) -> RunEnded:
     store = durable.store()
+    foreign = foreign_store("DurableAgent", recorded_input, store)
+    if foreign is not None:  # before anything: a starter and a worker of other stores
+        return unreadable(durable.name, recorded_input, foreign)
     try:  # the spec is built once, from the run's recorded keywords
         recorded = recorded_options(recorded_input)
         spec = durable.keywords.spec(recorded)

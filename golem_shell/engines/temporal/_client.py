@@ -32,11 +32,12 @@ from golem_core import DeferredAnswer, Message, Part
 from golem_shell._agent import Agent
 from golem_shell._errors import DeferredResultsError, RunError, Stage, UsageError
 from golem_shell._results import RunResult
-from golem_shell.engines._blobs import BlobStore, stash, unstash
+from golem_shell.engines._blobs import BlobStore, MissingBlob, stash, unstash
 from golem_shell.engines._engine import (
     WaitingCalls,
     answers_to_send,
     check_wrapped,
+    missing_blob,
     result_of,
     run_input,
 )
@@ -101,8 +102,10 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         blobs: where conversations and large payloads are stored by reference, shared
             by every process that starts, executes or reads the runs (``SQLiteBlobs``
             on one host, ``SQLBlobs`` on a database); default: this process's memory
-            (client and worker in one process). A run whose blobs another process
-            cannot read fails with ``RunError(stage="history")``.
+            (client and worker in one process). A worker that does not share the
+            starter's store fails the run at its start (a handshake blob the starter
+            wrote is not in its store), and a result whose blobs this process cannot
+            read raises: both ``RunError(stage="history")``, naming ``blobs=``.
         history_events: the event history length past which a run continues as new
             (carrying the head of its journal), so a run of any length keeps its
             history bounded; Temporal's own suggestion also triggers it.
@@ -266,8 +269,11 @@ class TemporalAgent(Generic[DepsT, OutputT]):
                 f"the durable run {handle.id!r} ended through Temporal: {e.cause}",
                 cause=e,
             ) from e
-        value = unstash(self.blobs, value, "result")
-        return result_of("TemporalAgent", self.name, self.keywords.output_of, value, self.blobs)
+        try:
+            value = unstash(self.blobs, value, "result")
+            return result_of("TemporalAgent", self.name, self.keywords.output_of, value, self.blobs)
+        except MissingBlob as e:
+            raise missing_blob("TemporalAgent", handle.id, e) from e
 
     async def _start(
         self,

@@ -55,6 +55,7 @@ from golem_shell.engines._blobs import (
 )
 from golem_shell.engines._engine import (
     ended,
+    foreign_store,
     input_chain,
     recorded_options,
     run_chain,
@@ -178,6 +179,9 @@ async def run_workflow(durable: Engine, run_input: JSON, run_: GolemRun) -> JSON
     spec is built once, from the run's recorded keywords; the activities build theirs
     from the same record, which their payloads carry."""
     store = durable.blobs
+    foreign = foreign_store("TemporalAgent", run_input, store)
+    if foreign is not None:  # before anything: a client and a worker of other stores
+        return _end(store, unreadable(durable.name, run_input, foreign), run_)
     try:
         recorded = recorded_options(run_input)
         spec = durable.keywords.spec(recorded)
