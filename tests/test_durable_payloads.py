@@ -17,6 +17,7 @@ import asyncio
 import json
 import sqlite3
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 import attrs
 import pytest
 
-from golem_core import Message, Role, TextPart, ToolCallPart, encode_message
+from golem_core import Message, Role, TextPart, ToolCallPart, encode_message, trim_history
 from golem_shell import Agent, FunctionModel, RunError, Stage, Tool, tool
 from golem_shell.engines._blobs import (
     LOG_CHAIN,
@@ -270,6 +271,77 @@ async def test_temporal_long_run_continues_as_new_and_equals_a_plain_run(
     assert started.continued_execution_run_id  # it continued as new
     assert len(events) <= 50 + 20  # bounded by history_events, not by the run's length
     assert [type(e).__name__ for e in EVENTS] == [type(e).__name__ for e in plain_events]
+
+
+def _brief(context: Any) -> str:
+    return "be brief"
+
+
+T_REPLAY = TemporalAgent(
+    Agent(
+        FunctionModel(_steps),
+        tools=[square],
+        dynamic_instructions=_brief,
+        history_processor=trim_history(1000),
+    ),
+    name="t-replay",
+    task_queue=QUEUE,
+    history_events=50,
+)
+
+
+@pytest.mark.anyio
+async def test_temporal_a_replay_makes_no_activity_payload(
+    temporal_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46 item 6 (docs/durable.md: "a replay makes no activity payload"): a run
+    with dynamic instructions, a history processor and 30 tool turns continues as new
+    several times; every execution replays the driver over the journal of the earlier
+    ones, and no activity payload is built while it does (each is built once, by the
+    execution that performs its activity)."""
+    from golem_shell.engines.temporal import _workflow
+
+    counts: Counter[str] = Counter()
+    replaying = [False]  # whether the effect asked for now is one of an earlier execution
+    journal_init, ask, build = (
+        _workflow._Journal.__init__,
+        _workflow._Journal.ask,
+        _workflow.payload_of,
+    )
+    go_on = _workflow._Journal.continue_as_new
+
+    def counting_init(self: Any, *args: Any) -> None:
+        journal_init(self, *args)
+        replaying[0] = bool(self.earlier.values)  # a continued execution starts replaying
+
+    def counting_ask(self: Any) -> int:
+        replaying[0] = self.replaying
+        counts["replayed asks" if self.replaying else "asks"] += 1
+        return ask(self)
+
+    def counting_build(*args: Any, **kwargs: Any) -> Any:
+        counts["builds in a replay" if replaying[0] else "builds"] += 1
+        return build(*args, **kwargs)
+
+    async def counting_continue(self: Any) -> None:
+        counts["continued"] += 1
+        await go_on(self)
+
+    monkeypatch.setattr(_workflow._Journal, "__init__", counting_init)
+    monkeypatch.setattr(_workflow._Journal, "ask", counting_ask)
+    monkeypatch.setattr(_workflow._Journal, "continue_as_new", counting_continue)
+    monkeypatch.setattr(_workflow, "payload_of", counting_build)
+    client = await Client.connect(temporal_server.address)
+    async with T_REPLAY.worker(client):
+        result = await asyncio.wait_for(
+            T_REPLAY.run(client, "sum squares", run_id=f"replay-{uuid.uuid4()}"), 120
+        )
+    assert result.output == f"total {sum(n * n for n in range(30))}"
+    assert counts["continued"] >= 3, counts
+    assert counts["replayed asks"] >= 3 * 10, counts  # the replays did replay
+    assert counts["builds in a replay"] == 0, counts
+    activities = result.requests + result.tool_executions + 2  # + instructions, processor
+    assert counts["builds"] >= activities, counts
 
 
 @pytest.mark.anyio

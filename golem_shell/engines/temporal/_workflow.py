@@ -192,14 +192,18 @@ async def run_workflow(durable: Engine, run_input: JSON, run_: GolemRun) -> JSON
 
     async def instructions() -> JSON:
         try:
-            return await journal.effect("golem.instructions", payload_of(durable, run_input))
+            # the payload is made only if performed (never in a replay of the journal)
+            return await journal.effect(
+                "golem.instructions", lambda: payload_of(durable, run_input)
+            )
         except ActivityError as e:
             return encode(InstructionsResolved(failed=f"the activity failed: {e.cause}"))
 
     async def processor() -> JSON:
-        payload = payload_of(durable, run_input, history=chain.head)
         try:
-            return await journal.effect("golem.processor", payload)
+            return await journal.effect(
+                "golem.processor", lambda: payload_of(durable, run_input, history=chain.head)
+            )
         except ActivityError as e:
             return encode(ProcessorRan(failed=f"the activity failed: {e.cause}"))
 
@@ -500,14 +504,17 @@ class _TemporalEffects:
         self, command: CompactHistory, state: RunState
     ) -> HistoryCompacted | CompactionDeclined:
         """Compact and retry's one compaction (ADR 0141), an activity."""
-        history = messages_chain(self.durable.blobs, command.history).head
-        payload = payload_of(
-            self.durable,
-            self._ids(state),
-            history=history,
-            keep=command.keep,
-            reason=command.reason,
-        )
+
+        def payload() -> JSON:  # made only if performed: a replay stores and hashes nothing
+            history = messages_chain(self.durable.blobs, command.history).head
+            return payload_of(
+                self.durable,
+                self._ids(state),
+                history=history,
+                keep=command.keep,
+                reason=command.reason,
+            )
+
         try:
             recorded = await self.journal.effect("golem.compact", payload)
         except ActivityError as e:
