@@ -475,3 +475,37 @@ async def test_dbos_missing_blob_fails_the_run_promptly(launched: Path) -> None:
     with pytest.raises(RunError) as failed:
         await asyncio.wait_for(D_ECHO.result(run_id), 30)
     assert failed.value.stage is Stage.HISTORY
+
+
+@pytest.mark.anyio
+async def test_dbos_a_starter_and_a_worker_of_other_blob_stores_fail_at_the_start(
+    launched: Path,
+) -> None:
+    """Issue 46 item 5 on DBOS: a run started with another blob store than the worker's
+    (``DurableAgent(blobs=)`` differing between processes) fails at its start, before
+    any request, with ``RunError(stage="history")`` naming ``blobs=``; a result whose
+    blobs the reader's store lacks is the same ``RunError``, not a raw ``MissingBlob``."""
+    from golem_shell.engines._engine import run_input
+    from golem_shell.engines._records import RecordedOptions
+
+    run_id = f"foreign-{uuid.uuid4()}"
+    starters = MemoryBlobs()  # the starting process's own store
+    payload = run_input("hello", (), run_id, None, starters, RecordedOptions())
+    with dbos.SetWorkflowID(run_id):
+        await dbos.DBOS.start_workflow_async(durable_run, "d-echo", payload)
+    with pytest.raises(RunError) as failed:
+        await asyncio.wait_for(D_ECHO.result(run_id), 30)
+    assert failed.value.stage is Stage.HISTORY
+    assert "blobs=" in str(failed.value) and failed.value.partial is None
+    assert "not the one the run was started with" in str(failed.value)
+
+    done = await asyncio.wait_for(D_ECHO.run("hello", run_id=f"read-{uuid.uuid4()}"), 30)
+    D_ECHO.blobs = MemoryBlobs()  # a reader whose store is not the worker's
+    MESSAGE_CHAIN.cache.clear()  # as in another process: no chain decoded in memory
+    try:
+        with pytest.raises(RunError) as unreadable:
+            await D_ECHO.result(done.run_id)
+    finally:
+        D_ECHO.blobs = None
+    assert unreadable.value.stage is Stage.HISTORY
+    assert "blobs=" in str(unreadable.value)
