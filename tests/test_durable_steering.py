@@ -5,8 +5,9 @@ A flood of steering messages (one every few milliseconds) is sent across a run's
 until ``steer`` refuses one (the run has ended). Every message ``steer`` accepted must be
 either taken (in the run's conversation) or given back (``RunResult.steering_left``, or
 ``RunError.steering_left`` for a failed run): never both, never neither; the refused one
-is in neither. Repeated, on a run that ends with its output (the race with the last
-look) and on a run whose model fails (a run that ends without looking again).
+is in neither. Repeated, on a run that ends with its output after five tool turns (the
+race with the last look) and on a run whose model fails (a run that ends without looking
+again).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from golem_core import Message, ModelErrorKind, Role
+from golem_core import Message, ModelErrorKind, Role, ToolCallPart
 from golem_shell import Agent, FunctionModel, ModelError, RunError, UsageError
 
 dbos = pytest.importorskip("dbos", reason="the dbos extra is not installed")
@@ -37,8 +38,18 @@ _REPEATS = 3
 _CAP = 2000  # messages; a run that never ends fails the test instead of hanging it
 
 
-async def _answer(request: Any) -> str:
+async def tick() -> str:
+    """Wait a little."""
+    await asyncio.sleep(0.02)
+    return "ticked"
+
+
+async def _answer(request: Any) -> Message | str:
+    """Five tool turns (so the flood is under way well before the end), then the answer."""
     await asyncio.sleep(0.002)
+    turns = sum(1 for m in request.messages if m.role is Role.ASSISTANT)
+    if turns < 5:
+        return Message(Role.ASSISTANT, (ToolCallPart(f"t{turns}", "tick", "{}"),))
     return "done"
 
 
@@ -47,11 +58,14 @@ async def _fail_late(request: Any) -> str:
     raise ModelError(ModelErrorKind.INVALID_REQUEST, "the model refuses", provider="test")
 
 
-_MODELS: dict[str, Callable[[Any], Awaitable[str]]] = {"ends": _answer, "fails": _fail_late}
+_MODELS: dict[str, Callable[[Any], Awaitable[Message | str]]] = {
+    "ends": _answer,
+    "fails": _fail_late,
+}
 
 
 def _agent(kind: str) -> Agent[None, str]:
-    return Agent(FunctionModel(_MODELS[kind]), name=f"steer-flood-{kind}")
+    return Agent(FunctionModel(_MODELS[kind]), name=f"steer-flood-{kind}", tools=[tick])
 
 
 async def _flood(steer: Callable[[str], Awaitable[None]]) -> tuple[list[str], str]:
