@@ -151,6 +151,8 @@ class RunError(GolemError):
         partial: the resume-ready evidence, or ``None`` when nothing was completed.
         cause: the underlying exception, also set as ``__cause__``.
         message: what happened, for a person.
+        steering_left: the steering messages a durable run accepted but did not take
+            before it failed (``RunResult.steering_left``): send them with the next run.
     """
 
     def __init__(
@@ -160,9 +162,11 @@ class RunError(GolemError):
         *,
         partial: PartialResult | None = None,
         cause: BaseException | None = None,
+        steering_left: tuple[Message, ...] = (),
     ) -> None:
         self.stage = stage
         self.partial = partial
+        self.steering_left = steering_left
         self.cause = cause
         self.message = message
         super().__init__(str(self))

@@ -79,6 +79,10 @@ class RunResult(Generic[OutputT]):
     reading ``output`` (on a paused run it raises ``UsageError``, never hands out a
     ``None`` the type does not admit), and answer the calls with
     ``Agent.run_with_deferred_results``.
+
+    ``steering_left``: the steering messages a durable run accepted but did not take
+    (they arrived after its last look; ``DurableAgent.steer``, ``TemporalAgent.steer``):
+    start the next run with them. A plain run keeps these in its ``Steering.left``.
     """
 
     _output: OutputT = field(alias="output")
@@ -90,6 +94,7 @@ class RunResult(Generic[OutputT]):
     requests: int
     tool_executions: int
     deferred: tuple[DeferredCall, ...] = ()
+    steering_left: tuple[Message, ...] = field(default=(), repr=False)
 
     @property
     def paused(self) -> bool:

@@ -6,10 +6,11 @@ loopback model URL), ``log`` (the tools' execution log), ``dir`` (where the work
 ``<identity>.ready`` once it polls), ``block`` (``[run id, n]`` pairs whose ``step`` tool
 hangs here), ``heartbeat`` (seconds: how soon a dead worker's effect is noticed) and
 ``activities`` (the most activities it runs at once), ``blobs`` (the SQLite file of the
-blob store every process of a run shares) and ``history_events`` (when a run continues
-as new), ``default_model`` (which of ``durable_app.make_models`` the agent has as its
-own, default ``"loopback"``; all of them are registered by name). It registers the agents
-of ``durable_app.py`` (as ``TemporalAgent``), writes ``<identity>.model`` (its agent's
+blob store every process of a run shares; ``null``: the default, this process's memory)
+and ``history_events`` (when a run continues as new), ``default_model`` (which of
+``durable_app.make_models`` the agent has as its own, default ``"loopback"``; all of them
+are registered by name). It registers the agents of ``durable_app.py`` (as
+``TemporalAgent``), writes ``<identity>.model`` (its agent's
 model's name) and works until killed.
 """
 
@@ -41,7 +42,7 @@ def agents(config: dict[str, Any]) -> tuple[TemporalAgent[None, str], TemporalAg
     log = Path(config["log"])
     block = {(run_id, n) for run_id, n in config.get("block", ())}
     heartbeat = timedelta(seconds=config.get("heartbeat", 1.0))
-    blobs = SQLiteBlobs(config["blobs"])
+    blobs = SQLiteBlobs(config["blobs"]) if config.get("blobs") else None  # None: memory
     events = config.get("history_events", 2000)
     models = make_models(config["model"])
     default = models[config.get("default_model", "loopback")]

@@ -17,6 +17,7 @@ import asyncio
 import json
 import sqlite3
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 import attrs
 import pytest
 
-from golem_core import Message, Role, TextPart, ToolCallPart, encode_message
+from golem_core import Message, Role, TextPart, ToolCallPart, encode_message, trim_history
 from golem_shell import Agent, FunctionModel, RunError, Stage, Tool, tool
 from golem_shell.engines._blobs import (
     LOG_CHAIN,
@@ -272,6 +273,77 @@ async def test_temporal_long_run_continues_as_new_and_equals_a_plain_run(
     assert [type(e).__name__ for e in EVENTS] == [type(e).__name__ for e in plain_events]
 
 
+def _brief(context: Any) -> str:
+    return "be brief"
+
+
+T_REPLAY = TemporalAgent(
+    Agent(
+        FunctionModel(_steps),
+        tools=[square],
+        dynamic_instructions=_brief,
+        history_processor=trim_history(1000),
+    ),
+    name="t-replay",
+    task_queue=QUEUE,
+    history_events=50,
+)
+
+
+@pytest.mark.anyio
+async def test_temporal_a_replay_makes_no_activity_payload(
+    temporal_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46 item 6 (docs/durable.md: "a replay makes no activity payload"): a run
+    with dynamic instructions, a history processor and 30 tool turns continues as new
+    several times; every execution replays the driver over the journal of the earlier
+    ones, and no activity payload is built while it does (each is built once, by the
+    execution that performs its activity)."""
+    from golem_shell.engines.temporal import _workflow
+
+    counts: Counter[str] = Counter()
+    replaying = [False]  # whether the effect asked for now is one of an earlier execution
+    journal_init, ask, build = (
+        _workflow._Journal.__init__,
+        _workflow._Journal.ask,
+        _workflow.payload_of,
+    )
+    go_on = _workflow._Journal.continue_as_new
+
+    def counting_init(self: Any, *args: Any) -> None:
+        journal_init(self, *args)
+        replaying[0] = bool(self.earlier.values)  # a continued execution starts replaying
+
+    def counting_ask(self: Any) -> int:
+        replaying[0] = self.replaying
+        counts["replayed asks" if self.replaying else "asks"] += 1
+        return ask(self)
+
+    def counting_build(*args: Any, **kwargs: Any) -> Any:
+        counts["builds in a replay" if replaying[0] else "builds"] += 1
+        return build(*args, **kwargs)
+
+    async def counting_continue(self: Any) -> None:
+        counts["continued"] += 1
+        await go_on(self)
+
+    monkeypatch.setattr(_workflow._Journal, "__init__", counting_init)
+    monkeypatch.setattr(_workflow._Journal, "ask", counting_ask)
+    monkeypatch.setattr(_workflow._Journal, "continue_as_new", counting_continue)
+    monkeypatch.setattr(_workflow, "payload_of", counting_build)
+    client = await Client.connect(temporal_server.address)
+    async with T_REPLAY.worker(client):
+        result = await asyncio.wait_for(
+            T_REPLAY.run(client, "sum squares", run_id=f"replay-{uuid.uuid4()}"), 120
+        )
+    assert result.output == f"total {sum(n * n for n in range(30))}"
+    assert counts["continued"] >= 3, counts
+    assert counts["replayed asks"] >= 3 * 10, counts  # the replays did replay
+    assert counts["builds in a replay"] == 0, counts
+    activities = result.requests + result.tool_executions + 2  # + instructions, processor
+    assert counts["builds"] >= activities, counts
+
+
 @pytest.mark.anyio
 async def test_temporal_missing_blob_fails_the_run_promptly(temporal_server: Any) -> None:
     client = await Client.connect(temporal_server.address)
@@ -403,3 +475,37 @@ async def test_dbos_missing_blob_fails_the_run_promptly(launched: Path) -> None:
     with pytest.raises(RunError) as failed:
         await asyncio.wait_for(D_ECHO.result(run_id), 30)
     assert failed.value.stage is Stage.HISTORY
+
+
+@pytest.mark.anyio
+async def test_dbos_a_starter_and_a_worker_of_other_blob_stores_fail_at_the_start(
+    launched: Path,
+) -> None:
+    """Issue 46 item 5 on DBOS: a run started with another blob store than the worker's
+    (``DurableAgent(blobs=)`` differing between processes) fails at its start, before
+    any request, with ``RunError(stage="history")`` naming ``blobs=``; a result whose
+    blobs the reader's store lacks is the same ``RunError``, not a raw ``MissingBlob``."""
+    from golem_shell.engines._engine import run_input
+    from golem_shell.engines._records import RecordedOptions
+
+    run_id = f"foreign-{uuid.uuid4()}"
+    starters = MemoryBlobs()  # the starting process's own store
+    payload = run_input("hello", (), run_id, None, starters, RecordedOptions())
+    with dbos.SetWorkflowID(run_id):
+        await dbos.DBOS.start_workflow_async(durable_run, "d-echo", payload)
+    with pytest.raises(RunError) as failed:
+        await asyncio.wait_for(D_ECHO.result(run_id), 30)
+    assert failed.value.stage is Stage.HISTORY
+    assert "blobs=" in str(failed.value) and failed.value.partial is None
+    assert "not the one the run was started with" in str(failed.value)
+
+    done = await asyncio.wait_for(D_ECHO.run("hello", run_id=f"read-{uuid.uuid4()}"), 30)
+    D_ECHO.blobs = MemoryBlobs()  # a reader whose store is not the worker's
+    MESSAGE_CHAIN.cache.clear()  # as in another process: no chain decoded in memory
+    try:
+        with pytest.raises(RunError) as unreadable:
+            await D_ECHO.result(done.run_id)
+    finally:
+        D_ECHO.blobs = None
+    assert unreadable.value.stage is Stage.HISTORY
+    assert "blobs=" in str(unreadable.value)

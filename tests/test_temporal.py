@@ -49,6 +49,7 @@ pytest.importorskip("temporalio", reason="the temporal extra is not installed")
 
 from temporalio.client import Client
 
+from golem_shell.engines._blobs import MESSAGE_CHAIN, MemoryBlobs
 from golem_shell.temporal import TemporalAgent
 
 TESTS = Path(__file__).resolve().parent
@@ -818,3 +819,76 @@ def test_the_benchmark_measures_temporal() -> None:
     assert [(r["kind"], r["backend"]) for r in rows] == [("overhead", "temporal")]
     assert rows[0]["durable_ms"] > 0 and rows[0]["plain_ms"] > 0
     assert "| temporal |" in out.stdout
+
+
+# -- a blob store that is not shared (issue 46 item 5) -----------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stores", ["memory", "two files"])
+async def test_a_worker_without_the_clients_blob_store_fails_the_run_at_its_start(
+    tmp_path: Path,
+    temporal_server: Any,
+    model_server: DurableModelServer,
+    durable_app: Any,
+    stores: str,
+) -> None:
+    """A client and a worker in two processes, each with its own blob store (the
+    default, each process's memory; or two SQLite files): the run fails at its start,
+    before any model request, with ``RunError(stage="history")`` naming ``blobs=``."""
+    durable, _ = durable_app
+    model_server.reset()
+    prefix = f"blobs-{uuid.uuid4().hex[:8]}"
+    worker_blobs = None if stores == "memory" else str(tmp_path / "worker-blobs.sqlite")
+    config = {
+        "address": temporal_server.address,
+        "queue": prefix,
+        "model": model_server.url,
+        "log": str(tmp_path / "tools.log"),
+        "blobs": worker_blobs,
+    }
+    client = await Client.connect(temporal_server.address)
+    shared, queue = durable.blobs, durable.task_queue
+    durable.task_queue = prefix
+    if stores == "memory":
+        durable.blobs = MemoryBlobs()  # the client's default: its own memory
+    worker = Worker(tmp_path, "lonely", config)
+    try:
+
+        async def ready() -> bool:
+            return worker.ready.exists()
+
+        await _until(ready, [worker], "the worker to poll")
+        with pytest.raises(RunError) as caught:
+            await asyncio.wait_for(durable.run(client, "hello", run_id=f"{prefix}-run"), 60)
+    finally:
+        worker.kill()
+        durable.blobs, durable.task_queue = shared, queue
+    assert caught.value.stage is Stage.HISTORY
+    assert "blobs=" in str(caught.value)
+    assert "not the one the run was started with" in str(caught.value)
+    assert caught.value.partial is None
+    assert sum(model_server.counts.values()) == 0  # failed at its start: no request made
+
+
+@pytest.mark.anyio
+async def test_a_result_whose_blobs_this_process_lacks_is_a_history_run_error(
+    temporal_server: Any,
+) -> None:
+    """Reading a run's result with a store that lacks its conversation (another
+    process's store) raises the documented ``RunError(stage="history")``, not the raw
+    ``MissingBlob``."""
+    durable = DURABLE["two-tools"]
+    async with _working(temporal_server.address) as client:
+        run_id = _id("two-tools")
+        await durable.run(client, "add things", run_id=run_id)
+        shared = durable.blobs
+        durable.blobs = MemoryBlobs()  # a reader whose store is not the worker's
+        MESSAGE_CHAIN.cache.clear()  # as in another process: no chain decoded in memory
+        try:
+            with pytest.raises(RunError) as caught:
+                await durable.result(client, run_id)
+        finally:
+            durable.blobs = shared
+    assert caught.value.stage is Stage.HISTORY
+    assert "blobs=" in str(caught.value)

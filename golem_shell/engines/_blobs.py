@@ -22,6 +22,11 @@ another revision (``BlobStore.get`` checks the hash of what it returns).
 
 ``MissingBlob`` (a ``CorruptRecord``) is raised when a reference names a blob the store
 does not hold (another store than the writer's) or whose bytes do not hash to its key.
+
+A **handshake** makes a store that is not shared loud at a run's start: the process that
+starts a run writes a blob of its own (``handshake``, once per store) and the run's input
+names it; the worker executing the run reads it first (``shares_store``) and fails the run
+at once, naming ``blobs=``, when its store does not hold it.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -53,10 +59,12 @@ __all__ = [
     "SQLiteBlobs",
     "STASH_LIMIT",
     "extend_chain",
+    "handshake",
     "is_stashed",
     "key_of",
     "load_chain",
     "messages_chain",
+    "shares_store",
     "stash",
     "unstash",
 ]
@@ -364,6 +372,32 @@ MESSAGE_CHAIN: ChainKind[Message] = ChainKind(
 LOG_CHAIN: ChainKind[JSON] = ChainKind("record", _compact, json.loads, OrderedDict())
 """A log of recorded JSON values (a Temporal run's outcomes, carried across
 ``continue_as_new``)."""
+
+
+# -- handshakes ------------------------------------------------------------------------------
+
+_HANDSHAKES: dict[int, tuple[BlobStore, str]] = {}  # by id(store): the store kept alive
+_HANDSHAKES_LOCK = threading.Lock()
+
+
+def handshake(store: BlobStore) -> str:
+    """The key of this process's handshake blob in ``store``, written at its first use
+    (bytes of its own, so no other store holds them unless it is this one)."""
+    with _HANDSHAKES_LOCK:
+        known = _HANDSHAKES.get(id(store))
+        if known is not None and known[0] is store:
+            return known[1]
+        data = f"golem blob store handshake {uuid.uuid4()}".encode()
+        key = key_of(data)
+        store.put([(key, None, data)])
+        _HANDSHAKES[id(store)] = (store, key)
+        return key
+
+
+def shares_store(store: BlobStore, key: str) -> bool:
+    """Whether ``store`` holds the handshake blob ``key`` (the starter's store is this
+    one); a read by key, as deterministic as any blob read."""
+    return key in store.get([key])
 
 
 # -- stashes --------------------------------------------------------------------------------

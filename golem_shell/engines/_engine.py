@@ -42,7 +42,15 @@ from golem_shell._errors import (
     UsageError,
 )
 from golem_shell._results import RunResult, partial_of
-from golem_shell.engines._blobs import MESSAGE_CHAIN, BlobStore, Chain, load_chain, messages_chain
+from golem_shell.engines._blobs import (
+    MESSAGE_CHAIN,
+    BlobStore,
+    Chain,
+    handshake,
+    load_chain,
+    messages_chain,
+    shares_store,
+)
 from golem_shell.engines._records import (
     MESSAGES,
     PARTS,
@@ -79,9 +87,11 @@ __all__ = [
     "ended",
     "ended_messages",
     "first_state",
+    "foreign_store",
     "input_chain",
     "input_history",
     "instructions_failed",
+    "missing_blob",
     "processed_of",
     "recorded_options",
     "resolve_instructions",
@@ -236,7 +246,24 @@ def run_input(
         "prompt": None if parts is None else PARTS[0](parts),
         "now": datetime.now(UTC).isoformat(),
         "options": encode(options),
+        "blobs": handshake(store),
     }
+
+
+def foreign_store(wrapper: str, run_input: JSON, store: BlobStore) -> str | None:
+    """Why the worker whose blob store is ``store`` cannot execute the run
+    ``run_input`` (its starter wrote its handshake blob to another store), or ``None``
+    (the same store, or a run started before handshakes)."""
+    key = run_input.get("blobs")
+    if key is None or shares_store(store, key):
+        return None
+    return (
+        f"this worker's blob store ({store!r}) is not the one the run was started with:"
+        f" every process that starts, executes or reads a {wrapper}'s runs needs the same"
+        f" store; pass the same blobs= (SQLiteBlobs on one host, SQLBlobs on a database)"
+        " to it in each (the default of a TemporalAgent, this process's memory, serves a"
+        " client and a worker in one process only)"
+    )
 
 
 def recorded_options(run_input: JSON) -> RecordedOptions:
@@ -308,6 +335,17 @@ def processed_of(recorded: JSON, store: BlobStore) -> Processed:
     if ran.history is not None:
         return Success(load_chain(store, MESSAGE_CHAIN, ran.history or None, "processed").values)
     return Success(ran.messages or ())
+
+
+def missing_blob(wrapper: str, run_id: str, error: Exception) -> RunError:
+    """What a caller reading the run ``run_id`` gets when a blob of it is not in this
+    process's store: the run's records cannot be read here (stage ``history``)."""
+    return RunError(
+        Stage.HISTORY,
+        f"the durable run {run_id!r} cannot be read with this {wrapper}'s blob store: {error}"
+        " (every process that starts, executes or reads its runs needs the same blobs=)",
+        cause=error,
+    )
 
 
 def unreadable(name: str, run_input: JSON, reason: str) -> RunEnded:
@@ -496,7 +534,12 @@ def result_of(
                 run_id=record.run_id,
                 conversation_id=record.conversation_id,
             )
-        raise RunError(Stage(str(record.stage)), str(record.reason), partial=partial)
+        raise RunError(
+            Stage(str(record.stage)),
+            str(record.reason),
+            partial=partial,
+            steering_left=record.steering_left,
+        )
     output: Any = record.output
     try:
         kind = outputs(record.output_type)
@@ -516,4 +559,5 @@ def result_of(
         conversation_id=record.conversation_id,
         requests=record.requests,
         tool_executions=record.tool_executions,
+        steering_left=record.steering_left,
     )

@@ -147,6 +147,10 @@ class RunEnded:
     output_type: str | None = None
     """The key of the run's own output type (``output_type=``) in the engine's
     ``output_types``; ``None``: the agent's."""
+    steering_left: tuple[Message, ...] = ()
+    """The steering messages the run accepted but did not take (they came after its
+    last look): drained from its steering channel at its end, given back with its
+    result."""
 
 
 NO_DEPS: Any = type("NoDeps", (), {"__repr__": lambda self: "NO_DEPS"})()
@@ -407,6 +411,7 @@ RECORDS: tuple[Record, ...] = (
             _f("system", MESSAGES, optional=True),
             _f("history", _optional(TEXT), optional=True),
             _f("output_type", _optional(TEXT), optional=True),
+            _f("steering_left", MESSAGES, optional=True),
         ),
     ),
     Record(

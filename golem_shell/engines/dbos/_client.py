@@ -19,22 +19,27 @@ is performed again (at least once). The workflow id is the run id.
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar, overload
 
+import sqlalchemy as sa
 from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
 from dbos import error as dbos_error
+from dbos._dbos import _get_dbos_instance
 from typing_extensions import TypeForm, Unpack
 
 from golem_core import DeferredAnswer, Message, Part
 from golem_shell._agent import Agent
 from golem_shell._errors import RunError, Stage, UsageError
 from golem_shell._results import RunResult
-from golem_shell.engines._blobs import BlobStore
+from golem_shell.engines._blobs import BlobStore, MissingBlob
 from golem_shell.engines._engine import (
     WaitingCalls,
     answers_to_send,
     check_wrapped,
+    missing_blob,
     result_of,
     run_input,
 )
@@ -45,6 +50,7 @@ from golem_shell.engines.dbos._common import (
     ANSWERS_TOPIC,
     JSON,
     PORTABLE,
+    STEER_CLOSED_EVENT,
     STEER_TOPIC,
     WAITING_EVENT,
     system_blobs,
@@ -232,7 +238,10 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 f"the durable run {handle.get_workflow_id()!r} was cancelled (through DBOS)",
                 cause=e,
             ) from e
-        return self._decode_result(value)
+        try:
+            return self._decode_result(value)
+        except MissingBlob as e:
+            raise missing_blob("DurableAgent", handle.get_workflow_id(), e) from e
 
     async def _start(
         self,
@@ -257,9 +266,14 @@ class DurableAgent(Generic[DepsT, OutputT]):
         next safe point (before its next request, or instead of taking its output),
         durably: a restarted worker's replay takes it at the same point.
 
+        When this returns, the run has the message: it takes it, or, when it came after
+        the run's last look, the run gives it back in its result's ``steering_left``
+        (``RunError.steering_left`` if it failed). A message that reaches a run closing
+        its steering is withdrawn (this raises): never lost, never given back twice.
+
         Raises:
-            UsageError: there is no such run, it has ended (start the next run with the
-                message), or the prompt is empty.
+            UsageError: there is no such run, it has ended (the message was not taken:
+                start the next run with it), or the prompt is empty.
         """
         message = steering_message(prompt)
         if not self.steerable:
@@ -269,14 +283,29 @@ class DurableAgent(Generic[DepsT, OutputT]):
         status = await DBOS.get_workflow_status_async(run_id)
         if status is None:
             raise UsageError(f"there is no durable run with id {run_id!r}")
-        if status.status not in ("PENDING", "ENQUEUED"):
-            raise UsageError(
-                f"run {run_id!r} has ended ({status.status.lower()}): start the next run"
-                " with this message"
-            )
+        if status.status not in ("PENDING", "ENQUEUED") or await self._closed(run_id):
+            raise _ended(run_id, status.status)
+        key = f"golem-steer-{uuid.uuid4()}"
         await DBOS.send_async(
-            run_id, MESSAGES[0]((message,)), STEER_TOPIC, serialization_type=PORTABLE
+            run_id,
+            MESSAGES[0]((message,)),
+            STEER_TOPIC,
+            idempotency_key=key,
+            serialization_type=PORTABLE,
         )
+        state = "closing"
+        if not await self._closed(run_id):
+            status = await DBOS.get_workflow_status_async(run_id)
+            if status is not None and status.status in ("PENDING", "ENQUEUED"):
+                return  # sent before the run closed its steering: it takes or drains it
+            state = "ended" if status is None else status.status  # it ended otherwise
+        if await asyncio.to_thread(_withdraw, run_id, key):
+            raise _ended(run_id, state)
+        # the run consumed it first: taken, or given back in its result
+
+    async def _closed(self, run_id: str) -> bool:
+        """Whether the run ``run_id`` has closed its steering (it is ending)."""
+        return bool(await DBOS.get_event_async(run_id, STEER_CLOSED_EVENT, 0))
 
     async def waiting(self, run_id: str, *, timeout: float = 0.0) -> WaitingCalls:
         """The calls the run ``run_id`` waits for (approval or an external result), with
@@ -324,3 +353,29 @@ class DurableAgent(Generic[DepsT, OutputT]):
 
     def _decode_result(self, value: JSON) -> RunResult[Any]:
         return result_of("DurableAgent", self.name, self.keywords.output_of, value, self.store())
+
+
+def _ended(run_id: str, status: str) -> UsageError:
+    return UsageError(
+        f"run {run_id!r} has ended ({status.lower()}): the steering message was not"
+        " taken; start the next run with it"
+    )
+
+
+def _withdraw(run_id: str, key: str) -> bool:
+    """Withdraw the steering message sent to ``run_id`` with the idempotency key
+    ``key`` if the run has not consumed it (DBOS's ``recv`` marks a message consumed in
+    one transaction; this deletes it only while unconsumed: exactly one of the two wins).
+    Reads DBOS's system database (its ``notifications`` table): DBOS has no API to
+    take a message back."""
+    sys_db: Any = _get_dbos_instance()._sys_db
+    table = sys_db.tables.notifications
+    with sys_db.engine.begin() as connection:
+        deleted = connection.execute(
+            sa.delete(table).where(
+                table.c.destination_uuid == run_id,
+                table.c.message_uuid == f"{key}::{run_id}",
+                table.c.consumed == False,  # noqa: E712 (SQL, not Python)
+            )
+        )
+    return bool(deleted.rowcount)

@@ -25,6 +25,7 @@ __all__ = [
     "LOOKUP_SECONDS",
     "PORTABLE",
     "REJECTED_EVENT",
+    "STEER_CLOSED_EVENT",
     "STEER_TOPIC",
     "WAITING_EVENT",
     "WAIT_SECONDS",
@@ -46,6 +47,9 @@ ANSWERS_TOPIC = "golem.answers"
 """The DBOS topic a paused run receives its answers on."""
 STEER_TOPIC = "golem.steer"
 """The DBOS topic a running run receives steering messages on (``DurableAgent.steer``)."""
+STEER_CLOSED_EVENT = "golem.steer.closed"
+"""The DBOS event a steerable run sets at its end, before it drains ``golem.steer``: a
+message sent after it was set may not be taken (``steer`` withdraws it)."""
 REJECTED_EVENT = "golem.rejected"
 """The DBOS event a paused run sets to why it refused answers that reached it."""
 WAIT_SECONDS = 24 * 3600.0

@@ -10,7 +10,8 @@ inside; DBOS never retries a step) and ``golem.tool`` (one tool call; a batch's 
 concurrently, each its own step, at step ids reserved in call order). Validation and
 every transition run in the body. A paused run publishes its waiting calls as the event
 ``golem.waiting`` and receives answers on the topic ``golem.answers``; a steerable run
-takes steering messages from ``golem.steer``.
+takes steering messages from ``golem.steer`` and, at its end, sets
+``golem.steer.closed`` and gives back what it did not take (``run_workflow``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import attrs
 from dbos import DBOS
 
 from golem_core import Message, ToolCallPart
@@ -40,6 +42,7 @@ from golem_shell._errors import UsageError
 from golem_shell.engines._blobs import Chain, MissingBlob
 from golem_shell.engines._engine import (
     ended,
+    foreign_store,
     input_chain,
     recorded_options,
     resolve_instructions,
@@ -62,6 +65,7 @@ from golem_shell.engines.dbos._common import (
     JSON,
     PORTABLE,
     REJECTED_EVENT,
+    STEER_CLOSED_EVENT,
     STEER_TOPIC,
     WAIT_SECONDS,
     WAITING_EVENT,
@@ -88,13 +92,41 @@ async def durable_run(agent: str, run: dict[str, Any]) -> JSON:
 
 async def run_workflow(durable: Engine, recorded_input: JSON) -> JSON:
     """The body of the run ``recorded_input`` of ``durable`` (deterministic: it replays).
-    Its spec is built once, from the run's recorded keywords; every step receives it."""
+    Its spec is built once, from the run's recorded keywords; every step receives it.
+
+    A steerable run closes its steering at its end, however it ends: it sets the event
+    ``golem.steer.closed``, then drains its topic (recorded ``recv`` steps) into the
+    result's ``steering_left``. A message ``steer`` sent before the event was set is
+    drained; one sent after finds the event set and is withdrawn by ``steer`` (or was
+    drained first): never lost, never both taken and given back."""
+    record = await _body(durable, recorded_input)
+    if durable.steerable:
+        await DBOS.set_event_async(STEER_CLOSED_EVENT, True, serialization_type=PORTABLE)
+        record = attrs.evolve(record, steering_left=await _drain())
+    return encode(record)
+
+
+async def _drain() -> tuple[Message, ...]:
+    """The steering messages sent to the run and not taken yet (each ``recv`` recorded:
+    a replay takes the same ones)."""
+    taken: list[Message] = []
+    while True:
+        sent = await DBOS.recv_async(STEER_TOPIC, timeout_seconds=0)
+        if sent is None:
+            return tuple(taken)
+        taken.extend(MESSAGES[1](sent, "steering"))
+
+
+async def _body(durable: Engine, recorded_input: JSON) -> RunEnded:
     store = durable.store()
+    foreign = foreign_store("DurableAgent", recorded_input, store)
+    if foreign is not None:  # before anything: a starter and a worker of other stores
+        return unreadable(durable.name, recorded_input, foreign)
     try:  # the spec is built once, from the run's recorded keywords
         recorded = recorded_options(recorded_input)
         spec = durable.keywords.spec(recorded)
     except (CorruptRecord, UsageError) as e:
-        return encode(unreadable(durable.name, recorded_input, str(e)))
+        return unreadable(durable.name, recorded_input, str(e))
     deps = durable.keywords.deps(recorded, durable.deps)
     context: RunContext[Any] = RunContext(
         deps, recorded_input["runId"], recorded_input["conversationId"]
@@ -117,12 +149,12 @@ async def run_workflow(durable: Engine, recorded_input: JSON) -> JSON:
     except MissingBlob as e:
         state = unreadable(durable.name, recorded_input, str(e))
     if isinstance(state, RunEnded):
-        return encode(state)
+        return state
     progress = Progress(state, observe_run(spec, state, durable.on_event))
     end = await run(progress, _DBOSEffects(durable, spec, context))
     assert not isinstance(end, Pause)  # a durable run waits instead of pausing
     known: Chain[Any] = chain if spec.processor is None else Chain()
-    return encode(ended(durable.name, spec, end, store, known, recorded.output_type))
+    return ended(durable.name, spec, end, store, known, recorded.output_type)
 
 
 # -- the steps (each output is recorded; none is retried by DBOS; each reads the run's spec)
@@ -192,12 +224,7 @@ class _DBOSEffects:
     async def _steering(self, state: RunState) -> tuple[Message, ...]:
         """The steering messages sent to the run since it last looked (``recv`` is
         recorded: a replay takes the same ones at the same point)."""
-        taken: list[Message] = []
-        while True:
-            sent = await DBOS.recv_async(STEER_TOPIC, timeout_seconds=0)
-            if sent is None:
-                return tuple(taken)
-            taken.extend(MESSAGES[1](sent, "steering"))
+        return await _drain()
 
     async def compact(
         self, command: CompactHistory, state: RunState

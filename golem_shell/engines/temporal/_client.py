@@ -32,11 +32,12 @@ from golem_core import DeferredAnswer, Message, Part
 from golem_shell._agent import Agent
 from golem_shell._errors import DeferredResultsError, RunError, Stage, UsageError
 from golem_shell._results import RunResult
-from golem_shell.engines._blobs import BlobStore, stash, unstash
+from golem_shell.engines._blobs import BlobStore, MissingBlob, stash, unstash
 from golem_shell.engines._engine import (
     WaitingCalls,
     answers_to_send,
     check_wrapped,
+    missing_blob,
     result_of,
     run_input,
 )
@@ -101,8 +102,10 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         blobs: where conversations and large payloads are stored by reference, shared
             by every process that starts, executes or reads the runs (``SQLiteBlobs``
             on one host, ``SQLBlobs`` on a database); default: this process's memory
-            (client and worker in one process). A run whose blobs another process
-            cannot read fails with ``RunError(stage="history")``.
+            (client and worker in one process). A worker that does not share the
+            starter's store fails the run at its start (a handshake blob the starter
+            wrote is not in its store), and a result whose blobs this process cannot
+            read raises: both ``RunError(stage="history")``, naming ``blobs=``.
         history_events: the event history length past which a run continues as new
             (carrying the head of its journal), so a run of any length keeps its
             history bounded; Temporal's own suggestion also triggers it.
@@ -266,8 +269,11 @@ class TemporalAgent(Generic[DepsT, OutputT]):
                 f"the durable run {handle.id!r} ended through Temporal: {e.cause}",
                 cause=e,
             ) from e
-        value = unstash(self.blobs, value, "result")
-        return result_of("TemporalAgent", self.name, self.keywords.output_of, value, self.blobs)
+        try:
+            value = unstash(self.blobs, value, "result")
+            return result_of("TemporalAgent", self.name, self.keywords.output_of, value, self.blobs)
+        except MissingBlob as e:
+            raise missing_blob("TemporalAgent", handle.id, e) from e
 
     async def _start(
         self,
@@ -318,17 +324,22 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         run at its next safe point (before its next request, or instead of taking its
         output), recorded in the workflow's history.
 
+        When this returns, the run has the message: it takes it, or, when it came after
+        the run's last look, gives it back in its result's ``steering_left``
+        (``RunError.steering_left`` if it failed); Temporal refuses to complete a run
+        while a signal waits, and refuses a signal to a completed run.
+
         Raises:
-            UsageError: the run does not run (there is none, or it ended: start the next
-                run with the message), or the prompt is empty.
+            UsageError: the run does not run (there is none, or it ended: the message
+                was not taken; start the next run with it), or the prompt is empty.
         """
         payload = stash(self.blobs, MESSAGES[0]((steering_message(prompt),)))
         try:
             await client.get_workflow_handle(run_id).signal(STEER_SIGNAL, payload)
         except RPCError as e:
             raise UsageError(
-                f"run {run_id!r} cannot take a steering message ({e.message}): if it has"
-                " ended, start the next run with this message"
+                f"run {run_id!r} cannot take a steering message ({e.message}): it was"
+                " not taken; if the run has ended, start the next run with it"
             ) from None
 
     async def answer(

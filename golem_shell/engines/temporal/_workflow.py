@@ -44,6 +44,7 @@ from golem_shell._errors import Stage, UsageError, error_type
 from golem_shell.engines._blobs import (
     LOG_CHAIN,
     MESSAGE_CHAIN,
+    BlobStore,
     Chain,
     extend_chain,
     is_stashed,
@@ -54,6 +55,7 @@ from golem_shell.engines._blobs import (
 )
 from golem_shell.engines._engine import (
     ended,
+    foreign_store,
     input_chain,
     recorded_options,
     run_chain,
@@ -110,8 +112,11 @@ class GolemRun:
     async def run(self, agent: str, run: JSON) -> JSON:
         durable = registered(agent)
         self.agent = agent
+        run = unstash(durable.blobs, run, "input")
+        # carried over a continue-as-new, before any signalled to this execution already
+        self.steered[:0] = run.get("steered", ())
         try:
-            return await run_workflow(durable, unstash(durable.blobs, run, "input"), self)
+            return await run_workflow(durable, run, self)
         except CorruptRecord as e:  # a workflow task failure would be retried without end
             raise ApplicationError(str(e), type=BROKEN, non_retryable=True) from e
 
@@ -123,6 +128,18 @@ class GolemRun:
     def steer(self, sent: JSON) -> None:
         """A steering message for the run: taken at its next safe point."""
         self.steered.append(sent)
+
+    def left(self, store: BlobStore) -> tuple[Message, ...]:
+        """The steering messages signalled and not taken: the run ends with them in its
+        result (``steering_left``). Nothing is lost between this and the end: the run
+        completes in the workflow task that calls this, and Temporal refuses to complete
+        a workflow while a signal it has not delivered waits (the task is replayed with
+        the signal, which the run then takes or gives back here); a signal sent after
+        the run completed fails, so ``steer`` raises."""
+        sent, self.steered = self.steered, []
+        return tuple(
+            m for s in sent for m in MESSAGES[1](unstash(store, s, "steering"), "steering")
+        )
 
     @workflow.query(name=WAITING_QUERY)
     def waiting(self) -> JSON:
@@ -162,24 +179,31 @@ async def run_workflow(durable: Engine, run_input: JSON, run_: GolemRun) -> JSON
     spec is built once, from the run's recorded keywords; the activities build theirs
     from the same record, which their payloads carry."""
     store = durable.blobs
+    foreign = foreign_store("TemporalAgent", run_input, store)
+    if foreign is not None:  # before anything: a client and a worker of other stores
+        return _end(store, unreadable(durable.name, run_input, foreign), run_)
     try:
         recorded = recorded_options(run_input)
         spec = durable.keywords.spec(recorded)
     except UsageError as e:  # a model or output type this worker does not register
-        return stash(store, encode(unreadable(durable.name, run_input, str(e))))
-    journal = _Journal(durable, run_input)
+        return _end(store, unreadable(durable.name, run_input, str(e)), run_)
+    journal = _Journal(durable, run_input, run_)
     chain = input_chain(run_input, store)
 
     async def instructions() -> JSON:
         try:
-            return await journal.effect("golem.instructions", payload_of(durable, run_input))
+            # the payload is made only if performed (never in a replay of the journal)
+            return await journal.effect(
+                "golem.instructions", lambda: payload_of(durable, run_input)
+            )
         except ActivityError as e:
             return encode(InstructionsResolved(failed=f"the activity failed: {e.cause}"))
 
     async def processor() -> JSON:
-        payload = payload_of(durable, run_input, history=chain.head)
         try:
-            return await journal.effect("golem.processor", payload)
+            return await journal.effect(
+                "golem.processor", lambda: payload_of(durable, run_input, history=chain.head)
+            )
         except ActivityError as e:
             return encode(ProcessorRan(failed=f"the activity failed: {e.cause}"))
 
@@ -187,7 +211,7 @@ async def run_workflow(durable: Engine, run_input: JSON, run_: GolemRun) -> JSON
         durable.name, spec, run_input, instructions, processor, store, chain.values
     )
     if isinstance(state, RunEnded):
-        return stash(store, encode(state))
+        return _end(store, state, run_)
     on_event = durable.on_event
     muted = None if on_event is None else journal.muted(on_event)
     progress = Progress(state, observe_run(spec, state, muted))
@@ -200,7 +224,12 @@ async def run_workflow(durable: Engine, run_input: JSON, run_: GolemRun) -> JSON
     assert isinstance(end, Finish | Fail)  # a durable run waits instead of pausing
     await workflow.wait_condition(workflow.all_handlers_finished)  # answers told
     output_type = recorded.output_type
-    return stash(store, encode(ended(durable.name, spec, end, store, effects.chain, output_type)))
+    return _end(store, ended(durable.name, spec, end, store, effects.chain, output_type), run_)
+
+
+def _end(store: BlobStore, record: RunEnded, run_: GolemRun) -> JSON:
+    """The run's result: its recorded end, with the steering messages it did not take."""
+    return stash(store, encode(attrs.evolve(record, steering_left=run_.left(store))))
 
 
 def payload_of(durable: Engine, run_input: JSON, **more: JSON) -> JSON:
@@ -253,8 +282,9 @@ class _Journal:
     then a batch's calls in call order), so entry ``n`` is the answer to the ``n``-th
     ask of every execution."""
 
-    def __init__(self, durable: Engine, run_input: JSON) -> None:
+    def __init__(self, durable: Engine, run_input: JSON, run_: GolemRun) -> None:
         self.durable = durable
+        self.run = run_
         self.run_input = run_input
         self.earlier: Chain[JSON] = load_chain(
             durable.blobs, LOG_CHAIN, run_input.get("journal"), "journal"
@@ -328,7 +358,12 @@ class _Journal:
         await workflow.wait_condition(workflow.all_handlers_finished)
         values = tuple(self.entries[i] for i in range(len(self.entries)))
         head = extend_chain(self.durable.blobs, LOG_CHAIN, self.earlier, values).head
-        carried = {**self.run_input, "journal": head, "events": max(self.seen, self.reported)}
+        carried = {
+            **self.run_input,
+            "journal": head,
+            "events": max(self.seen, self.reported),
+            "steered": self.run.steered,  # signalled, not taken yet: the next takes them
+        }
         carried = stash(self.durable.blobs, carried)
         workflow.continue_as_new(args=[self.durable.name, carried])
 
@@ -469,14 +504,17 @@ class _TemporalEffects:
         self, command: CompactHistory, state: RunState
     ) -> HistoryCompacted | CompactionDeclined:
         """Compact and retry's one compaction (ADR 0141), an activity."""
-        history = messages_chain(self.durable.blobs, command.history).head
-        payload = payload_of(
-            self.durable,
-            self._ids(state),
-            history=history,
-            keep=command.keep,
-            reason=command.reason,
-        )
+
+        def payload() -> JSON:  # made only if performed: a replay stores and hashes nothing
+            history = messages_chain(self.durable.blobs, command.history).head
+            return payload_of(
+                self.durable,
+                self._ids(state),
+                history=history,
+                keep=command.keep,
+                reason=command.reason,
+            )
+
         try:
             recorded = await self.journal.effect("golem.compact", payload)
         except ActivityError as e:
