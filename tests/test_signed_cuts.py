@@ -52,6 +52,7 @@ from golem_core.loop import (
     check_resume,
     next_command,
     paused_from,
+    process,
     receive,
     start_run,
 )
@@ -91,7 +92,9 @@ def call(call_id: str, name: str) -> Message:
 def run(
     history: Sequence[Message], n: int, replies: list[Message], processor: HistoryProcessor
 ) -> RunState:
-    state = start_run(config(n), tuple(history), (TextPart(f"q{n}"),), processor=processor)
+    state = start_run(
+        config(n), tuple(history), (TextPart(f"q{n}"),), processed=process(processor, history)
+    )
     return drive(state, replies)
 
 
