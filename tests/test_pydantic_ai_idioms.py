@@ -220,3 +220,119 @@ def test_mcp_toolsets_work_from_the_sync_twins() -> None:
         again = agent.run_sync("And again?")
     assert first.output == 'the server says {"result":5}'
     assert again.output == first.output
+
+
+# -- what a pydantic-ai user porting an app still tripped on (issue 49 item 9) --------------
+
+
+async def test_a_function_model_written_pydantic_ais_way_takes_messages_and_info() -> None:
+    """``FunctionModel(lambda messages, info: ...)`` failed with a bare ``TypeError``
+    (missing positional argument 'info'); golem passes the messages and the request."""
+    seen: list[Any] = []
+
+    def reply(messages: tuple[Message, ...], info: ModelRequest) -> str:
+        seen.append((messages, info))
+        return f"{len(messages)} message(s), tools: {[t.name for t in info.tools]}"
+
+    agent = Agent(FunctionModel(reply))
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    assert (await agent.run("hi")).output == "1 message(s), tools: ['add']"
+    ((messages, info),) = seen
+    assert messages == info.messages and isinstance(info, ModelRequest)
+
+    async def stream(messages: tuple[Message, ...], info: ModelRequest) -> Any:
+        yield f"streamed after {messages[-1].text}"
+
+    async with Agent(FunctionModel(stream_function=stream)).iter_stream("hello") as run:
+        async for _ in run:
+            pass
+    assert run.result.output == "streamed after hello"
+
+
+def test_a_function_model_of_another_shape_is_refused_saying_both_shapes() -> None:
+    with pytest.raises(TypeError) as caught:
+        FunctionModel(lambda messages, info, extra: "x")
+    assert "function(request: ModelRequest)" in str(caught.value)
+    assert "function(messages, request)" in str(caught.value)
+    model = FunctionModel(lambda request: {"parts": []})  # a ModelResponse-like return
+    with pytest.raises(RunError) as failed:
+        Agent(model).run_sync("hi")
+    assert isinstance(failed.value.__cause__, TypeError)
+    assert "returns a golem_core Message (Message.assistant(...)) or a str" in str(failed.value)
+
+
+async def test_a_tool_out_of_retries_says_what_it_said_and_chains_its_model_retry() -> None:
+    """The error blamed the model's arguments, dropped the tool's own message and had no
+    ``__cause__``."""
+    agent = Agent(ScriptedModel([calls(ToolCallPart(f"c{i}", "flaky", "{}")) for i in range(3)]))
+
+    @agent.tool_plain(max_retries=1)
+    def flaky() -> str:
+        """Never works."""
+        raise ModelRetry("the database is locked, try again later")
+
+    with pytest.raises(RunError) as caught:
+        await agent.run("go")
+    error = caught.value
+    assert error.stage is Stage.TOOL
+    assert "the database is locked, try again later" in str(error)
+    assert "arguments" not in str(error) and "(1 retries)" in str(error)
+    assert isinstance(error.__cause__, ModelRetry) and error.cause is error.__cause__
+    assert error.__cause__.message == "the database is locked, try again later"
+
+
+async def test_a_tool_out_of_retries_on_bad_arguments_says_why_they_were_refused() -> None:
+    agent = Agent(
+        ScriptedModel([calls(ToolCallPart(f"c{i}", "add", '{"a": "x"}')) for i in range(3)])
+    )
+
+    @agent.tool_plain(max_retries=1)
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    with pytest.raises(RunError) as caught:
+        await agent.run("go")
+    assert "missing required argument 'b'" in str(caught.value)
+    assert caught.value.__cause__ is not None
+
+
+async def test_offline_models_report_an_estimated_usage_so_limits_fire() -> None:
+    """``TestModel`` and ``FunctionModel`` reported zero usage: token and cost limits never
+    fired offline. They estimate it as pydantic-ai's test models do."""
+    from golem_shell import TestModel
+    from golem_shell.models.function import estimate_usage
+
+    result = await Agent(FunctionModel(lambda request: "four words of answer")).run("two words")
+    assert result.usage.input_tokens == 50 + 2 and result.usage.output_tokens == 4
+    request = ModelRequest((Message.user("a, b. c"),), instructions="Be terse.")
+    assert estimate_usage(request, Message.assistant("ok")) == Usage(
+        50 + 3 + 3, 1
+    )  # 'terse.' counts 2, as there
+    call = Message.assistant(tool_calls=[ToolCallPart("c", "t", '{"city": "Oslo"}')])
+    assert estimate_usage(request, call).output_tokens == 1 + 4  # {, city, Oslo, }
+    reported = attrs.evolve(Message.assistant("x"), usage=Usage(7, 8))
+    assert (await Agent(FunctionModel(lambda request: reported)).run("hi")).usage == Usage(7, 8)
+
+    agent = Agent(TestModel())
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    assert (await agent.run("hi")).usage.input_tokens > 100  # two requests, 50 each at least
+    with pytest.raises(RunError) as caught:
+        await agent.run("hi", usage_limits=UsageLimits(total_tokens_limit=60))
+    assert caught.value.stage is Stage.LIMIT
+    from golem_core import Price
+
+    limits = UsageLimits(cost_limit=0.0001, price=Price(input=1.0, output=1.0))
+    with pytest.raises(RunError) as caught:
+        await agent.run("hi", usage_limits=limits)
+    assert caught.value.stage is Stage.LIMIT and "cost" in str(caught.value)

@@ -387,6 +387,7 @@ class Tool(Generic[DepsT]):
             try:
                 args, kwargs = self.bind(arguments)
             except ValidationFailed as e:
+                _record_crash(call_id, e)  # the cause, should the tool run out of retries
                 return ToolRetry(
                     call_id,
                     f"the arguments of {self.name} are not valid: {e}. Fix them and call again.",
@@ -403,6 +404,7 @@ class Tool(Generic[DepsT]):
         except Canceled as e:
             return ToolCanceled(call_id, e.reason)
         except ModelRetry as e:
+            _record_crash(call_id, e)  # the cause, should the tool run out of retries
             return ToolRetry(call_id, e.message)
         except ToolFailure as e:
             return ToolReturned(call_id, e.parts or (TextPart(e.message),), failed=True)
@@ -436,8 +438,9 @@ class Tool(Generic[DepsT]):
 TOOL_CRASHES: ContextVar[dict[str, BaseException] | None] = ContextVar(
     "golem_tool_crashes", default=None
 )
-"""Where ``Tool.execute`` leaves the exception a tool raised, by call id, so the driver
-can chain it to the ``RunError`` (the loop's outcome carries only the reason)."""
+"""Where ``Tool.execute`` leaves the exception a tool raised (a crash, a ``ModelRetry``, its
+arguments' ``ValidationFailed``), by call id, so the driver can chain it to the
+``RunError`` (the loop's outcome carries only the reason)."""
 
 
 def _record_crash(call_id: str, error: BaseException) -> None:
