@@ -21,6 +21,7 @@ from golem_shell import (
     RunError,
     ScriptedModel,
     Stage,
+    Tool,
     UsageError,
     UsageLimits,
 )
@@ -28,6 +29,12 @@ from golem_shell import (
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@attrs.frozen
+class Trip:
+    city: str
+    days: int
 
 
 def calls(*parts: ToolCallPart) -> Message:
@@ -336,3 +343,93 @@ async def test_offline_models_report_an_estimated_usage_so_limits_fire() -> None
     with pytest.raises(RunError) as caught:
         await agent.run("hi", usage_limits=limits)
     assert caught.value.stage is Stage.LIMIT and "cost" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda: Agent(_answers("x"), retries=3), "max_retries= on each tool"),
+        (lambda: Agent(_answers("x"), defer_model_check=True), "drop defer_model_check="),
+        (lambda: Agent(_answers("x")).tool_plain(retries=2), "max_retries="),
+        (lambda: Agent(_answers("x")).tool(retries=2), "max_retries="),
+        (lambda: __import__("golem_shell").tool(retries=2), "max_retries="),
+        (lambda: Agent(_answers("x"), system_prompt="be terse"), "instructions="),
+        (lambda: Agent(_answers("x"), instrucions="be terse"), "did you mean instructions=?"),
+        (lambda: Agent(_answers("x")).run_sync("hi", message_history=[]), "run_with_history"),
+    ],
+    ids=["Agent-retries", "defer_model_check", "tool_plain-retries", "tool-retries",
+         "standalone-tool-retries", "system_prompt", "a-typo", "message_history"],
+)  # fmt: skip
+def test_a_pydantic_ai_keyword_is_refused_naming_golems_equivalent(make: Any, says: str) -> None:
+    """``tool_plain(retries=2)``, ``Agent(retries=3)``, ``defer_model_check=True`` failed
+    with Python's bare "unexpected keyword argument"."""
+    with pytest.raises(TypeError) as caught:
+        make()
+    assert "unexpected keyword argument" in str(caught.value)
+    assert says in str(caught.value)
+
+
+async def test_iter_stream_takes_a_runs_own_output_type() -> None:
+    from golem_shell import TestModel
+
+    agent = Agent(TestModel(output={"city": "Oslo", "days": 3}))
+    seen = []
+    async with agent.iter_stream("plan", output_type=Trip) as stream:
+        async for value in stream.stream_output():
+            seen.append(value)
+    assert stream.result.output == Trip("Oslo", 3) and seen[-1] == Trip("Oslo", 3)
+    async with agent.iter_stream("plan") as plain:  # the agent's own type: str
+        async for _ in plain:
+            pass
+    assert isinstance(plain.result.output, str)
+
+
+async def test_override_takes_tools_and_instructions() -> None:
+    """pydantic-ai's ``override`` takes ``tools=`` and ``instructions=``; golem's took
+    neither."""
+    model = ScriptedModel(
+        [calls(ToolCallPart("c1", "lookup", '{"q": "x"}')), "done"] * 2 + ["after"]
+    )
+    agent = Agent(model, instructions="the real instructions")
+
+    @agent.instructions
+    def dynamic(context: RunContext[None]) -> str:
+        return "dynamic ones"
+
+    @agent.tool_plain
+    def lookup(q: str) -> str:
+        """The real lookup."""
+        return "from the real database"
+
+    def fake_lookup(q: str) -> str:
+        """A fake lookup."""
+        return "from the fake"
+
+    with agent.override(tools=[Tool.from_function(fake_lookup, name="lookup")]):
+        result = await agent.run("go")
+    assert next(m for m in result.messages if m.tool_call_id == "c1").text == "from the fake"
+    with agent.override(instructions="the test's instructions"):
+        await agent.run("go")
+    assert model.requests[-2].instructions == "the test's instructions"
+    await agent.run("go")  # undone on leaving the block
+    assert model.requests[-1].instructions == "the real instructions\n\ndynamic ones"
+    assert agent.tools["lookup"].function is lookup
+    refused = agent.override(instructions=3)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="instructions must be a string"):
+        refused.__enter__()
+
+
+def test_the_pydantic_ai_guide_shows_what_pydantic_ai_takes_and_what_golem_lacks() -> None:
+    """Its pydantic-ai column showed ``history_processors=[...]`` (a ``TypeError`` in
+    pydantic-ai 2), called ``override`` "the same", and did not say what ``iter_stream``
+    lacks (issue 49 item 9)."""
+    guide = (ROOT / "docs" / "guides" / "from-pydantic-ai.md").read_text(encoding="utf-8")
+    rows = {line.split(" | ")[0]: line for line in guide.splitlines() if line.startswith("| `")}
+    assert not any(key.startswith("| `history_processors=") for key in rows)
+    assert "capabilities=[ProcessHistory(fn)]" in guide
+    override = next(line for key, line in rows.items() if "agent.override(" in key)
+    assert "the same" not in override and "tools=" in override and "instructions=" in override
+    stream = next(line for key, line in rows.items() if "run_stream" in key)
+    assert "output_type=" in stream and "debounce_by=" in stream and "no " in stream
+    assert "defer_model_check" in guide and "max_retries" in guide
+    assert "deps_type" in guide.split("## What golem does not have (yet)")[1]

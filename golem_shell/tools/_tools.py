@@ -29,6 +29,7 @@ from typing import (
     Concatenate,
     Generic,
     Literal,
+    Never,
     Protocol,
     TypeVar,
     get_origin,
@@ -57,7 +58,12 @@ from golem_core.loop import (
     ToolSpec,
 )
 from golem_core.wire.strict import absent_nulls_dropped
-from golem_shell._errors import GolemError, UsageError, error_type
+from golem_shell._errors import (
+    GolemError,
+    UsageError,
+    error_type,
+    refuse_unknown_keywords,
+)
 from golem_shell.tools._schema import (
     NO_DEFAULT,
     SchemaError,
@@ -532,14 +538,18 @@ def tool(
     requires_approval: bool = False,
     external: bool = False,
     max_retries: int = 2,
+    **unknown: Never,
 ) -> Tool[Any] | Callable[[Callable[..., Any]], Tool[Any]]:
     """Make a tool of a function: ``@tool`` or ``@tool(requires_approval=True)``.
 
     Typed by the context the function takes: ``@tool`` on
     ``def f(ctx: RunContext[Deps], x: int)`` is a ``Tool[Deps]`` (an agent of another
     ``deps_type`` is a type error where it is given the tool); a function without a
-    ``RunContext`` first makes a ``Tool[Any]``, which any agent takes.
+    ``RunContext`` first makes a ``Tool[Any]``, which any agent takes. An unknown keyword
+    is a ``TypeError`` saying golem's name for it (pydantic-ai's ``retries=`` is
+    ``max_retries=``).
     """
+    refuse_unknown_keywords("tool()", unknown, tool)
     if requires_approval and external:
         raise UsageError("a tool is either requires_approval or external, not both")
     kind: Literal["function", "approval", "external"] = (
