@@ -22,13 +22,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 
 from golem_core import ModelRequest, Role
-from golem_shell import Agent, FunctionModel, Model, infer_model
+from golem_shell import Agent, FunctionModel, Model, UsageError, infer_model
 from golem_shell.store import (
+    BranchInfo,
     HistoryConflict,
+    HistoryNotFound,
     HistoryStore,
     PostgresHistoryStore,
+    Receipt,
     SQLiteHistoryStore,
 )
 
@@ -77,6 +81,27 @@ async def race(
         print("worker 2 reloads and runs again:", await turn(agent, store, owner, cid, prompt))
 
 
+def describe_branch(cid: str, info: BranchInfo) -> str:
+    """``branch b1 of c1: 5 messages, its first 2 from c1/main`` (a root branch: no parent)."""
+    line = f"branch {info.name} of {cid}: {info.length} messages"
+    if info.parent is None:
+        return line
+    parent_cid, parent_branch = info.parent
+    return f"{line}, its first {info.at} from {parent_cid}/{parent_branch}"
+
+
+def describe_erasure(receipt: Receipt) -> str:
+    """``erased 174 bytes: message 0 of demo/main, message 0 of c2/main`` (a fork or a
+    branch shares the message: it is gone there too)."""
+    views = sorted(receipt.erased, key=lambda view: -view.bytes)  # where it was stored first
+    where = [
+        f"{'message' if len(v.positions) == 1 else 'messages'}"
+        f" {', '.join(map(str, v.positions))} of {v.conversation_id}/{v.branch}"
+        for v in views
+    ]
+    return f"erased {receipt.bytes} bytes: {'; '.join(where) or 'nothing (erased already)'}"
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("prompt", nargs="?")
@@ -91,6 +116,8 @@ async def main() -> None:
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--race", action="store_true")
     args = parser.parse_args()
+    if args.fork_at is not None and not args.into:
+        parser.error("--fork-at needs --into, the new conversation's id")
 
     store = PostgresHistoryStore(args.postgres) if args.postgres else SQLiteHistoryStore(args.db)
     agent = Agent(choose_model(), instructions="You are a friendly, concise assistant.")
@@ -106,12 +133,9 @@ async def main() -> None:
             branch = await store.branch(owner, cid, args.branch_at)
             print("assistant:", await turn(agent, store, owner, cid, args.prompt or "hi", branch))
             for info in await store.branches(owner, cid):
-                print(
-                    f"branch {info.name}: {info.length} messages (from {info.parent} at {info.at})"
-                )
+                print(describe_branch(cid, info))
         elif args.erase is not None:
-            receipt = await store.erase(owner, cid, args.erase)
-            print(f"erased {receipt.bytes} bytes at {[e.positions for e in receipt.erased]}")
+            print(describe_erasure(await store.erase(owner, cid, args.erase)))
         elif args.race:
             await race(agent, store, owner, cid, args.prompt or "hi")
         else:
@@ -120,4 +144,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except (UsageError, HistoryNotFound) as error:  # a position past the end, an unknown id
+        sys.exit(f"error: {error}")

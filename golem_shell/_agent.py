@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, ParamSpec, cast, overload
+from typing import TYPE_CHECKING, Any, Never, ParamSpec, cast, overload
 
 import attrs
 from typing_extensions import TypeForm, TypeVar, Unpack
@@ -28,7 +28,7 @@ from golem_core import (
     signing_keys,
 )
 from golem_core.loop import Answered, DeferredCall, IssuedCalls, waiting_calls
-from golem_shell._errors import UsageError
+from golem_shell._errors import UsageError, refuse_unknown_keywords
 from golem_shell._results import DeltaEvent, DeltaHandler, RunResult
 from golem_shell.context._summarize import AsyncHistoryProcessor
 from golem_shell.models import Model, infer_model
@@ -47,6 +47,7 @@ from golem_shell.run._setup import (
     Prompt,
     RunSpec,
     joined_instructions,
+    made_tools,
     prompt_parts,
     run_ids,
 )
@@ -133,7 +134,9 @@ class Agent(Registry[DepsT, OutputT]):
         toolsets: Sequence[Toolset] = (),
         signing_key: SigningKeys | None = None,
         name: str | None = None,
+        **unknown: Never,  # pydantic-ai's keywords: a TypeError naming golem's (mypy: an error)
     ) -> None:
+        refuse_unknown_keywords("Agent()", unknown, Agent.__init__)
         check_settings(
             max_requests=max_requests,
             output_retries=output_retries,
@@ -196,16 +199,26 @@ class Agent(Registry[DepsT, OutputT]):
         settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
         deps: DepsT = KEEP,
+        tools: Sequence[Tool[Any] | Callable[..., Any]] = KEEP,
+        instructions: str | None = KEEP,
     ) -> Iterator[None]:
-        """Run with another model (settings, limits, deps) within a ``with`` block, for
-        tests: ``with agent.override(model=TestModel(), deps=fake_db): ...``. The code
-        under test is unchanged; the override wins over a run's own ``model=`` and
-        ``deps=``. It holds in this context (thread, task) and those started from it, and
-        is undone on leaving the block.
+        """Run with another model (settings, limits, deps, tools, instructions) within a
+        ``with`` block, for tests: ``with agent.override(model=TestModel(), deps=fake_db):
+        ...``. The code under test is unchanged; the override wins over a run's own
+        ``model=`` and ``deps=``. ``tools=`` replaces the agent's own tools (its toolsets
+        stay); ``instructions=`` replaces all its instructions, ``@agent.instructions``
+        ones too (``None``: none). It holds in this context (thread, task) and those
+        started from it, and is undone on leaving the block.
         """
+        if instructions is not KEEP and not isinstance(instructions, str | None):
+            raise UsageError(
+                f"instructions must be a string or None, got {type(instructions).__name__}"
+            )
         chosen = attrs.evolve(
             overrides_of({"model": model, "settings": settings, "usage_limits": usage_limits}),
             deps=deps,
+            tools=KEEP if tools is KEEP else made_tools(tools),
+            instructions=instructions,
         )
         token = self._overridden.set(chosen.over(self._overridden.get()))
         try:
@@ -354,30 +367,53 @@ class Agent(Registry[DepsT, OutputT]):
         handler = on_delta or _ignore
         return await _start(self, "run_stream_with_history", history, prompt, handler, options)
 
+    @overload
     def iter_stream(
         self,
         prompt: Prompt,
         *,
         history: Sequence[Message] = (),
+        output_type: None = None,
         **options: Unpack[StreamOptions[DepsT]],
-    ) -> EventStream[OutputT]:
+    ) -> EventStream[OutputT]: ...
+
+    @overload
+    def iter_stream(
+        self,
+        prompt: Prompt,
+        *,
+        history: Sequence[Message] = (),
+        output_type: TypeForm[T],
+        **options: Unpack[StreamOptions[DepsT]],
+    ) -> EventStream[T]: ...
+
+    def iter_stream(
+        self,
+        prompt: Prompt,
+        *,
+        history: Sequence[Message] = (),
+        output_type: Any = None,
+        **options: Unpack[StreamOptions[DepsT]],
+    ) -> EventStream[Any]:
         """Stream a run as an async iterator of its events (deltas and lifecycle events).
 
         ``async with agent.iter_stream(prompt) as stream: async for event in stream: ...``;
         then ``stream.result``. Leaving early cancels the run; ``stream.partial`` keeps
-        what it completed. See ``EventStream``.
+        what it completed. ``output_type=`` asks this run for another type, as for
+        ``run`` (``stream.stream_output()`` reads that type). See ``EventStream``.
         """
         from golem_shell.run._event_stream import EventStream
 
         check_options("iter_stream", options, allowed=STREAM_KEYWORDS)
+        spec = self._spec({**options, "on_event": None})
+        if output_type is not None:
+            spec = spec.with_output(output_type)  # refuses a type with no schema, here
 
-        async def start(
-            on_delta: DeltaHandler | None, on_event: EventHandler | None
-        ) -> RunResult[OutputT]:
+        async def start(on_delta: DeltaHandler | None, on_event: EventHandler | None) -> Any:
             every: RunOptions[DepsT] = {**options, "on_event": on_event}
-            return await _start(self, "iter_stream", history, prompt, on_delta, every)
+            return await _start(self, "iter_stream", history, prompt, on_delta, every, output_type)
 
-        return EventStream(start, self._spec({**options, "on_event": None}).output)
+        return EventStream(start, spec.output)
 
     @overload
     def run_sync(

@@ -19,12 +19,18 @@ adapter and chained with ``from``. No message, repr or attribute ever holds an A
 
 from __future__ import annotations
 
+import difflib
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from attrs import frozen
 
 from golem_core import Message, ModelErrorKind, Usage
 from golem_core.loop import Stage
 
 __all__ = [
+    "PYDANTIC_AI_KEYWORDS",
     "DeferredResultsError",
     "GolemError",
     "ModelError",
@@ -34,6 +40,8 @@ __all__ = [
     "Stage",
     "UsageError",
     "error_type",
+    "keywords_of",
+    "refuse_unknown_keywords",
 ]
 
 
@@ -185,3 +193,53 @@ def error_type(error: BaseException) -> str:
     if kind.__module__ == "builtins":
         return kind.__qualname__
     return f"{kind.__module__}.{kind.__qualname__}"
+
+
+PYDANTIC_AI_KEYWORDS: Mapping[str, str] = {
+    "retries": "golem counts retries per tool and for the output: max_retries= on each"
+    " tool (@agent.tool(max_retries=...), @tool(max_retries=...)) and Agent(output_retries=...)",
+    "defer_model_check": "golem never checks the model or its key when the agent is built"
+    " (the first request does): drop defer_model_check=",
+    "system_prompt": "golem's is instructions= (and @agent.instructions)",
+    "model_settings": "golem's is settings=ModelSettings(...)",
+    "history_processors": "golem's is history_processor= (one; compose(...) chains several)",
+    "message_history": "golem's is run_with_history(history, prompt)",
+    "instrument": "golem traces with golem_shell.instrument()",
+    "takes_ctx": "golem's are @agent.tool (a RunContext first) and @agent.tool_plain (none)",
+}
+"""pydantic-ai's keywords that golem names otherwise, and how (a ``TypeError`` says so)."""
+
+
+def refuse_unknown_keywords(
+    where: str, unknown: Mapping[str, object], function: Callable[..., Any]
+) -> None:
+    """Raise the ``TypeError`` Python would raise for ``unknown`` keywords of ``where``
+    (whose signature is ``function``'s), saying what golem calls a pydantic-ai keyword,
+    else the closest keyword it takes; nothing when ``unknown`` is empty."""
+    if not unknown:
+        return
+    names = sorted(keywords_of(function))
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, names, n=1)
+        if name in PYDANTIC_AI_KEYWORDS:
+            hints.append(f"{name}=: {PYDANTIC_AI_KEYWORDS[name]}")
+        elif close:
+            hints.append(f"{name}=: did you mean {close[0]}=?")
+        else:
+            hints.append(f"{name}=: {where} takes {', '.join(names)}")
+    listed = ", ".join(repr(n) for n in unknown)
+    plural = "s" if len(unknown) > 1 else ""
+    raise TypeError(
+        f"{where} got an unexpected keyword argument{plural} {listed} ({'; '.join(hints)})"
+    )
+
+
+def keywords_of(function: Callable[..., Any]) -> list[str]:
+    """The keyword parameters of ``function`` (for an unexpected keyword's message)."""
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [
+        p.name
+        for p in inspect.signature(function).parameters.values()
+        if p.kind in kinds and p.name not in ("self", "function")
+    ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -137,3 +138,27 @@ def test_a_32k_run_of_backslashes_reads_to_its_value() -> None:
     assert parse_partial('"' + "\\\\" * k + "x") == "\\" * k + "x"
     assert parse_partial('{"a": "' + "\\" * (2 * k + 1)) == {"a": "\\" * k}
     assert parse_partial('["' + "\\" * (2 * k + 1) + "u00") == ["\\" * k]
+
+
+@given(value=_values, indent=st.sampled_from([None, 2]), data=st.data())
+def test_a_malformed_document_is_refused_saying_where(
+    value: Any, indent: int | None, data: st.DataObject
+) -> None:
+    """A character no JSON document has there (``@`` where a key or value must start, a
+    second value after the first) is refused, and the message names its offset (issue 49
+    item 8), so that a streamed answer gone wrong says where."""
+    document = json.dumps(value, indent=indent)
+    kinds, _ = _states(document)
+    places = [i + 1 for i, c in enumerate(document) if kinds[i] == "-" and c in "{[,:"]
+    place = data.draw(st.sampled_from([*places, len(document)]), label="place")
+    broken = document[:place] + "@" + document[place:] if place < len(document) else document + " @"
+    where = place if place < len(document) else place + 1
+    try:
+        parse_partial(broken)
+    except ValueError as e:
+        assert f"at offset {where}" in str(e), (broken, str(e))
+    else:
+        raise AssertionError(f"{broken!r} was read")
+    if place < len(document):  # a bad escape in a string put there: at its opening quote
+        with pytest.raises(ValueError, match=f"not a JSON string at offset {place}:"):
+            parse_partial(document[:place] + '"\\q"' + document[place:])

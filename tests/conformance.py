@@ -412,6 +412,14 @@ class PlainRuntime:
             usage=sum(
                 (e.usage for e in events if type(e).__name__ == "RequestFinished" and e.usage),
                 Usage(),
+            )
+            + sum(  # a summarizing request's usage counts in the run's (ADR 0140)
+                (
+                    e.record.usage
+                    for e in events
+                    if type(e).__name__ == "CompactionFinished" and e.record and e.record.usage
+                ),
+                Usage(),
             ),
         )
 

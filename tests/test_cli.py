@@ -14,6 +14,7 @@ import pytest
 from golden_values import GOLDEN
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples  # properties/profiles.py: the loaded profile's count
 from returns.result import Success
 
 from golem_core import (
@@ -541,7 +542,7 @@ def planted(draw: st.DrawFn) -> tuple[Message, ...]:
     return tuple(out)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(planted(), st.sampled_from(COMMANDS))
 def test_every_command_takes_every_history_with_lone_surrogates(
     history: tuple[Message, ...], args: list[str]

@@ -113,6 +113,12 @@ def test_events_example_prints_the_event_stream_of_a_tool_round_trip() -> None:
     assert out.count("In Paris: sunny") == 1  # the answer once, not as deltas and output
 
 
+def test_events_example_answers_in_a_sentence_that_names_the_city_once() -> None:
+    """ "In Paris: sunny, 21 C in Paris." was the answer (issue 49 item 10)."""
+    out = _run("events.py")
+    assert out.splitlines()[-1] == "output: In Paris: sunny, 21 C."
+
+
 def test_events_example_prints_spans_with_trace() -> None:
     out = _run("events.py", "--trace")
     assert '"name": "invoke_agent"' in out
@@ -177,6 +183,46 @@ def test_stored_conversation_example_continues_forks_and_races(tmp_path: Path) -
     assert "has 6 messages, expected 4" in out and "message 4 from you" in out
     out = _run("stored_conversation.py", "--db", db, "--list")
     assert out.splitlines() == ["c2: 4 messages", "demo: 8 messages"]
+
+
+def _failed(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / script), *args],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+    )
+    assert proc.returncode != 0, proc.stdout
+    return proc
+
+
+def test_stored_conversation_example_says_what_it_erased_and_refuses_in_a_line(
+    tmp_path: Path,
+) -> None:
+    """A position past the end is one line, not a traceback; an erasure and the branches
+    read as sentences, not as reprs (issue 49 item 10)."""
+    db = str(tmp_path / "conversations.db")
+    _run("stored_conversation.py", "--db", db, "hello")
+    _run("stored_conversation.py", "--db", db, "again")
+    _run("stored_conversation.py", "--db", db, "--fork-at", "2", "--into", "c2")
+    out = _run("stored_conversation.py", "--db", db, "--branch-at", "2", "once more")
+    assert "branch main of demo: 4 messages\n" in out
+    assert "branch b1 of demo: 4 messages, its first 2 from demo/main" in out
+    assert "None" not in out
+    out = _run("stored_conversation.py", "--db", db, "--erase", "0")
+    assert out.startswith("erased ") and " bytes: message 0 of demo/main; " in out
+    assert "message 0 of c2/main" in out and "message 0 of demo/b1" in out
+    assert "(0,)" not in out
+    for args in (("--erase", "99"), ("--fork-at", "99", "--into", "c3"), ("--branch-at", "9")):
+        proc = _failed("stored_conversation.py", "--db", db, *args)
+        assert "Traceback" not in proc.stderr
+        assert proc.stderr.startswith("error: cannot "), proc.stderr
+        assert "it has 4 messages" in proc.stderr
+    proc = _failed("stored_conversation.py", "--db", db, "--conversation", "nope", "--erase", "0")
+    assert "Traceback" not in proc.stderr and "'nope' not found" in proc.stderr
+    proc = _failed("stored_conversation.py", "--db", db, "--fork-at", "2")
+    assert "--fork-at needs --into" in proc.stderr
 
 
 def test_stored_conversation_example_on_postgres(postgres_url: str) -> None:

@@ -36,6 +36,7 @@ from fault_server import (  # noqa: F401 (fixture, asked for by name)
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples  # properties/profiles.py: the loaded profile's count
 
 from golem_core import (
     INTERRUPTED_RESULT_TEXT,
@@ -521,7 +522,7 @@ def assert_partial_complete(
 
 
 @settings(
-    max_examples=30,
+    max_examples=examples(30),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
@@ -586,7 +587,7 @@ def slow_server() -> Iterator[FaultServer]:
 
 
 @settings(
-    max_examples=24,
+    max_examples=examples(24),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

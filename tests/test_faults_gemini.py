@@ -29,6 +29,7 @@ import test_faults
 from fault_server import _SCENARIO, Answer, Exchange, Fault, FaultServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples  # properties/profiles.py: the loaded profile's count
 from provider_server import fixture_bytes
 from test_faults import (
     FAST,
@@ -362,7 +363,9 @@ def slow_gemini_server() -> Iterator[GeminiFaultServer]:
 
 
 @settings(
-    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(12),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(delay=st.floats(0.0, 0.06), stream=st.booleans(), again=st.sampled_from([None, "continue"]))
 def test_cancellation_over_http_leaves_a_complete_resumable_partial(

@@ -24,6 +24,7 @@ import pytest
 from fault_server import Answer, Exchange, Fault, FaultServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples  # properties/profiles.py: the loaded profile's count
 from test_faults import (
     FAST,
     FAULTS,
@@ -386,7 +387,9 @@ _cancel_runs = iter(range(1_000_000))
 
 
 @settings(
-    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(12),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(delay=st.floats(0.0, 0.06), stream=st.booleans(), again=st.sampled_from([None, "continue"]))
 def test_cancellation_over_http_leaves_a_complete_resumable_partial(

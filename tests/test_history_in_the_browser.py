@@ -72,6 +72,30 @@ def test_the_page_pins_what_the_suite_pins() -> None:
     assert serve.PYODIDE_PYTHON == harness.PYODIDE_PYTHON
 
 
+def test_serve_builds_golems_wheel_isolated_and_pure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the README's set-up (``pip install -e .``: no hatchling in the environment)
+    ``serve.py`` built golem's wheel with ``--no-build-isolation`` and failed with ``No
+    module named 'hatchling'``; the wheel must also be ``py3-none-any`` for Pyodide
+    (issue 49 item 10). The commands it runs are recorded here (building for real needs
+    the package index)."""
+    calls: list[tuple[list[str], dict[str, str]]] = []
+
+    def run(argv: list[str], **kwargs: object) -> None:
+        env = kwargs.get("env")
+        calls.append((argv, dict(env) if isinstance(env, dict) else dict(os.environ)))
+
+    monkeypatch.delenv("GOLEM_PURE", raising=False)
+    monkeypatch.setattr(serve.subprocess, "run", run)
+    serve.build_wheels(tmp_path / "wheels", root=ROOT)
+    (wheel, wheel_env), (download, _) = calls
+    assert wheel[1:4] == ["-m", "pip", "wheel"] and wheel[-1] == str(ROOT)
+    assert "--no-build-isolation" not in wheel  # pip installs hatchling for the build
+    assert wheel_env.get("GOLEM_PURE") == "1"  # no compiled decoder: WebAssembly
+    assert download[3] == "download" and "--no-build-isolation" not in download
+
+
 @pytest.fixture
 def page_url(tmp_path: Path) -> Iterator[str]:
     missing = harness.missing_runtime()

@@ -16,6 +16,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples  # properties/profiles.py: the loaded profile's count
 from returns.result import Success
 
 from golem_core import Message, decode_history, encode_history
@@ -162,7 +163,7 @@ def mutated(draw: st.DrawFn) -> list[Any]:
     return document
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated())
 def test_the_schema_accepts_exactly_what_decode_history_accepts(document: list[Any]) -> None:
     schema_ok, decode_ok = agree(document)

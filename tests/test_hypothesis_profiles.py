@@ -91,3 +91,40 @@ def test_no_property_fixes_its_example_count() -> None:
         if FIXED.search(line)
     ]
     assert fixed == []
+
+
+TESTS = Path(__file__).resolve().parent
+KIT_TESTS = ("test_testing_kit.py", "test_compaction_probe.py", "test_hypothesis_profiles.py")
+"""Tests of golem's testing kit, whose ``max_examples=`` is a user's parameter (and this
+file, which names it)."""
+
+
+def test_no_test_fixes_its_example_count_either() -> None:
+    """``tests/`` too: ``tests/test_store_races.py`` ran its state machine 6 x 8 under
+    every profile (issue 49 item 8)."""
+    fixed = [
+        f"{path.name}:{n}: {line.strip()}"
+        for path in sorted(TESTS.glob("*.py"))
+        if path.name not in KIT_TESTS
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if FIXED.search(line)
+    ]
+    assert fixed == []
+
+
+def test_the_tests_conftest_loads_the_profile_too() -> None:
+    """A run of ``tests/`` alone uses the profile (and ``examples(n)`` scales with it)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "HYPOTHESIS_PROFILE")}
+    script = (
+        f"import sys; sys.path.insert(0, {str(TESTS)!r}); import conftest;"
+        " from hypothesis import settings; from profiles import examples;"
+        " print(settings.default.max_examples, examples(6))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**env, "HYPOTHESIS_PROFILE": "thorough"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split() == ["2000", "120"]

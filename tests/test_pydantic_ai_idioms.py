@@ -21,6 +21,7 @@ from golem_shell import (
     RunError,
     ScriptedModel,
     Stage,
+    Tool,
     UsageError,
     UsageLimits,
 )
@@ -28,6 +29,12 @@ from golem_shell import (
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@attrs.frozen
+class Trip:
+    city: str
+    days: int
 
 
 def calls(*parts: ToolCallPart) -> Message:
@@ -220,3 +227,209 @@ def test_mcp_toolsets_work_from_the_sync_twins() -> None:
         again = agent.run_sync("And again?")
     assert first.output == 'the server says {"result":5}'
     assert again.output == first.output
+
+
+# -- what a pydantic-ai user porting an app still tripped on (issue 49 item 9) --------------
+
+
+async def test_a_function_model_written_pydantic_ais_way_takes_messages_and_info() -> None:
+    """``FunctionModel(lambda messages, info: ...)`` failed with a bare ``TypeError``
+    (missing positional argument 'info'); golem passes the messages and the request."""
+    seen: list[Any] = []
+
+    def reply(messages: tuple[Message, ...], info: ModelRequest) -> str:
+        seen.append((messages, info))
+        return f"{len(messages)} message(s), tools: {[t.name for t in info.tools]}"
+
+    agent = Agent(FunctionModel(reply))
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    assert (await agent.run("hi")).output == "1 message(s), tools: ['add']"
+    ((messages, info),) = seen
+    assert messages == info.messages and isinstance(info, ModelRequest)
+
+    async def stream(messages: tuple[Message, ...], info: ModelRequest) -> Any:
+        yield f"streamed after {messages[-1].text}"
+
+    async with Agent(FunctionModel(stream_function=stream)).iter_stream("hello") as run:
+        async for _ in run:
+            pass
+    assert run.result.output == "streamed after hello"
+
+
+def test_a_function_model_of_another_shape_is_refused_saying_both_shapes() -> None:
+    with pytest.raises(TypeError) as caught:
+        FunctionModel(lambda messages, info, extra: "x")
+    assert "function(request: ModelRequest)" in str(caught.value)
+    assert "function(messages, request)" in str(caught.value)
+    model = FunctionModel(lambda request: {"parts": []})  # a ModelResponse-like return
+    with pytest.raises(RunError) as failed:
+        Agent(model).run_sync("hi")
+    assert isinstance(failed.value.__cause__, TypeError)
+    assert "returns a golem_core Message (Message.assistant(...)) or a str" in str(failed.value)
+
+
+async def test_a_tool_out_of_retries_says_what_it_said_and_chains_its_model_retry() -> None:
+    """The error blamed the model's arguments, dropped the tool's own message and had no
+    ``__cause__``."""
+    agent = Agent(ScriptedModel([calls(ToolCallPart(f"c{i}", "flaky", "{}")) for i in range(3)]))
+
+    @agent.tool_plain(max_retries=1)
+    def flaky() -> str:
+        """Never works."""
+        raise ModelRetry("the database is locked, try again later")
+
+    with pytest.raises(RunError) as caught:
+        await agent.run("go")
+    error = caught.value
+    assert error.stage is Stage.TOOL
+    assert "the database is locked, try again later" in str(error)
+    assert "arguments" not in str(error) and "(1 retries)" in str(error)
+    assert isinstance(error.__cause__, ModelRetry) and error.cause is error.__cause__
+    assert error.__cause__.message == "the database is locked, try again later"
+
+
+async def test_a_tool_out_of_retries_on_bad_arguments_says_why_they_were_refused() -> None:
+    agent = Agent(
+        ScriptedModel([calls(ToolCallPart(f"c{i}", "add", '{"a": "x"}')) for i in range(3)])
+    )
+
+    @agent.tool_plain(max_retries=1)
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    with pytest.raises(RunError) as caught:
+        await agent.run("go")
+    assert "missing required argument 'b'" in str(caught.value)
+    assert caught.value.__cause__ is not None
+
+
+async def test_offline_models_report_an_estimated_usage_so_limits_fire() -> None:
+    """``TestModel`` and ``FunctionModel`` reported zero usage: token and cost limits never
+    fired offline. They estimate it as pydantic-ai's test models do."""
+    from golem_shell import TestModel
+    from golem_shell.models.function import estimate_usage
+
+    result = await Agent(FunctionModel(lambda request: "four words of answer")).run("two words")
+    assert result.usage.input_tokens == 50 + 2 and result.usage.output_tokens == 4
+    request = ModelRequest((Message.user("a, b. c"),), instructions="Be terse.")
+    assert estimate_usage(request, Message.assistant("ok")) == Usage(
+        50 + 3 + 3, 1
+    )  # 'terse.' counts 2, as there
+    call = Message.assistant(tool_calls=[ToolCallPart("c", "t", '{"city": "Oslo"}')])
+    assert estimate_usage(request, call).output_tokens == 1 + 4  # {, city, Oslo, }
+    reported = attrs.evolve(Message.assistant("x"), usage=Usage(7, 8))
+    assert (await Agent(FunctionModel(lambda request: reported)).run("hi")).usage == Usage(7, 8)
+
+    agent = Agent(TestModel())
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    assert (await agent.run("hi")).usage.input_tokens > 100  # two requests, 50 each at least
+    with pytest.raises(RunError) as caught:
+        await agent.run("hi", usage_limits=UsageLimits(total_tokens_limit=60))
+    assert caught.value.stage is Stage.LIMIT
+    from golem_core import Price
+
+    limits = UsageLimits(cost_limit=0.0001, price=Price(input=1.0, output=1.0))
+    with pytest.raises(RunError) as caught:
+        await agent.run("hi", usage_limits=limits)
+    assert caught.value.stage is Stage.LIMIT and "cost" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda: Agent(_answers("x"), retries=3), "max_retries= on each tool"),
+        (lambda: Agent(_answers("x"), defer_model_check=True), "drop defer_model_check="),
+        (lambda: Agent(_answers("x")).tool_plain(retries=2), "max_retries="),
+        (lambda: Agent(_answers("x")).tool(retries=2), "max_retries="),
+        (lambda: __import__("golem_shell").tool(retries=2), "max_retries="),
+        (lambda: Agent(_answers("x"), system_prompt="be terse"), "instructions="),
+        (lambda: Agent(_answers("x"), instrucions="be terse"), "did you mean instructions=?"),
+        (lambda: Agent(_answers("x")).run_sync("hi", message_history=[]), "run_with_history"),
+    ],
+    ids=["Agent-retries", "defer_model_check", "tool_plain-retries", "tool-retries",
+         "standalone-tool-retries", "system_prompt", "a-typo", "message_history"],
+)  # fmt: skip
+def test_a_pydantic_ai_keyword_is_refused_naming_golems_equivalent(make: Any, says: str) -> None:
+    """``tool_plain(retries=2)``, ``Agent(retries=3)``, ``defer_model_check=True`` failed
+    with Python's bare "unexpected keyword argument"."""
+    with pytest.raises(TypeError) as caught:
+        make()
+    assert "unexpected keyword argument" in str(caught.value)
+    assert says in str(caught.value)
+
+
+async def test_iter_stream_takes_a_runs_own_output_type() -> None:
+    from golem_shell import TestModel
+
+    agent = Agent(TestModel(output={"city": "Oslo", "days": 3}))
+    seen = []
+    async with agent.iter_stream("plan", output_type=Trip) as stream:
+        async for value in stream.stream_output():
+            seen.append(value)
+    assert stream.result.output == Trip("Oslo", 3) and seen[-1] == Trip("Oslo", 3)
+    async with agent.iter_stream("plan") as plain:  # the agent's own type: str
+        async for _ in plain:
+            pass
+    assert isinstance(plain.result.output, str)
+
+
+async def test_override_takes_tools_and_instructions() -> None:
+    """pydantic-ai's ``override`` takes ``tools=`` and ``instructions=``; golem's took
+    neither."""
+    model = ScriptedModel(
+        [calls(ToolCallPart("c1", "lookup", '{"q": "x"}')), "done"] * 2 + ["after"]
+    )
+    agent = Agent(model, instructions="the real instructions")
+
+    @agent.instructions
+    def dynamic(context: RunContext[None]) -> str:
+        return "dynamic ones"
+
+    @agent.tool_plain
+    def lookup(q: str) -> str:
+        """The real lookup."""
+        return "from the real database"
+
+    def fake_lookup(q: str) -> str:
+        """A fake lookup."""
+        return "from the fake"
+
+    with agent.override(tools=[Tool.from_function(fake_lookup, name="lookup")]):
+        result = await agent.run("go")
+    assert next(m for m in result.messages if m.tool_call_id == "c1").text == "from the fake"
+    with agent.override(instructions="the test's instructions"):
+        await agent.run("go")
+    assert model.requests[-2].instructions == "the test's instructions"
+    await agent.run("go")  # undone on leaving the block
+    assert model.requests[-1].instructions == "the real instructions\n\ndynamic ones"
+    assert agent.tools["lookup"].function is lookup
+    refused = agent.override(instructions=3)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="instructions must be a string"):
+        refused.__enter__()
+
+
+def test_the_pydantic_ai_guide_shows_what_pydantic_ai_takes_and_what_golem_lacks() -> None:
+    """Its pydantic-ai column showed ``history_processors=[...]`` (a ``TypeError`` in
+    pydantic-ai 2), called ``override`` "the same", and did not say what ``iter_stream``
+    lacks (issue 49 item 9)."""
+    guide = (ROOT / "docs" / "guides" / "from-pydantic-ai.md").read_text(encoding="utf-8")
+    rows = {line.split(" | ")[0]: line for line in guide.splitlines() if line.startswith("| `")}
+    assert not any(key.startswith("| `history_processors=") for key in rows)
+    assert "capabilities=[ProcessHistory(fn)]" in guide
+    override = next(line for key, line in rows.items() if "agent.override(" in key)
+    assert "the same" not in override and "tools=" in override and "instructions=" in override
+    stream = next(line for key, line in rows.items() if "run_stream" in key)
+    assert "output_type=" in stream and "debounce_by=" in stream and "no " in stream
+    assert "defer_model_check" in guide and "max_retries" in guide
+    assert "deps_type" in guide.split("## What golem does not have (yet)")[1]

@@ -19,6 +19,7 @@ from typing import Any
 
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
+from profiles import examples  # properties/profiles.py: the loaded profile's count
 from store_backends import (  # noqa: F401 (fixtures)
     OWNER,
     Backend,
@@ -161,7 +162,8 @@ def test_any_sequence_of_writes_leaves_every_branch_valid(backend: Backend) -> N
             return backend.open(signing_keys=PROPERTY_KEY, table=f"p_{uuid.uuid4().hex[:12]}")
 
     run_state_machine_as_test(
-        OnThisEngine, settings=settings(max_examples=6, stateful_step_count=8, deadline=None)
+        OnThisEngine,
+        settings=settings(max_examples=examples(6), stateful_step_count=8, deadline=None),
     )
 
 

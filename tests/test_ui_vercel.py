@@ -14,6 +14,7 @@ import attrs
 import pytest
 from ag_ui.core import RunAgentInput
 from hypothesis import HealthCheck, given, settings
+from profiles import examples  # properties/profiles.py: the loaded profile's count
 
 from golem_core import (
     Approved,
@@ -666,7 +667,7 @@ async def test_when_storing_fails_the_stream_ends_with_that_error() -> None:
     assert "store is full" not in chunks[-2]["errorText"]
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories())
 def test_any_history_round_trips_exactly_through_ui_messages_and_json(
     history: tuple[Message, ...],
@@ -677,7 +678,7 @@ def test_any_history_round_trips_exactly_through_ui_messages_and_json(
     assert back == tuple(history) and answers == {}
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories())
 def test_any_history_round_trips_exactly_through_agui_messages(
     history: tuple[Message, ...],

@@ -88,6 +88,27 @@ async def test_a_cost_limit_stops_the_run_before_the_next_request() -> None:
     assert ran == ["k0", "k1"]  # the third answer crossed the limit: its call never ran
 
 
+async def test_a_cost_exactly_at_the_limit_stops_the_run_and_one_just_below_does_not() -> None:
+    """The limit is reached at equality (``>=``): no test had a cost exactly at it, so
+    ``>`` passed them all (issue 49 item 8)."""
+    usage = Usage(input_tokens=125_000, output_tokens=0)
+    price = Price(input=2.0, output=8.0)
+    assert price.cost(usage) == 0.25 and price.cost(usage + usage) == 0.5  # exact in binary
+    ran: list[str] = []
+    with pytest.raises(RunError) as caught:
+        await _agent(1, ran, usage).run(
+            "find", usage_limits=UsageLimits(cost_limit=0.5, price=price)
+        )
+    assert "has cost 0.5, its limit is 0.5" in str(caught.value)
+    assert caught.value.partial is not None and caught.value.partial.requests == 2
+    assert ran == ["k0"]  # the second answer reached the limit: its call never ran
+    ran.clear()
+    above = UsageLimits(cost_limit=0.5000001, price=price)
+    with pytest.raises(RunError) as caught:
+        await _agent(1, ran, usage).run("find", usage_limits=above)
+    assert caught.value.partial is not None and caught.value.partial.requests == 3
+
+
 @pytest.mark.parametrize(
     ("limits", "says"),
     [

@@ -214,7 +214,10 @@ def js_clients_or_skip() -> None:
 
     missing = None
     if shutil.which("node") is None:
-        missing = "node is not installed"
+        missing = (
+            "node is not on PATH: install Node.js 20 or newer (the system's nodejs package or"
+            " nodejs.org), then run (cd tests/js && npm ci)"
+        )
     elif not (JS_DIR / "node_modules" / "ai").is_dir():
         missing = "tests/js/node_modules is missing: run (cd tests/js && npm ci)"
     if missing is None:

@@ -6,8 +6,10 @@ then open http://127.0.0.1:8000/. The page's own files come from this folder;
 ``/pyodide/`` from the npm ``pyodide`` package (default: ``tests/pyodide/node_modules/pyodide``
 of this clone, installed by ``cd tests/pyodide && npm ci``; ``--pyodide DIR`` for another
 copy); ``/wheels/`` from ``--wheels DIR`` (default ``./wheels``), built on first start when
-it holds no golem wheel: golem's from this clone (``pip wheel --no-deps``) and golem_core's
-three dependencies, pure-Python wheels from the package index (``pip download``).
+it holds no golem wheel: golem's from this clone (``pip wheel --no-deps``, pure Python:
+``GOLEM_PURE=1``, in pip's isolated build environment, so that hatchling comes from the
+package index as for any user's pip) and golem_core's dependencies, pure-Python wheels from
+the package index (``pip download``).
 ``/wheels/index.json`` lists them for the worker. Standard library only; ``.wasm`` is
 served as ``application/wasm`` (browsers compile it only then).
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import subprocess
 import sys
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -36,9 +39,13 @@ def build_wheels(out: Path, root: Path = ROOT) -> list[Path]:
     """golem's wheel built from ``root`` and the pinned dependencies downloaded, into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     pip = [sys.executable, "-m", "pip"]
+    # Isolated (pip installs the build backend, hatchling, into a throwaway environment: the
+    # README's set-up installs no build tools) and pure Python (GOLEM_PURE=1, hatch_build.py:
+    # WebAssembly cannot load the compiled decoder, Pyodide wants ``py3-none-any``)
     subprocess.run(
-        [*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(root)],
+        [*pip, "wheel", "-q", "--no-deps", "-w", str(out), str(root)],
         check=True,
+        env={**os.environ, "GOLEM_PURE": "1"},
     )
     subprocess.run(
         [*pip, "download", "-q", "--no-deps", "--only-binary=:all:",

@@ -151,6 +151,14 @@ def _count_retry(state: RunState, name: str) -> tuple[RunState, bool]:
     return attrs.evolve(state, retries=tuple(sorted(counts.items()))), counts[name] > limit
 
 
+def _exceeded(state: RunState, name: str, last: str) -> str:
+    """Why a run fails when tool ``name`` ran out of retries: the budget, and what the last
+    retry said (the tool's own ``ModelRetry`` message, or why its arguments were refused)."""
+    spec = state.config.tool(name)
+    limit = spec.max_retries if spec is not None else 2
+    return f"tool {name!r} exceeded its retry budget ({limit} retries); {last}"
+
+
 def _spent(config: RunConfig, usage: Usage) -> str | None:
     """Which token or cost budget of the run ``usage`` has reached, in words, or
     ``None``."""
@@ -217,7 +225,7 @@ def _sort_calls(state: RunState, calls: Sequence[ToolCallPart]) -> RunState:
     results: list[Message] = []
     to_execute: list[ToolCallPart] = []
     deferred: list[DeferredCall] = []
-    exceeded: list[str] = []
+    exceeded: list[tuple[str, str]] = []
     for call in calls:
         refusal = _refusal(state, call)
         if refusal is None:
@@ -237,13 +245,11 @@ def _sort_calls(state: RunState, calls: Sequence[ToolCallPart]) -> RunState:
         results.append(_stamp(state, _result(call, refusal, failed=True)))
         state, over = _count_retry(state, call.name)
         if over:
-            exceeded.append(call.name)
+            exceeded.append((call.name, refusal))
     if exceeded:
+        name, refusal = exceeded[0]
         return _failed(
-            state,
-            Stage.TOOL,
-            f"tool {exceeded[0]!r} exceeded its retry budget: the model kept calling it"
-            " with arguments that could not be used",
+            state, Stage.TOOL, _exceeded(state, name, f"its call was refused: {refusal}")
         )
     if not to_execute:
         state = _add(state, results, stamp=False)
@@ -291,7 +297,7 @@ def _end_batch(state: RunState) -> RunState:
     canceled = next((o for o in outcomes if type(o) is ToolCanceled), None)
     results: list[Message] = []
     keep: set[int] = set()  # results already in final form: not stamped again
-    exceeded: str | None = None
+    exceeded: tuple[str, str] | None = None
     still_waiting: list[DeferredCall] = []
     for call in calls:
         if call.id in pre:
@@ -305,7 +311,7 @@ def _end_batch(state: RunState) -> RunState:
             if type(o) is ToolRetry:
                 state, over = _count_retry(state, call.name)
                 if over and exceeded is None:
-                    exceeded = call.name
+                    exceeded = (call.name, o.reason)
         elif canceled is not None:
             keep.add(len(results))
             results.append(interrupted_result(call))
@@ -326,12 +332,8 @@ def _end_batch(state: RunState) -> RunState:
     if canceled is not None:
         return _failed(attrs.evolve(state, deferred=()), Stage.CANCELED, canceled.reason)
     if exceeded is not None:
-        return _failed(
-            state,
-            Stage.TOOL,
-            f"tool {exceeded!r} exceeded its retry budget: the model kept calling it with"
-            " arguments that could not be used",
-        )
+        name, reason = exceeded
+        return _failed(state, Stage.TOOL, _exceeded(state, name, f"its last retry: {reason}"))
     if state.deferred:
         return _pause(state)
     return attrs.evolve(state, phase=Phase.REQUEST)

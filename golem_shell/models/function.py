@@ -1,10 +1,14 @@
-"""Offline models: a function of the request answers it, streamed or not."""
+"""Offline models: a function of the request answers it, streamed or not; and the rough
+token count the offline models report when the answer brings none (``estimate_usage``)."""
 
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any
+
+import attrs
 
 from golem_core import (
     Message,
@@ -19,24 +23,105 @@ from golem_core import (
     ThinkingPart,
     ToolCallDelta,
     ToolCallPart,
+    Usage,
 )
 from golem_core.wire import (
     StreamAccumulator,
     text_deltas,
 )
 
-__all__ = ["FunctionModel", "ScriptedModel", "deltas_of"]
+__all__ = ["FunctionModel", "ScriptedModel", "deltas_of", "estimate_usage"]
 
 Answer = Message | str
-AnswerFunction = Callable[[ModelRequest], Answer | Awaitable[Answer]]
-StreamFunction = Callable[
-    [ModelRequest], Iterable[str | ModelDelta] | AsyncIterator[str | ModelDelta]
-]
+Streamed = Iterable[str | ModelDelta] | AsyncIterator[str | ModelDelta]
+AnswerFunction = (
+    Callable[[ModelRequest], Answer | Awaitable[Answer]]
+    | Callable[[tuple[Message, ...], ModelRequest], Answer | Awaitable[Answer]]
+)
+StreamFunction = (
+    Callable[[ModelRequest], Streamed] | Callable[[tuple[Message, ...], ModelRequest], Streamed]
+)
+
+_TOKEN_SPLIT = re.compile(r'[\s",.:]+')
+_OVERHEAD = 50
+"""Tokens a request costs besides its messages (pydantic-ai's test models assume 50)."""
+
+
+def _tokens(text: str) -> int:
+    """Words split on whitespace and ``",.:`` (pydantic-ai's estimate); blank text is 0."""
+    return len(_TOKEN_SPLIT.split(text.strip())) if text.strip() else 0
+
+
+def _message_tokens(message: Message) -> int:
+    total = 0
+    for part in message.parts:
+        if isinstance(part, ToolCallPart):
+            total += 1 + _tokens(part.arguments)
+        elif isinstance(part, TextPart | ThinkingPart):
+            total += _tokens(part.text)
+    return total
+
+
+def estimate_usage(request: ModelRequest, answer: Message) -> Usage:
+    """A rough, deterministic token count of ``request`` and its ``answer``, for offline
+    models whose answer reports none (``FunctionModel``, ``TestModel``; ``ScriptedModel``
+    reports what its script says),
+    so that token and cost limits fire in tests as they would against a provider.
+
+    Counted as pydantic-ai's test models count: words split on whitespace and ``",.:``
+    (text, thinking, tool results), a tool call as one token plus its arguments, 50 tokens
+    of overhead per request. ``input_tokens`` counts the instructions and every message of
+    the request (earlier answers included: they are input to this one), ``output_tokens``
+    the answer. Not a tokenizer: plausible numbers for tests, not a bill.
+    """
+    sent = sum(_message_tokens(m) for m in request.messages)
+    instructions = _tokens(request.instructions) if request.instructions else 0
+    return Usage(_OVERHEAD + instructions + sent, _message_tokens(answer))
+
+
+def _with_usage(request: ModelRequest, answer: Message) -> Message:
+    """``answer``, with an estimated usage when it reports none."""
+    if answer.usage is not None:
+        return answer
+    return attrs.evolve(answer, usage=estimate_usage(request, answer))
+
+
+def _takes_messages_and_info(function: Callable[..., Any], what: str) -> bool:
+    """Whether ``function`` is written pydantic-ai's way, ``(messages, info)``: two
+    positional parameters (golem passes ``request.messages`` and the ``ModelRequest``,
+    which carries what pydantic-ai's ``AgentInfo`` does: tools, settings, output schema)
+    rather than one (the ``ModelRequest``). Another shape is refused saying both."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # a builtin or C callable: assume golem's shape
+        return False
+    positional = [
+        p
+        for p in signature.parameters.values()
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    required = [p for p in positional if p.default is inspect.Parameter.empty]
+    varargs = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in signature.parameters.values())
+    if len(required) == 2:
+        return True
+    if len(required) <= 1 and (positional or varargs):
+        return False
+    raise TypeError(
+        f"FunctionModel's {what} takes {len(required)} required positional parameters"
+        f" {[p.name for p in required]}: write it as {what}(request: ModelRequest) (golem's"
+        " shape: request.messages, request.tools, request.output_schema) or as"
+        f" {what}(messages, request) (pydantic-ai's (messages, info) shape)"
+    )
 
 
 def _as_message(answer: Answer) -> Message:
     if isinstance(answer, str):
         return Message(Role.ASSISTANT, (TextPart(answer),))
+    if not isinstance(answer, Message):
+        raise TypeError(
+            f"a model function returns a golem_core Message (Message.assistant(...)) or a"
+            f" str, not {type(answer).__module__}.{type(answer).__qualname__}"
+        )
     if answer.role is not Role.ASSISTANT:
         raise TypeError(f"a model answers with an assistant message, not {answer.role.value}")
     return answer
@@ -69,6 +154,16 @@ class FunctionModel:
     ``function(request)`` (sync or async) returns the assistant message, or a string for
     a text answer. Streaming uses ``stream_function(request)`` when given, which yields
     strings (text) or deltas; otherwise it streams ``function``'s answer word by word.
+
+    A function of two positional parameters is called pydantic-ai's way,
+    ``function(messages, request)``: ``request.messages`` first, then the
+    ``ModelRequest`` in the place of pydantic-ai's ``AgentInfo`` (``request.tools``,
+    ``request.settings``, ``request.output_schema``). The messages are golem's
+    ``Message`` values, and the answer is a ``Message`` or a string, not a
+    ``ModelResponse``.
+
+    An answer that reports no ``usage`` gets an estimated one (``estimate_usage``), so
+    that token and cost limits fire offline.
     """
 
     supports_native_output = True
@@ -86,6 +181,10 @@ class FunctionModel:
         self._function = function
         self._stream_function = stream_function
         self._name = name
+        self._two = function is not None and _takes_messages_and_info(function, "function")
+        self._stream_two = stream_function is not None and _takes_messages_and_info(
+            stream_function, "stream_function"
+        )
 
     @property
     def name(self) -> str:
@@ -100,10 +199,11 @@ class FunctionModel:
                 if isinstance(event, StreamDone):
                     return event.message
             raise AssertionError("unreachable")  # pragma: no cover
-        answer = self._function(request)
+        function: Any = self._function
+        answer = function(request.messages, request) if self._two else function(request)
         if inspect.isawaitable(answer):
             answer = await answer
-        return _as_message(answer)
+        return _with_usage(request, _as_message(answer))
 
     async def request_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         if self._stream_function is None:
@@ -113,7 +213,12 @@ class FunctionModel:
             yield StreamDone(message)
             return
         acc = StreamAccumulator()
-        produced = self._stream_function(request)
+        stream_function: Any = self._stream_function
+        produced = (
+            stream_function(request.messages, request)
+            if self._stream_two
+            else stream_function(request)
+        )
         items: list[str | ModelDelta] = []
         if isinstance(produced, AsyncIterator):
             async for item in produced:
@@ -126,7 +231,7 @@ class FunctionModel:
                 delta = TextDelta(item) if isinstance(item, str) else item
                 acc.add(delta)
                 yield delta
-        yield StreamDone(acc.message(finish_reason="stop"))
+        yield StreamDone(_with_usage(request, acc.message(finish_reason="stop")))
 
 
 class ScriptedModel:

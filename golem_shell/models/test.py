@@ -25,7 +25,7 @@ from golem_core import (
     ToolCallPart,
     ToolDefinition,
 )
-from golem_shell.models.function import deltas_of
+from golem_shell.models.function import _with_usage, deltas_of
 from golem_shell.tools._output import OUTPUT_TOOL_NAME
 
 __all__ = ["TestModel", "example_from_schema"]
@@ -209,7 +209,9 @@ class TestModel:
       ``"success (no tool calls)"``.
 
     A rejected output gets a fresh attempt with the next seed. ``requests`` records every
-    request. For tests, demos and type-checking an agent's wiring offline.
+    request. Each answer reports an estimated usage (``estimate_usage``, counted as
+    pydantic-ai's ``TestModel`` counts), so token and cost limits fire offline. For tests,
+    demos and type-checking an agent's wiring offline.
 
     Args:
         call_tools: ``"all"`` or the names of the tools to call.
@@ -247,7 +249,7 @@ class TestModel:
 
     async def request(self, request: ModelRequest) -> Message:
         self.requests.append(request)
-        return self._answer(request)
+        return _with_usage(request, self._answer(request))
 
     async def request_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         message = await self.request(request)

@@ -49,6 +49,7 @@ from golem_core.loop import (
     ToolCrashed,
     ToolDone,
     ToolOutcome,
+    ToolRetry,
     ToolsReturned,
     ValidateOutput,
     next_command,
@@ -252,6 +253,7 @@ async def _batch(progress: Progress, effects: Effects, calls: Sequence[ToolCallP
     pending = set(tasks)
     together = effects.tool_batch == "run_all"
     outcomes: list[ToolOutcome] = []
+    retried: BaseException | None = None  # the last ModelRetry (or refused arguments)
     try:
         while pending and state.phase is Phase.TOOLS:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
@@ -259,6 +261,8 @@ async def _batch(progress: Progress, effects: Effects, calls: Sequence[ToolCallP
                 outcome = task.result()
                 if isinstance(outcome, ToolCrashed):
                     progress.cause = crashes.get(outcome.call_id)  # chained to the RunError
+                elif isinstance(outcome, ToolRetry):
+                    retried = crashes.get(outcome.call_id) or retried
                 if together:
                     outcomes.append(outcome)
                 elif state.phase is Phase.TOOLS:  # lands now: a cancel keeps it
@@ -275,4 +279,6 @@ async def _batch(progress: Progress, effects: Effects, calls: Sequence[ToolCallP
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
+    if state.phase is Phase.FAILED and progress.cause is None:
+        progress.cause = retried  # a tool out of retries: its last ModelRetry is the cause
     return state

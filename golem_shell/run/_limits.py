@@ -95,13 +95,18 @@ KEEP: Any = type("Keep", (), {"__repr__": lambda self: "KEEP"})()
 
 @frozen
 class Overrides:
-    """What replaces an agent's own model, settings and limits (``None``: keep it), and
-    the run's ``deps`` (``KEEP``: keep them)."""
+    """What replaces an agent's own model, settings and limits (``None``: keep it), the
+    run's ``deps``, and (``agent.override`` only) the agent's tools and instructions
+    (``KEEP``: keep them)."""
 
     model: Model | None = None
     settings: ModelSettings | None = None
     usage_limits: UsageLimits | None = None
     deps: Any = KEEP
+    tools: Any = KEEP
+    """A ``tuple`` of ``Tool`` replacing the agent's own tools (toolsets stay)."""
+    instructions: Any = KEEP
+    """A ``str`` (or ``None``) replacing every instruction: static and dynamic."""
 
     def over(self, inner: Overrides) -> Overrides:
         """These overrides, falling back to ``inner`` where they set nothing."""
@@ -110,4 +115,6 @@ class Overrides:
             self.settings if self.settings is not None else inner.settings,
             self.usage_limits if self.usage_limits is not None else inner.usage_limits,
             self.deps if self.deps is not KEEP else inner.deps,
+            self.tools if self.tools is not KEEP else inner.tools,
+            self.instructions if self.instructions is not KEEP else inner.instructions,
         )

@@ -16,6 +16,7 @@ from typing import Any, Generic
 from typing_extensions import TypedDict, TypeVar
 
 from golem_core import ModelSettings
+from golem_shell._errors import PYDANTIC_AI_KEYWORDS
 from golem_shell.models import Model, infer_model
 from golem_shell.observe._observe import EventHandler
 from golem_shell.run._limits import Overrides, UsageLimits
@@ -68,10 +69,8 @@ def check_options(
     """
     unknown = sorted(set(options) - allowed)
     if unknown:
-        raise TypeError(
-            f"{method}() got an unexpected keyword argument {unknown[0]!r}"
-            f" (run keywords: {', '.join(sorted(allowed))})"
-        )
+        hint = PYDANTIC_AI_KEYWORDS.get(unknown[0], f"run keywords: {', '.join(sorted(allowed))}")
+        raise TypeError(f"{method}() got an unexpected keyword argument {unknown[0]!r} ({hint})")
 
 
 STREAM_KEYWORDS = frozenset(StreamOptions.__optional_keys__)

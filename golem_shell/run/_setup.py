@@ -48,7 +48,7 @@ from golem_shell._ids import new_id
 from golem_shell.context._summarize import AsyncHistoryProcessor, compact_history
 from golem_shell.models import Model
 from golem_shell.run._checks import check_prompt_parts
-from golem_shell.run._limits import Overrides, UsageLimits, merge_settings
+from golem_shell.run._limits import KEEP, Overrides, UsageLimits, merge_settings
 from golem_shell.tools._output import OUTPUT_TOOL_NAME, Output
 from golem_shell.tools._tools import ModelRetry, RunContext, Tool, Toolset
 
@@ -60,6 +60,7 @@ __all__ = [
     "compact_once",
     "first_state",
     "joined_instructions",
+    "made_tools",
     "process_history",
     "prompt_parts",
     "resolve_instructions",
@@ -115,13 +116,20 @@ class RunSpec:
 
     def overridden(self, chosen: Overrides) -> RunSpec:
         """This set-up with ``chosen``'s model, settings (merged over these) and limits
-        (a request limit replaces ``max_requests``)."""
+        (a request limit replaces ``max_requests``), and its tools and instructions when
+        it sets them (``agent.override``)."""
         limits = chosen.usage_limits
         output = self.output
         if chosen.model is not None and output.requested == "native":  # decided per model
             output = Output(output.type, "native", chosen.model)
+        spec = self
+        if chosen.tools is not KEEP:  # agent.override(tools=...)
+            tools = {t.name: t for t in chosen.tools}
+            spec = attrs.evolve(spec, tools=tools, specs=tuple(t.spec for t in tools.values()))
+        if chosen.instructions is not KEEP:  # agent.override(instructions=...)
+            spec = attrs.evolve(spec, instructions=chosen.instructions, dynamic_instructions=None)
         return attrs.evolve(
-            self,
+            spec,
             model=chosen.model if chosen.model is not None else self.model,
             output=output,
             settings=merge_settings(self.settings, chosen.settings),
@@ -339,3 +347,14 @@ async def validate_output(
         except ModelRetry as e:
             return OutputInvalid(e.message)
     return OutputValid(value)
+
+
+def made_tools(tools: Sequence[Tool[Any] | Callable[..., Any]]) -> tuple[Tool[Any], ...]:
+    """``override(tools=...)``'s tools, made as ``Agent(tools=...)`` makes them."""
+    if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
+        raise UsageError(f"tools must be a sequence of tools, got {type(tools).__name__}")
+    made = tuple(t if isinstance(t, Tool) else Tool.from_function(t) for t in tools)
+    names = [t.name for t in made]
+    if len(set(names)) != len(names):
+        raise UsageError(f"two tools are named alike in override(tools=...): {names}")
+    return made

@@ -40,7 +40,7 @@ class _Stop(Exception):
 
 class _Tokens:
     def __init__(self, text: str) -> None:
-        self.items: list[tuple[str, str, bool]] = []  # (kind, text, complete)
+        self.items: list[tuple[str, str, bool, int]] = []  # (kind, text, complete, offset)
         position = 0
         while position < len(text):
             match = _TOKEN.match(text, position)
@@ -50,19 +50,22 @@ class _Tokens:
                 break
             position = match.end()
             if match["punct"] is not None:
-                self.items.append(("punct", match["punct"], True))
+                self.items.append(("punct", match["punct"], True, match.start("punct")))
             elif match["string"] is not None:
-                self.items.append(("string", match["string"], match["closed"] is not None))
+                closed = match["closed"] is not None
+                at = match.start("string") - 1  # its opening quote
+                self.items.append(("string", match["string"], closed, at))
             elif match["bare"] is not None:
-                self.items.append(("bare", match["bare"], position < len(text)))
+                at = match.start("bare")
+                self.items.append(("bare", match["bare"], position < len(text), at))
         self.index = 0
 
-    def peek(self) -> tuple[str, str, bool]:
+    def peek(self) -> tuple[str, str, bool, int]:
         if self.index >= len(self.items):
             raise _Stop
         return self.items[self.index]
 
-    def take(self) -> tuple[str, str, bool]:
+    def take(self) -> tuple[str, str, bool, int]:
         item = self.peek()
         self.index += 1
         return item
@@ -85,39 +88,42 @@ def _half_escape(body: str) -> int | None:
     return tail - 1 if (tail - run) % 2 == 1 else None
 
 
-def _string(body: str, complete: bool) -> str:
+def _string(body: str, complete: bool, offset: int) -> str:
     if not complete:  # an escape cut off at the end (`\\`, `\\u12`) is left out
         half = _half_escape(body)
         if half is not None:
             body = body[:half]
-    value: str = json.loads(f'"{body}"')
+    try:
+        value: str = json.loads(f'"{body}"')
+    except ValueError as e:  # a bad escape, a control character
+        raise ValueError(f"not a JSON string at offset {offset}: {e}") from None
     return value
 
 
 def _value(tokens: _Tokens) -> Any:
-    kind, text, complete = tokens.take()
+    kind, text, complete, at = tokens.take()
     if kind == "string":
-        return _string(text, complete)
+        return _string(text, complete, at)
     if kind == "bare":
         try:
             return json.loads(text)
         except ValueError:
             if complete:
-                raise ValueError(f"not a JSON value: {text!r}") from None
+                raise ValueError(f"not a JSON value at offset {at}: {text!r}") from None
             raise _Stop from None  # `tru`, `-`, `1e` at the end of the prefix
     if text == "{":
         return _object(tokens)
     if text == "[":
         return _array(tokens)
-    raise ValueError(f"unexpected {text!r}")
+    raise ValueError(f"unexpected {text!r} at offset {at}")
 
 
 def _after_item(tokens: _Tokens, close: str) -> bool:
     """Read what follows an item: ``True`` at the container's end, ``False`` at a comma."""
-    kind, text, _ = tokens.take()
+    kind, text, _, at = tokens.take()
     if kind == "punct" and text in (close, ","):
         return text == close
-    raise ValueError(f"expected ',' or {close!r}, got {text!r}")
+    raise ValueError(f"expected ',' or {close!r} at offset {at}, got {text!r}")
 
 
 def _object(tokens: _Tokens) -> dict[str, Any]:
@@ -127,14 +133,15 @@ def _object(tokens: _Tokens) -> dict[str, Any]:
             tokens.take()
             return out
         while True:
-            kind, text, complete = tokens.take()
+            kind, text, complete, at = tokens.take()
             if kind != "string":
-                raise ValueError(f"expected a key, got {text!r}")
+                raise ValueError(f"expected a key at offset {at}, got {text!r}")
             if not complete:
                 return out  # an unfinished key is left out
-            key = _string(text, True)
-            if tokens.take()[:2] != ("punct", ":"):
-                raise ValueError(f"expected ':' after key {key!r}")
+            key = _string(text, True, at)
+            kind, text, _, at = tokens.take()
+            if (kind, text) != ("punct", ":"):
+                raise ValueError(f"expected ':' after key {key!r} at offset {at}, got {text!r}")
             out[key] = _value(tokens)
             if _after_item(tokens, "}"):
                 return out
@@ -161,7 +168,8 @@ def parse_partial(text: str) -> Any:
     it holds none yet).
 
     Raises:
-        ValueError: ``text`` is not the beginning of a JSON document, or it is nested
+        ValueError: ``text`` is not the beginning of a JSON document (the message says at
+            which offset it stops being one), or it is nested
             too deeply to read here (past the interpreter's recursion limit; the whole
             document is still read by ``json.loads``, which has its own limit).
     """
@@ -175,5 +183,6 @@ def parse_partial(text: str) -> Any:
             f"nested too deeply to read a partial value (recursion limit {sys.getrecursionlimit()})"
         ) from None
     if tokens.index < len(tokens.items):
-        raise ValueError(f"text after the JSON value: {tokens.items[tokens.index][1]!r}")
+        _, text, _, at = tokens.items[tokens.index]
+        raise ValueError(f"text after the JSON value at offset {at}: {text!r}")
     return value

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, Concatenate, Generic, ParamSpec, overload
+from typing import Any, Concatenate, Generic, Never, ParamSpec, overload
 
 from typing_extensions import TypeVar
 
 from golem_core.loop import ToolSpec
-from golem_shell._errors import UsageError
+from golem_shell._errors import UsageError, refuse_unknown_keywords
 from golem_shell.tools._output import OUTPUT_TOOL_NAME
 from golem_shell.tools._tools import RunContext, Tool, register_tool
 
@@ -83,6 +83,7 @@ class Registry(Generic[DepsT, OutputT]):
         requires_approval: bool = False,
         external: bool = False,
         max_retries: int = 2,
+        **unknown: Never,
     ) -> Any:
         """Register a tool whose first parameter is the run's ``RunContext``:
         ``@agent.tool`` or ``@agent.tool(requires_approval=True, ...)``. The function is
@@ -91,7 +92,9 @@ class Registry(Generic[DepsT, OutputT]):
         Raises:
             UsageError: the first parameter is not a ``RunContext`` (use ``tool_plain``),
                 a parameter cannot be described, or the name is taken.
+            TypeError: an unknown keyword (pydantic-ai's ``retries=`` is ``max_retries=``).
         """
+        refuse_unknown_keywords("tool()", unknown, Registry.tool)
         return register_tool(
             self._add_tool,
             function,
@@ -126,6 +129,7 @@ class Registry(Generic[DepsT, OutputT]):
         requires_approval: bool = False,
         external: bool = False,
         max_retries: int = 2,
+        **unknown: Never,
     ) -> Any:
         """Register a tool that takes no ``RunContext``: ``@agent.tool_plain``. The
         function is returned unchanged.
@@ -133,7 +137,9 @@ class Registry(Generic[DepsT, OutputT]):
         Raises:
             UsageError: the function takes a ``RunContext`` (use ``tool``), a parameter
                 cannot be described, or the name is taken.
+            TypeError: an unknown keyword (pydantic-ai's ``retries=`` is ``max_retries=``).
         """
+        refuse_unknown_keywords("tool_plain()", unknown, Registry.tool_plain)
         return register_tool(
             self._add_tool,
             function,

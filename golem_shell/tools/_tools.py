@@ -29,6 +29,7 @@ from typing import (
     Concatenate,
     Generic,
     Literal,
+    Never,
     Protocol,
     TypeVar,
     get_origin,
@@ -57,7 +58,12 @@ from golem_core.loop import (
     ToolSpec,
 )
 from golem_core.wire.strict import absent_nulls_dropped
-from golem_shell._errors import GolemError, UsageError, error_type
+from golem_shell._errors import (
+    GolemError,
+    UsageError,
+    error_type,
+    refuse_unknown_keywords,
+)
 from golem_shell.tools._schema import (
     NO_DEFAULT,
     SchemaError,
@@ -387,6 +393,7 @@ class Tool(Generic[DepsT]):
             try:
                 args, kwargs = self.bind(arguments)
             except ValidationFailed as e:
+                _record_crash(call_id, e)  # the cause, should the tool run out of retries
                 return ToolRetry(
                     call_id,
                     f"the arguments of {self.name} are not valid: {e}. Fix them and call again.",
@@ -403,6 +410,7 @@ class Tool(Generic[DepsT]):
         except Canceled as e:
             return ToolCanceled(call_id, e.reason)
         except ModelRetry as e:
+            _record_crash(call_id, e)  # the cause, should the tool run out of retries
             return ToolRetry(call_id, e.message)
         except ToolFailure as e:
             return ToolReturned(call_id, e.parts or (TextPart(e.message),), failed=True)
@@ -436,8 +444,9 @@ class Tool(Generic[DepsT]):
 TOOL_CRASHES: ContextVar[dict[str, BaseException] | None] = ContextVar(
     "golem_tool_crashes", default=None
 )
-"""Where ``Tool.execute`` leaves the exception a tool raised, by call id, so the driver
-can chain it to the ``RunError`` (the loop's outcome carries only the reason)."""
+"""Where ``Tool.execute`` leaves the exception a tool raised (a crash, a ``ModelRetry``, its
+arguments' ``ValidationFailed``), by call id, so the driver can chain it to the
+``RunError`` (the loop's outcome carries only the reason)."""
 
 
 def _record_crash(call_id: str, error: BaseException) -> None:
@@ -529,14 +538,18 @@ def tool(
     requires_approval: bool = False,
     external: bool = False,
     max_retries: int = 2,
+    **unknown: Never,
 ) -> Tool[Any] | Callable[[Callable[..., Any]], Tool[Any]]:
     """Make a tool of a function: ``@tool`` or ``@tool(requires_approval=True)``.
 
     Typed by the context the function takes: ``@tool`` on
     ``def f(ctx: RunContext[Deps], x: int)`` is a ``Tool[Deps]`` (an agent of another
     ``deps_type`` is a type error where it is given the tool); a function without a
-    ``RunContext`` first makes a ``Tool[Any]``, which any agent takes.
+    ``RunContext`` first makes a ``Tool[Any]``, which any agent takes. An unknown keyword
+    is a ``TypeError`` saying golem's name for it (pydantic-ai's ``retries=`` is
+    ``max_retries=``).
     """
+    refuse_unknown_keywords("tool()", unknown, tool)
     if requires_approval and external:
         raise UsageError("a tool is either requires_approval or external, not both")
     kind: Literal["function", "approval", "external"] = (

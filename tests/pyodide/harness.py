@@ -245,7 +245,10 @@ def wheels(build_dir: Path, root: Path = ROOT, cache: Path = WHEEL_CACHE) -> lis
 def missing_runtime() -> str | None:
     """Why Pyodide under Node cannot run here, or None."""
     if shutil.which("node") is None:
-        return "node is not installed"
+        return (
+            "node is not on PATH: install Node.js 20 or newer (the system's nodejs package or"
+            " nodejs.org), then run (cd tests/pyodide && npm ci)"
+        )
     if not (PYODIDE_DIR / "pyodide.mjs").is_file():
         return "tests/pyodide/node_modules is missing: run (cd tests/pyodide && npm ci)"
     return None

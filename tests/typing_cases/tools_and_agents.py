@@ -123,3 +123,17 @@ if TYPE_CHECKING:  # what mypy refuses (strict: an ignore that is not needed is 
     agent.tool(plain)  # type: ignore[arg-type]  # no RunContext first: tool_plain
     agent.output_validator(wrong_output)  # type: ignore[arg-type]  # not the output type
     number: int = result.output  # type: ignore[assignment]  # a Literal of str
+    # pydantic-ai's keywords are refused by mypy too, and at run time with golem's name
+    # for each (issue 49 item 9)
+    Agent(TestModel(), retries=3)  # type: ignore[arg-type]  # golem: max_retries=, per tool
+    Agent(TestModel(), defer_model_check=True)  # type: ignore[arg-type]
+    agent.tool_plain(retries=2)  # type: ignore[call-overload]  # golem: max_retries=
+    tool(retries=2)  # type: ignore[call-overload]
+
+
+# iter_stream takes a run's own output_type=, typed as run's is (issue 49 item 9)
+async def stream_a_verdict() -> None:
+    async with agent.iter_stream("judge", output_type=int, deps=Deps("ada")) as stream:
+        async for _ in stream:
+            pass
+    assert_type(stream.result.output, int)
