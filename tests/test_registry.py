@@ -260,6 +260,8 @@ def test_a_fifth_provider_is_a_profile_a_codec_an_adapter_and_one_line(tmp_path:
     checks.mkdir()
     for name in ("conftest.py", "test_registry.py"):
         shutil.copy(Path(__file__).parent / name, checks / name)
+    (tmp_path / "properties").mkdir()  # the conftest loads the Hypothesis profile from there
+    shutil.copy(root / "properties" / "profiles.py", tmp_path / "properties" / "profiles.py")
     shutil.copy(FIFTH / "check_acme.py", checks / "test_acme.py")
     done = subprocess.run(
         [
