@@ -421,7 +421,9 @@ class StoredConversations(RuleBasedStateMachine):
             assert report.intact, report.findings
 
 
-StoredConversations.TestCase.settings = settings(max_examples=examples(30), stateful_step_count=10)
+# 100 examples of 20 steps (about 8 s under ci): with 30 of 10 the planted fork-rechain bug
+# below was found in one environment and not in a fresh clone's full run
+StoredConversations.TestCase.settings = settings(max_examples=examples(100), stateful_step_count=20)
 test_stored_conversations = StoredConversations.TestCase
 
 
