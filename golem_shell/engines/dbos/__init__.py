@@ -10,6 +10,9 @@ is a function the workflow body calls, so there is no activities room.
 
 ``dbos`` is an optional dependency: importing the engine without it raises
 ``UsageError`` naming the extra.
+
+May import: the engines room around it (``_engine``, ``_records``, ``_blobs``,
+``_keywords``) and what that room may import; only its face, ``golem_shell.durable``, imports it.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ payloads through ``golem_shell.engines._records`` and the run's blob store.
 
 ``temporalio`` is an optional dependency: importing the engine without it raises
 ``UsageError`` naming the extra.
+
+May import: the engines room around it (``_engine``, ``_records``, ``_blobs``,
+``_keywords``) and what that room may import; only its face, ``golem_shell.temporal``, imports it.
 """
 
 from __future__ import annotations
