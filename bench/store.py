@@ -58,7 +58,17 @@ from golem_core import (
 from golem_core.wire.openai import encode_request
 from golem_shell.store import PostgresHistoryStore, SQLiteHistoryStore, Window
 
-__all__ = ["LOAD_N", "SIZES", "store_records", "store_verdicts", "window_records"]
+__all__ = [
+    "KEY",
+    "LOAD_N",
+    "OWNER",
+    "SIZES",
+    "Store",
+    "store_engines",
+    "store_records",
+    "store_verdicts",
+    "window_records",
+]
 
 SIZES = (100, 10_000, 100_000)
 QUICK_SIZES = (100, 1_000)
@@ -77,9 +87,14 @@ Store = SQLiteHistoryStore | PostgresHistoryStore
 
 
 @contextmanager
-def _engines(postgres: bool) -> Iterator[list[tuple[str, Callable[[], Store]]]]:
+def store_engines(
+    postgres: bool, section: str = "store"
+) -> Iterator[list[tuple[str, Callable[[], Store]]]]:
+    """The stores a section measures, by engine: SQLite in a temporary folder, and
+    PostgreSQL (the server the tests start) when asked and available (else a note naming
+    ``section``)."""
     with ExitStack() as stack:
-        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="golem-bench-store-"))
+        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix=f"golem-bench-{section}-"))
         engines: list[tuple[str, Callable[[], Store]]] = [
             ("sqlite", lambda: SQLiteHistoryStore(Path(folder) / "bench.db", signing_keys=KEY))
         ]
@@ -92,7 +107,7 @@ def _engines(postgres: bool) -> Iterator[list[tuple[str, Callable[[], Store]]]]:
             try:
                 server = stack.enter_context(start_postgres())
             except PostgresUnavailable as e:
-                print(json.dumps({"kind": "note", "store": f"no PostgreSQL here: {e}"}))
+                print(json.dumps({"kind": "note", section: f"no PostgreSQL here: {e}"}))
             else:
                 url = server.url
                 engines.append(("postgres", lambda: PostgresHistoryStore(url, signing_keys=KEY)))
@@ -155,7 +170,7 @@ def store_records(
     sizes = QUICK_SIZES if quick else SIZES
     load_n = max(sizes) if quick else LOAD_N
     records: list[Record] = []
-    with _engines(postgres and not quick) as engines:
+    with store_engines(postgres and not quick) as engines:
         for engine, open_store in engines:
             store = open_store()
             try:
@@ -234,7 +249,7 @@ def store_verdicts(records: Sequence[Record]) -> list[Verdict]:
 
 def _window_only(args: argparse.Namespace) -> list[Record]:
     records: list[Record] = []
-    with _engines(not args.no_postgres and not args.quick) as engines:
+    with store_engines(not args.no_postgres and not args.quick) as engines:
         for engine, open_store in engines:
             store = open_store()
             try:

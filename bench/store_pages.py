@@ -16,18 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench.report import add_write_option
+from bench.store import OWNER, Store, store_engines
 from bench.targets import Verdict
 from bench.timing import CLOCKS, Op, Record, measure
 from golem_core import Message, Role, TextPart
-from golem_shell.store import PostgresHistoryStore, SQLiteHistoryStore
 
 __all__ = ["PAGE", "SIZES", "main", "page_records", "page_verdicts", "render"]
 
@@ -35,33 +31,6 @@ SIZES = (1_000, 100_000)
 QUICK_SIZES = (1_000, 10_000)
 PAGE = 100
 LIMIT = 1.3
-OWNER = "bench"
-KEY = b"bench-signing-key-0123456789abcd"
-
-Store = SQLiteHistoryStore | PostgresHistoryStore
-
-
-@contextmanager
-def _engines(postgres: bool) -> Iterator[list[tuple[str, Callable[[], Store]]]]:
-    with ExitStack() as stack:
-        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="golem-bench-pages-"))
-        engines: list[tuple[str, Callable[[], Store]]] = [
-            ("sqlite", lambda: SQLiteHistoryStore(Path(folder) / "bench.db", signing_keys=KEY))
-        ]
-        if postgres:
-            tests = Path(__file__).resolve().parents[1] / "tests"
-            if str(tests) not in sys.path:
-                sys.path.insert(0, str(tests))
-            from postgres_server import PostgresUnavailable, start_postgres
-
-            try:
-                server = stack.enter_context(start_postgres())
-            except PostgresUnavailable as e:
-                print(json.dumps({"kind": "note", "store_pages": f"no PostgreSQL here: {e}"}))
-            else:
-                url = server.url
-                engines.append(("postgres", lambda: PostgresHistoryStore(url, signing_keys=KEY)))
-        yield engines
 
 
 def _fill(store: Store, cid: str, n: int) -> None:
@@ -88,7 +57,7 @@ def _page(store: Store, cid: str, before: int | None) -> Callable[[], None]:
 def page_records(*, quick: bool, repeat: int, postgres: bool) -> list[Record]:
     """The oldest and the newest page of a branch of each size, on every engine."""
     records: list[Record] = []
-    with _engines(postgres and not quick) as engines:
+    with store_engines(postgres and not quick, "store_pages") as engines:
         for engine, open_store in engines:
             store = open_store()
             try:
