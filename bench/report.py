@@ -12,7 +12,8 @@ fails when ``results.md`` (or the benchmark paragraph of the history guide,
 the JSON renders to.
 
 Sections, in this order: ``run`` (``bench.run``), ``cache`` (``bench.cache``), ``store``
-(``bench.store --window``), ``store_pages`` (``bench.store_pages``), ``durable``
+(``bench.store --window``), ``store_pages`` (``bench.store_pages``), ``storage``
+(``bench.storage``), ``durable``
 (``bench.durable``), ``durable_peers`` (``bench.durable_peers``), ``decode``
 (``bench.decode``), ``compaction`` (``bench.compaction``), ``pyodide``
 (``bench.pyodide``). Each section's module has its
@@ -58,6 +59,7 @@ SECTIONS = (
     "cache",
     "store",
     "store_pages",
+    "storage",
     "durable",
     "durable_peers",
     "decode",
