@@ -39,11 +39,20 @@ summarizer asked to cache; ``summarize_history`` asks for none by default, issue
 and ``OUTPUT``x for what it writes. Dollars at $3 per million input tokens. Each request's
 history is checked with ``golem_core.check_pairing``. Deterministic: no clock, seeded text.
 
-In time (``run(..., in_time=True)``, the command's second table; issue 48 item 5): the
-same conversation as a chat with seeded pauses between turns and a cache that expires
-``bench.compaction_timed.LIFETIME`` seconds after a request (``bench.compaction_timed``):
-golem's summarizer untimed and timed to the cache (``compact_when_cold``), and the peers,
-each with the turns that start cold paying their whole prefix.
+The conversation holds planted facts (``bench.compaction_facts``, issue 48 item 7): each
+outcome says how many the last request still holds and, for golem's strategies, how
+many more ``recall_tool`` reads back; and how many turns waited for a compaction call.
+golem's summarizer also runs under ``prepare_ahead`` (its fold prepared as a turn ends:
+the same requests, no turn waiting).
+
+Side by side, in time (``run(..., in_time=True)``, the command's last tables; issue 48
+items 5-7): the same conversation as a chat with seeded pauses between turns and a cache
+that expires ``bench.compaction_timed.LIFETIME`` seconds after a request
+(``bench.compaction_timed``): every strategy, plus golem's summarizer timed to the cache
+(``compact_when_cold``), folding in the turn and prepared ahead, each with the turns that
+start cold paying their whole prefix; then the turn latency a user sees with and without
+a prepared fold, measured on the wall clock in the same command
+(``bench.compaction_ahead.measure``: reported as a ratio of one run to the other).
 
 This module owns golem's strategies, the measure, the section's ``render`` and the
 command; the counting every strategy shares and the simulated compaction server are
@@ -65,6 +74,9 @@ import httpx
 from returns.result import Result, Success
 
 from bench import cache
+from bench import compaction_ahead as turn_latency
+from bench import compaction_facts as facts
+from bench import compaction_side as side
 from bench import compaction_timed as timed
 from bench.compaction_peers import agents_sdk_trace, langchain_trace, pydantic_ai_trace
 from bench.compaction_trace import (
@@ -86,8 +98,15 @@ from golem_core import (
     ModelRequest,
     budget_history,
     check_pairing,
+    encode_history,
 )
-from golem_shell import FunctionModel, OpenAIResponsesModel, compact_when_cold, summarize_history
+from golem_shell import (
+    FunctionModel,
+    OpenAIResponsesModel,
+    compact_when_cold,
+    prepare_ahead,
+    summarize_history,
+)
 from golem_shell.context._native_compaction import native_compaction
 from golem_shell.context._summarize import AsyncHistoryProcessor, run_history_processor
 
@@ -104,8 +123,10 @@ STEP_CUT = "golem budget_history (step cut, cache-stable)"
 SLIDING_CUT = "golem budget_history (sliding, low_water=budget)"
 SUMMARIZER = "golem summarize_history (keep_last_turns=2, max_tokens=budget)"
 TIMED = "golem compact_when_cold(summarize_history(...), min_tokens=budget/2)"
-TIMED_PEERS = ("pydantic-ai", "OpenAI Agents SDK", "langchain")
-"""The peers measured in time (their requests do not depend on the time)."""
+PREPARED = "golem prepare_ahead(summarize_history(...)), prepared as a turn ends"
+PREPARED_TIMED = (
+    "golem prepare_ahead(compact_when_cold(...)), prepared as a turn ends and when cold"
+)
 SEED = 48
 """The seed of the pauses between turns (``bench.compaction_timed.pauses``)."""
 
@@ -122,14 +143,24 @@ async def golem_trace(
     conversation: Sequence[Turn],
     processor: HistoryProcessor | AsyncHistoryProcessor,
     recorder: Recorder | None = None,
+    *,
+    ahead: bool = False,
 ) -> Trace:
-    """As ``Agent`` runs it: the processor once per run, on what the previous run returned."""
+    """As ``Agent`` runs it: the processor once per run, on what the previous run returned
+    (``ahead``: ``prepare_ahead(processor)``, its fold prepared as each turn ends)."""
     trace = Trace(name)
     kept: tuple[Message, ...] = ()
+    prepared = prepare_ahead(processor) if ahead else None
+    calls = recorder.calls if recorder is not None else []
+    waited = 0
     for t, turn in enumerate(conversation, 1):
+        if prepared is not None and kept:
+            await prepared.prepare(kept)  # the turn before has ended: the user reads
         if recorder is not None:
             recorder.turn = t
-        result = await run_history_processor(processor, kept)
+        before = len(calls)
+        result = await run_history_processor(prepared or processor, kept)
+        waited += len(calls) > before
         sent = list(result.unwrap())
         groups = cache.turn_messages(turn)
         for group in groups[:-1]:
@@ -140,11 +171,14 @@ async def golem_trace(
     if recorder is not None:
         trace.calls = list(recorder.calls)
         trace.cache_written = list(recorder.cache_written)
+    trace.waited = waited
     return trace
 
 
-def summarizer(recorder: Recorder) -> FunctionModel:
-    """A scripted summarizing model: a summary a tenth the size of what it reads."""
+def summarizer(recorder: Recorder, share: float = facts.FACT_SHARE) -> FunctionModel:
+    """A scripted summarizing model: a summary a tenth the size of what it reads, which
+    keeps the planted facts it reads within ``share`` of its length
+    (``bench.compaction_facts.keep_facts``)."""
 
     def summarize(request: ModelRequest) -> str:
         read = sum(count(m) for m in request.messages) + math.ceil(
@@ -155,7 +189,11 @@ def summarizer(recorder: Recorder) -> FunctionModel:
         # a request with cache markers on writes what it reads to the cache (and nothing
         # reads it back: the next summary's prefix differs)
         recorder.cache_written.append(read if request.settings.cache is not None else 0)
-        return words(written, f"summary {len(recorder.calls)}")
+        kept = "; ".join(
+            facts.keep_facts(encode_history(request.messages).decode(), written, share)
+        )
+        rest = max(0, written - math.ceil((len(kept) + 2) / 4)) if kept else written
+        return (f"{kept}. " if kept else "") + words(rest, f"summary {len(recorder.calls)}")
 
     return FunctionModel(summarize, name="summarizer")
 
@@ -201,6 +239,10 @@ class Outcome:
     side_units: float  # the summarizing or compaction calls
     invalid_requests: int  # check_pairing found a problem
     checkpoints: tuple[Checkpoint, ...]
+    facts: int = 0  # planted (bench.compaction_facts)
+    facts_sent: int = -1  # of them, in the last request
+    facts_recalled: int = -1  # in the last request or read back by recall_tool (golem)
+    waited: int = 0  # turns whose user waited for a compaction call
 
     @property
     def dollars(self) -> float:
@@ -237,9 +279,15 @@ def side_cost(trace: Trace, upto: int) -> tuple[int, float]:
     return calls, units
 
 
-def measure(trace: Trace, conversation: Sequence[Turn], cold: Sequence[bool] = ()) -> Outcome:
+def measure(
+    trace: Trace,
+    conversation: Sequence[Turn],
+    cold: Sequence[bool] = (),
+    recalled: set[str] | None = None,
+) -> Outcome:
     """``trace``'s figures; ``cold`` (per request, ``compaction_timed.cold_flags``): where
-    the provider's cache had expired (nothing served)."""
+    the provider's cache had expired (nothing served); ``recalled``: the planted facts
+    ``recall_tool`` reads back, for a strategy that has it."""
     requests = [_request(r) for r in trace.requests]
     if len(requests) != 2 * len(conversation):
         raise ValueError(f"{trace.name}: {len(requests)} requests for {len(conversation)} turns")
@@ -273,15 +321,29 @@ def measure(trace: Trace, conversation: Sequence[Turn], cold: Sequence[bool] = (
         side_units,
         sum(1 for r in trace.requests if check_pairing(r)),
         tuple(checkpoints),
+        len(planted := facts.facts_of(conversation)),
+        len(kept := facts.sent(trace.requests[-1], planted)),
+        len(kept | recalled) if recalled is not None else -1,
+        trace.waited if trace.waited is not None else len({t for t, _, _ in trace.calls}),
     )
+
+
+def conversation_of(turns: int) -> list[Turn]:
+    """``bench.cache``'s workload with the planted facts (``bench.compaction_facts``)."""
+    return facts.planted(cache.workload(turns))
 
 
 async def traces(
     turns: int = TURNS, budget: int = BUDGET, *, peers: bool = True
 ) -> tuple[list[Trace], list[str]]:
     """Every strategy's trace over one conversation, and why any peer is missing."""
-    conversation = cache.workload(turns)
-    recorder = Recorder()
+    conversation = conversation_of(turns)
+    recorder, ahead = Recorder(), Recorder()
+
+    def summary(recorder: Recorder) -> AsyncHistoryProcessor:
+        model = summarizer(recorder)
+        return summarize_history(model, keep_last_turns=2, max_tokens=budget, counter=count)
+
     out = [
         await golem_trace(BASELINE, conversation, _keep_all),
         await golem_trace(
@@ -294,14 +356,8 @@ async def traces(
             conversation,
             budget_history(count, budget, low_water=budget),
         ),
-        await golem_trace(
-            SUMMARIZER,
-            conversation,
-            summarize_history(
-                summarizer(recorder), keep_last_turns=2, max_tokens=budget, counter=count
-            ),
-            recorder,
-        ),
+        await golem_trace(SUMMARIZER, conversation, summary(recorder), recorder),
+        await golem_trace(PREPARED, conversation, summary(ahead), ahead, ahead=True),
         await golem_native_trace(conversation, budget),
     ]
     missing: list[str] = []
@@ -328,18 +384,26 @@ def run(
 ) -> tuple[list[Outcome], list[str], list[Outcome]]:
     """Every strategy measured, why any peer is missing, and (``in_time``) the chat with
     pauses (``run_timed``) on the same traces."""
-    conversation = cache.workload(turns)
+    conversation = conversation_of(turns)
     found, missing = asyncio.run(traces(turns, budget, peers=peers))
-    outcomes = [measure(t, conversation) for t in found]
-    timed_outcomes = run_timed(turns, budget, found) if in_time else []
+    recalled = asyncio.run(facts.recalled(conversation, facts.facts_of(conversation)))
+    outcomes = [measure(t, conversation, recalled=_recall_for(t, recalled)) for t in found]
+    timed_outcomes = run_timed(turns, budget, found, recalled) if in_time else []
     _COUNTED.clear()
     return outcomes, missing, timed_outcomes
 
 
+def _recall_for(trace: Trace, recalled: set[str]) -> set[str] | None:
+    """golem's strategies may give the model ``recall_tool``; the peers have no such tool."""
+    return recalled if trace.name.startswith("golem") else None
+
+
 async def timed_summary_trace(
-    conversation: Sequence[Turn], budget: int, gaps: Sequence[float]
+    conversation: Sequence[Turn], budget: int, gaps: Sequence[float], *, ahead: bool = False
 ) -> Trace:
-    """golem's summarizer, timed to the cache (``compact_when_cold``), played in time."""
+    """golem's summarizer, timed to the cache (``compact_when_cold``), played in time
+    (``ahead``: ``prepare_ahead`` of it, prepared as a turn ends and when the cache goes
+    cold)."""
     recorder = Recorder()
     clock = timed.Clock()
     strategy = summarize_history(
@@ -348,21 +412,37 @@ async def timed_summary_trace(
     processor = compact_when_cold(
         strategy, min_tokens=budget // 2, lifetime=timed.LIFETIME, counter=count, clock=clock
     )
-    return await timed.timed_trace(TIMED, conversation, processor, gaps, clock, recorder)
+    prepared = prepare_ahead(processor) if ahead else None
+    name = PREPARED_TIMED if ahead else TIMED
+    return await timed.timed_trace(
+        name, conversation, processor, gaps, clock, recorder, prepared=prepared
+    )
 
 
 def run_timed(
-    turns: int, budget: int, found: Sequence[Trace], *, seed: int = SEED
+    turns: int,
+    budget: int,
+    found: Sequence[Trace],
+    recalled: set[str] | None = None,
+    *,
+    seed: int = SEED,
 ) -> list[Outcome]:
-    """The chat with pauses (``bench.compaction_timed``): golem's summarizer untimed (from
-    ``found``), timed to the cache, and the peers ``found`` holds, each measured with the
-    cache expiring between turns."""
-    conversation = cache.workload(turns)
+    """The chat with pauses (``bench.compaction_timed``): every strategy ``found`` holds
+    (their requests do not depend on the time) and golem's summarizer timed to the cache,
+    folding in the turn and prepared ahead, each measured with the cache expiring between
+    turns."""
+    conversation = conversation_of(turns)
     gaps = timed.pauses(turns, seed)
     cold = timed.cold_flags(gaps)
-    chosen = [t for t in found if t.name == SUMMARIZER or t.name.startswith(TIMED_PEERS)]
-    chosen.insert(1, asyncio.run(timed_summary_trace(conversation, budget, gaps)))
-    return [measure(t, conversation, cold) for t in chosen]
+    chosen = list(found)
+    at = next(i for i, t in enumerate(chosen) if t.name == PREPARED) + 1
+    chosen[at:at] = [
+        asyncio.run(timed_summary_trace(conversation, budget, gaps)),
+        asyncio.run(timed_summary_trace(conversation, budget, gaps, ahead=True)),
+    ]
+    return [
+        measure(t, conversation, cold, recalled=_recall_for(t, recalled or set())) for t in chosen
+    ]
 
 
 # -- the report ----------------------------------------------------------------------------
@@ -454,34 +534,11 @@ def render(data: dict[str, Any]) -> str:
     for reason in data.get("missing", []):
         lines.append(f"Not measured: {reason}.")
     if data.get("timed"):
-        lines += render_timed(data["timed"])
+        timed_data = data["timed"]
+        in_time = [_outcome(o) for o in timed_data["outcomes"]]
+        lines += side.render_timed(timed_data, in_time, data.get("latency"))
     lines.append("")
     return "\n".join(lines)
-
-
-def render_timed(timed_data: dict[str, Any]) -> list[str]:
-    """The chat-with-pauses table (issue 48 item 5), from its record."""
-    outcomes = [_outcome(o) for o in timed_data["outcomes"]]
-    cold = timed_data["cold_turns"]
-    lines = [
-        "",
-        f"In time: the same {timed_data['turns']} turns as a chat with pauses between turns"
-        f" (seed {timed_data['seed']}: 5 s to 6 h, median {timed_data['median_pause_s']:.0f} s),"
-        f" a cache that lives {timed_data['lifetime_s']:.0f} s after a request: {cold} turns",
-        "start cold and pay their whole prefix at the write rate. golem's timed strategy is",
-        "`compact_when_cold(summarize_history(..., max_tokens=budget), min_tokens=budget // 2)`:",
-        "it folds early only when the prefix is cold.",
-        "",
-        "| strategy | served | compaction calls | their $ | total $ |",
-        "| --- | ---: | ---: | ---: | ---: |",
-    ]
-    usd = cache.DOLLARS_PER_TOKEN
-    for o in outcomes:
-        lines.append(
-            f"| {o.name} | {o.served_share:.3f} | {o.side_calls} | {o.side_units * usd:.2f} |"
-            f" {o.dollars:.2f} |"
-        )
-    return lines
 
 
 def _outcome(raw: dict[str, Any]) -> Outcome:
@@ -497,9 +554,11 @@ def record(
     turns: int,
     budget: int,
     in_time: Sequence[Outcome] = (),
+    latency: Sequence[turn_latency.Latency] = (),
 ) -> dict[str, Any]:
     """The section's record in ``bench/results.json``: raw figures, nothing rendered
-    (``in_time``: the chat with pauses, ``run_timed``'s outcomes)."""
+    (``in_time``: the chat with pauses, ``run_timed``'s outcomes; ``latency``:
+    ``bench.compaction_ahead.measure``'s)."""
     data: dict[str, Any] = {
         "command": command,
         "turns": turns,
@@ -515,7 +574,15 @@ def record(
             "lifetime_s": timed.LIFETIME,
             "median_pause_s": sorted(gaps)[len(gaps) // 2],
             "cold_turns": sum(timed.cold_flags(gaps)),
+            "facts_every": facts.EVERY,
             "outcomes": [asdict(o) for o in in_time],
+        }
+    if latency:
+        data["latency"] = {
+            "model_s": turn_latency.MODEL_S,
+            "summary_s": turn_latency.SUMMARY_S,
+            "read_s": turn_latency.READ_S,
+            "results": [asdict(r) for r in latency],
         }
     return data
 
@@ -529,13 +596,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_write_option(parser)
     args = parser.parse_args(argv)
     outcomes, missing, in_time = run(args.turns, args.budget, in_time=True)
+    latency = asyncio.run(turn_latency.measure())
     for o in (*outcomes, *in_time):
         print(json.dumps({"kind": "compaction", **asdict(o), "dollars": o.dollars}), flush=True)
     command = "python -m bench.compaction"
     command += f" --turns {args.turns}" if args.turns != TURNS else ""
     command += f" --budget {args.budget}" if args.budget != BUDGET else ""
     data = record(
-        outcomes, missing, command=command, turns=args.turns, budget=args.budget, in_time=in_time
+        outcomes,
+        missing,
+        command=command,
+        turns=args.turns,
+        budget=args.budget,
+        in_time=in_time,
+        latency=latency,
     )
     print(render(data))
     if args.write is not None:

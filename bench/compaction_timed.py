@@ -10,7 +10,9 @@ strategy. Every strategy's requests are the same as in the untimed run but golem
 one, ``compact_when_cold(summarize_history(...), min_tokens=budget // 2)``, played by
 ``timed_trace`` with each message stamped with the time it was made (as a run stamps it)
 and the processor's clock at the turn's start. ``bench.compaction`` measures and renders
-it beside golem's untimed summarizer and the peers.
+it beside golem's untimed strategies and the peers; ``timed_trace(..., prepared=...)``
+plays the timed strategy under ``prepare_ahead`` too (prepared as a turn ends, and again
+by a timer once the cache has gone cold), counting the turns that waited for a fold.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import attrs
 from bench import cache
 from bench.compaction_trace import Recorder, Trace
 from golem_core import HistoryProcessor, Message
+from golem_shell.context._ahead import PreparedCompaction
 from golem_shell.context._summarize import AsyncHistoryProcessor, run_history_processor
 
 __all__ = ["LIFETIME", "T0", "Clock", "cold_flags", "pauses", "timed_trace"]
@@ -79,18 +82,32 @@ async def timed_trace(
     gaps: Sequence[float],
     clock: Clock,
     recorder: Recorder | None = None,
+    prepared: PreparedCompaction | None = None,
 ) -> Trace:
     """As ``bench.compaction.golem_trace``, in time: the processor runs at each turn's
-    start (``clock``), and each message is stamped with the time it was made."""
+    start (``clock``), and each message is stamped with the time it was made. With
+    ``prepared`` (``prepare_ahead(processor)``), the next fold is prepared when a turn
+    ends and prepared again when the cache goes cold before the next turn (a timer at
+    ``LIFETIME``): what an application does so the timed fold also leaves the turn."""
     trace = Trace(name)
+    waited = 0
     kept: tuple[Message, ...] = ()
     now = T0
+    calls = recorder.calls if recorder is not None else []
     for t, (turn, gap) in enumerate(zip(conversation, gaps, strict=True), 1):
+        if prepared is not None and kept:  # after the last turn, while the user reads
+            clock.now = now
+            await prepared.prepare(kept)
+            if gap > LIFETIME + 1:  # and again when the cache has gone cold (a timer)
+                clock.now = now + timedelta(seconds=LIFETIME + 1)
+                await prepared.prepare(kept)
         now += timedelta(seconds=gap)
         clock.now = now
         if recorder is not None:
             recorder.turn = t
-        result = await run_history_processor(processor, kept)
+        before = len(calls)
+        result = await run_history_processor(prepared or processor, kept)
+        waited += len(calls) > before
         sent = list(result.unwrap())
         groups = cache.turn_messages(turn)
         for k, group in enumerate(groups):
@@ -103,4 +120,5 @@ async def timed_trace(
     if recorder is not None:
         trace.calls = list(recorder.calls)
         trace.cache_written = list(recorder.cache_written)
+    trace.waited = waited
     return trace

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.compaction_facts import keep_facts
 from golem_core import Message, TextPart, approximate_tokens
 from golem_core.wire.openai_responses import compaction_item
 
@@ -42,9 +43,10 @@ KEPT_USER_TOKENS = 2_000
 # -- counting ------------------------------------------------------------------------------
 
 
-def _encrypted(tokens: int, seed: str) -> str:
-    """A simulated encrypted compaction: opaque, but it says how many tokens it stands for."""
-    return f"gAAAAB{tokens:06d}" + hashlib.sha256(seed.encode()).hexdigest()[:32]
+def _encrypted(tokens: int, seed: str, facts: str = "") -> str:
+    """A simulated encrypted compaction: opaque, but it says how many tokens it stands for
+    (and, after them, the planted facts its summary keeps: ``bench.compaction_facts``)."""
+    return f"gAAAAB{tokens:06d}" + hashlib.sha256(seed.encode()).hexdigest()[:32] + facts
 
 
 def _tokens_of_encrypted(encrypted: str) -> int:
@@ -83,6 +85,8 @@ class Trace:
     calls: list[tuple[int, int, int]] = field(default_factory=list)  # turn, read, written
     cache_written: list[int] = field(default_factory=list)  # per call: read tokens marked
     note: str = ""
+    waited: int | None = None
+    """Turns whose user waited for a side call (``None``: every turn that made one)."""
 
 
 @dataclass
@@ -121,6 +125,7 @@ def compact_server(recorder: Recorder) -> Callable[[Any], dict[str, Any]]:
     def answer(body: dict[str, Any]) -> dict[str, Any]:
         items = [i for i in body["input"] if isinstance(i, dict)]
         read = sum(_item_tokens(i) for i in items)
+        read_text = json.dumps(items)  # what the compacting model reads, facts included
         written = summary_tokens(read)
         kept: list[dict[str, Any]] = []
         budget = KEPT_USER_TOKENS
@@ -145,7 +150,9 @@ def compact_server(recorder: Recorder) -> Callable[[Any], dict[str, Any]]:
                 {
                     "id": f"cmp_{n}",
                     "type": "compaction",
-                    "encrypted_content": _encrypted(written, json.dumps(items)[-200:]),
+                    "encrypted_content": _encrypted(
+                        written, json.dumps(items)[-200:], "|".join(keep_facts(read_text, written))
+                    ),
                 },
             ],
             "usage": {

@@ -4,9 +4,13 @@ figures rest on.
 Twenty turns under a 3,000-token budget (so every strategy folds or cuts several times):
 golem's step cut keeps more of each request in the cache than a keep-last-N cut at the
 same budget (golem's sliding window, langchain-core's ``trim_messages``, pydantic-ai's
-keep-recent-messages processor); the summarizer's and the native compaction's costs
+keep-recent-messages processor); a prepared fold sends what folding in the turn sends and
+no turn waits for it; the planted facts a strategy keeps come from what it sent (a
+summary that drops them keeps fewer, ``recall_tool`` reads back what a cut lost); the
+summarizer's and the native compaction's costs
 include their own calls; every request of every strategy is provider-valid by
-``check_pairing``; the section renders from its JSON record. Peer strategies are skipped
+``check_pairing``; the section, its side-by-side tables included, renders from its JSON
+record. Peer strategies are skipped
 when their package is not importable.
 """
 
@@ -25,8 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # bench/ is not part of the wheel
     sys.path.insert(0, str(ROOT))
 
-from bench import cache, compaction, report  # noqa: E402
-from golem_core import check_pairing  # noqa: E402
+from bench import cache, compaction, compaction_ahead, compaction_facts, report  # noqa: E402
+from bench.compaction_trace import Recorder  # noqa: E402
+from golem_core import budget_history, check_pairing  # noqa: E402
+from golem_shell import summarize_history  # noqa: E402
 
 TURNS, BUDGET = 20, 3_000
 Measured = tuple[list[compaction.Trace], list[compaction.Outcome], list[str]]
@@ -35,7 +41,7 @@ Measured = tuple[list[compaction.Trace], list[compaction.Outcome], list[str]]
 @pytest.fixture(scope="module")
 def measured() -> Measured:
     traces, missing = asyncio.run(compaction.traces(TURNS, BUDGET))
-    conversation = cache.workload(TURNS)
+    conversation = compaction.conversation_of(TURNS)
     return traces, [compaction.measure(t, conversation) for t in traces], missing
 
 
@@ -138,3 +144,80 @@ def test_the_section_renders_from_its_record(measured: Measured, tmp_path: Path)
     assert written.read_text(encoding="utf-8") == report.render(
         report.load(written.with_suffix(".json"))
     )
+
+
+def test_a_prepared_fold_sends_the_same_and_no_turn_waits(measured: Measured) -> None:
+    traces, outcomes, _ = measured
+    untimed = next(t for t in traces if t.name == compaction.SUMMARIZER)
+    ahead = next(t for t in traces if t.name == compaction.PREPARED)
+    assert ahead.requests == untimed.requests
+    # the same calls, made as the turn before ended
+    assert [(t + 1, r, w) for t, r, w in ahead.calls] == untimed.calls
+    assert _named(outcomes, compaction.SUMMARIZER).waited == len({t for t, _, _ in untimed.calls})
+    assert _named(outcomes, compaction.PREPARED).waited == 0
+
+
+def test_the_facts_kept_come_from_what_each_strategy_sent() -> None:
+    conversation = compaction_facts.planted(cache.workload(40), every=4)
+    planted = compaction_facts.facts_of(conversation)
+    assert len(planted) == 10 and len(set(planted)) == 10
+
+    async def play() -> tuple[dict[float, compaction.Outcome], compaction.Outcome, set[str]]:
+        recalled = await compaction_facts.recalled(conversation, planted)
+        by_share = {}
+        for share in (0.0, compaction_facts.FACT_SHARE):  # a summary that drops every fact
+            recorder = Recorder()
+            model = compaction.summarizer(recorder, share)
+            strategy = summarize_history(
+                model, keep_last_turns=2, max_tokens=BUDGET, counter=compaction.count
+            )
+            trace = await compaction.golem_trace("s", conversation, strategy, recorder)
+            by_share[share] = compaction.measure(trace, conversation, recalled=recalled)
+        cut = await compaction.golem_trace(
+            "cut", conversation, budget_history(compaction.count, BUDGET)
+        )
+        return by_share, compaction.measure(cut, conversation, recalled=recalled), recalled
+
+    by_share, cut, recalled = asyncio.run(play())
+    dropping, keeping = by_share[0.0], by_share[compaction_facts.FACT_SHARE]
+    assert keeping.facts == dropping.facts == cut.facts == 10
+    assert dropping.facts_sent < keeping.facts_sent
+    # recall reads back from the store what the window lost
+    assert recalled and recalled <= set(planted)
+    assert cut.facts_sent < cut.facts_recalled <= 10
+    assert dropping.facts_sent < dropping.facts_recalled
+    assert keeping.facts_recalled >= max(keeping.facts_sent, len(recalled))
+    # the peers have no recall tool: no figure
+    assert (
+        compaction.measure(
+            compaction.Trace("x", cut_requests(conversation)), conversation
+        ).facts_recalled
+        == -1
+    )
+
+
+def cut_requests(conversation: list[cache.Turn]) -> list[tuple[compaction.Message, ...]]:
+    """Two requests a turn, each only the turn's own messages."""
+    out = []
+    for turn in conversation:
+        groups = cache.turn_messages(turn)
+        out += [tuple(groups[0]), (*groups[0], *groups[1])]
+    return out
+
+
+def test_the_side_by_side_tables_render_from_their_record(measured: Measured) -> None:
+    traces, outcomes, missing = measured
+    in_time = compaction.run_timed(TURNS, BUDGET, traces, set())
+    latency = asyncio.run(compaction_ahead.measure(8, 0.001, 0.05, 0.05))
+    data = compaction.record(
+        outcomes, missing, command="c", turns=TURNS, budget=BUDGET, in_time=in_time,
+        latency=latency,
+    )  # fmt: skip
+    text = compaction.render(json.loads(json.dumps(data)))
+    for name in (compaction.TIMED, compaction.PREPARED_TIMED, compaction.PREPARED):
+        assert sum(f"| {name} |" in line for line in text.splitlines()) >= 1, name
+    timed = {o.name: o for o in in_time}
+    assert timed[compaction.PREPARED_TIMED].waited == 0 < timed[compaction.TIMED].waited
+    assert "| prepare_ahead(summarize_history), folded while the user reads |" in text
+    assert "Prepared / in the turn: median" in text
+    assert latency[1].waited == 0 < latency[0].waited

@@ -151,14 +151,32 @@ def test_the_bench_measures_the_chat_with_pauses() -> None:
 
     turns, budget = 40, 3_000
     outcomes, missing, in_time = compaction.run(turns, budget, peers=False, in_time=True)
-    assert [o.name for o in in_time] == [compaction.SUMMARIZER, compaction.TIMED]
-    untimed, timed_one = in_time
+    assert [o.name for o in in_time] == [
+        compaction.BASELINE,
+        compaction.STEP_CUT,
+        compaction.SLIDING_CUT,
+        compaction.SUMMARIZER,
+        compaction.PREPARED,
+        compaction.TIMED,
+        compaction.PREPARED_TIMED,
+        next(o.name for o in outcomes if "native_compaction" in o.name),
+    ]
+    by_name = {o.name: o for o in in_time}
+    untimed, timed_one = by_name[compaction.SUMMARIZER], by_name[compaction.TIMED]
     assert all(o.invalid_requests == 0 and o.requests == 2 * turns for o in in_time)
     # the cache expiring between turns serves less than the untimed measure says
     plain = next(o for o in outcomes if o.name == compaction.SUMMARIZER)
     assert untimed.served_share < plain.served_share and untimed.dollars > plain.dollars
     # the timed strategy folds where the prefix went cold: more folds, never a warm one
     assert timed_one.side_calls >= untimed.side_calls
+    # prepared ahead (as a turn ends, again when the cache goes cold): the same requests,
+    # and no turn waits for a fold (issue 48 item 6)
+    prepared = by_name[compaction.PREPARED_TIMED]
+    assert prepared.waited == 0 < timed_one.waited
+    assert (prepared.tokens_sent, prepared.served_share) == (
+        timed_one.tokens_sent,
+        timed_one.served_share,
+    )
 
     gaps = timed.pauses(turns, compaction.SEED)
     flags = timed.cold_flags(gaps)
@@ -169,8 +187,8 @@ def test_the_bench_measures_the_chat_with_pauses() -> None:
         outcomes, missing, command="c", turns=turns, budget=budget, in_time=in_time
     )
     text = compaction.render(data)
-    assert "In time:" in text and compaction.TIMED in text
-    assert "In time:" not in compaction.render(
+    assert "Side by side, in time:" in text and compaction.TIMED in text
+    assert "Side by side, in time:" not in compaction.render(
         compaction.record(outcomes, missing, command="c", turns=turns, budget=budget)
     )  # a record without it (bench/results.json today) renders as before
 
