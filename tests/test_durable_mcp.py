@@ -29,7 +29,7 @@ import pytest
 from mcp_durable_worker import SERVER, make_agent, temporal_agent
 
 from golem_core import Message, Role, ToolCallPart
-from golem_shell import Agent, FunctionModel, RunError, Stage
+from golem_shell import Agent, FunctionModel, RunError, Stage, Tool
 from golem_shell.mcp import MCPConnectionError, MCPServerStdio
 
 dbos = pytest.importorskip("dbos", reason="the dbos extra is not installed")
@@ -201,11 +201,22 @@ UNIT = {
 }
 
 
+def _prefixed_noting(request: Any) -> Message | str:
+    if not any(m.role is Role.TOOL for m in request.messages):
+        return Message(Role.ASSISTANT, (ToolCallPart("n1", "srv_note", '{"text": "x"}'),))
+    return "noted"
+
+
 @pytest.mark.anyio
 async def test_a_dbos_run_with_an_mcp_toolset(launched: Path, tmp_path: Path) -> None:
+    """The call is made by the tool rebuilt from the recorded list (its prefix taken off
+    the name the server knows), through the connection entered here."""
     log = tmp_path / "mcp.log"
-    server = _server(log)
-    durable = DurableAgent(Agent(FunctionModel(_noting), toolsets=[server]), name="mcp-unit")
+    server = MCPServerStdio(
+        sys.executable, [str(SERVER), "stdio"], env={"GOLEM_MCP_LOG": str(log)}, prefix="srv"
+    )
+    agent = Agent(FunctionModel(_prefixed_noting), toolsets=[server])
+    durable = DurableAgent(agent, name="mcp-unit")
     async with server:
         result = await durable.run("note it")
     assert result.output == "noted"
@@ -219,6 +230,51 @@ async def test_a_dbos_run_with_an_mcp_toolset(launched: Path, tmp_path: Path) ->
         "golem.tool",
         "golem.request",
     ]
+
+
+class Fading:
+    """A toolset of plain tools (no MCP): ``shout`` on its first listing, ``whisper``
+    after; it counts its listings."""
+
+    def __init__(self) -> None:
+        self.listings = 0
+
+    async def tools(self, context: Any) -> list[Tool[Any]]:
+        self.listings += 1
+
+        def shout(text: str) -> str:
+            """Shout the text."""
+            return text.upper()
+
+        def whisper(text: str) -> str:
+            """Whisper the text."""
+            return text.lower()
+
+        return [Tool.from_function(shout if self.listings == 1 else whisper)]
+
+
+def _shouting(request: Any) -> Message | str:
+    results = [m for m in request.messages if m.role is Role.TOOL]
+    if not results:
+        calls = (ToolCallPart("s1", "shout", '{"text": "hi"}'),)
+        return Message(Role.ASSISTANT, calls)
+    return f"offered {','.join(t.name for t in request.tools)}: {results[0].text}"
+
+
+@pytest.mark.anyio
+async def test_a_toolset_that_cannot_rebuild_a_tool_is_asked_again_by_the_call(
+    launched: Path,
+) -> None:
+    """A toolset without MCP's rebuild is listed again by the process making the call; a
+    tool it no longer offers answers with a failed result (the model offered the
+    recorded list to the end)."""
+    fading = Fading()
+    durable = DurableAgent(Agent(FunctionModel(_shouting), toolsets=[fading]), name="fading")
+    result = await durable.run("shout it")
+    assert result.output == (
+        "offered shout: the tool shout is no longer offered by " + repr(fading)
+    )
+    assert fading.listings == 2  # at the run's start, and by the call
 
 
 @pytest.mark.anyio

@@ -149,18 +149,21 @@ async def toolset_tool(spec: RunSpec, context: RunContext[Any], name: str, entry
     if rebuild is not None:
         context.toolset_tools[name] = rebuild(recorded.definition)
         return
-    for tool in await toolset.tools(context):
-        if tool.name == name:
-            context.toolset_tools[name] = tool
-            return
-    context.toolset_tools[name] = _gone(toolset, recorded)
+    try:
+        offered = {t.name: t for t in await toolset.tools(context)}
+    except Exception as e:  # the call crashes with it, as a tool that raises does
+        context.toolset_tools[name] = _standing_in(recorded, e)
+        return
+    gone = ToolFailure(f"the tool {name} is no longer offered by {toolset!r}")
+    context.toolset_tools[name] = offered.get(name) or _standing_in(recorded, gone)
 
 
-def _gone(toolset: Any, recorded: ToolSpec) -> Tool[Any]:
-    """A tool that answers every call with a failed result: its toolset no longer offers it."""
+def _standing_in(recorded: ToolSpec, error: Exception) -> Tool[Any]:
+    """A tool of the recorded definition whose every call raises ``error`` (a
+    ``ToolFailure``: a failed result the model reads; anything else: a crash)."""
     definition = recorded.definition
 
     async def call(context: RunContext[Any], arguments: dict[str, object]) -> Any:
-        raise ToolFailure(f"the tool {definition.name} is no longer offered by {toolset!r}")
+        raise error
 
     return Tool.from_schema(definition.name, definition.description, definition.parameters, call)
