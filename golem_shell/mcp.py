@@ -14,7 +14,9 @@ validation failure is), and the server is not called. Every wait is bounded.
         result = await agent.run("...")
 
 The tool list is read again at the start of every run, so tools a server adds or
-removes between runs are picked up. The connection lives from ``async with`` (on the
+removes between runs are picked up (a durable run records it at its start: a replay,
+and every call it makes, uses the recorded list; the worker's connection makes each
+call). The connection lives from ``async with`` (on the
 server, or on an agent holding it) to its end; a toolset is built per run when an
 application scopes tools to the caller (e.g. an HTTP server per authenticated user).
 """
@@ -33,7 +35,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from golem_core import DataPart, Part, PartKind, TextPart
+from attrs import frozen
+
+from golem_core import DataPart, Part, PartKind, TextPart, ToolDefinition
 from golem_shell._errors import UsageError
 from golem_shell.tools._tools import ModelRetry, RunContext, Tool, ToolFailure
 
@@ -211,6 +215,15 @@ class MCPToolset:
             ) from e
         return tuple(self._tool(t) for t in listed)
 
+    def _recorded_tool(self, definition: ToolDefinition) -> Tool[Any]:
+        """The tool a durable run recorded (``definition``, as listed at its start), made
+        again without asking the server: a call goes through this connection."""
+        remote = definition.name
+        if self.prefix is not None and remote.startswith(f"{self.prefix}_"):
+            remote = remote[len(self.prefix) + 1 :]
+        listed = _Listed(remote, definition.description, dict(definition.parameters))
+        return self._tool(listed)
+
     def _tool(self, listed: Any) -> Tool[Any]:
         remote: str = listed.name
         name = remote if self.prefix is None else f"{self.prefix}_{remote}"
@@ -261,6 +274,16 @@ class MCPToolset:
             text = "".join(p.text for p in parts if isinstance(p, TextPart))
             return ToolFailure(text or f"the MCP tool {remote} failed", parts=parts)
         return parts
+
+
+@frozen
+class _Listed:
+    """A tool as ``tools/list`` lists it, made from a durable run's record."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    title: None = None
 
 
 class MCPServerStdio(MCPToolset):

@@ -405,10 +405,9 @@ async def test_misuse_is_a_usage_error(launched: Path) -> None:
     with pytest.raises(UsageError, match="already registered"):
         DurableAgent(Agent(FunctionModel(lambda r: "x")), name="two-tools")
     assert DurableAgent(AGENTS["two-tools"], name="two-tools").name == "two-tools"
-    with pytest.raises(UsageError, match="toolsets"):
-        DurableAgent(
-            Agent(FunctionModel(lambda r: "x"), toolsets=[_NoTools()]), name="with-toolsets"
-        )
+    # issue 46 item 3: toolsets are taken (their tool list is a recorded step)
+    with_toolsets = Agent(FunctionModel(lambda r: "x"), toolsets=[_NoTools()])
+    assert DurableAgent(with_toolsets, name="with-toolsets").agent is with_toolsets
 
 
 class _NoTools:

@@ -149,6 +149,7 @@ async def test_stdio_tools_join_the_run_with_their_schemas_and_results() -> None
         "slow",
         "grow",
         "crash",
+        "note",
     }
     add_schema = next(t for t in script.requests[0].tools if t.name == "add").parameters
     assert add_schema["properties"]["a"]["type"] == "integer"  # the server's schema, as sent

@@ -32,7 +32,7 @@ from golem_core import (
     Role,
     join_instructions,
 )
-from golem_core.loop import DeferredCall, Fail, Finish, RunState, check_answers
+from golem_core.loop import DeferredCall, Fail, Finish, RunState, ToolSpec, check_answers
 from golem_shell._agent import Agent
 from golem_shell._errors import (
     DeferredResultsError,
@@ -64,6 +64,7 @@ from golem_shell.engines._records import (
     decode_as,
     encode,
 )
+from golem_shell.engines._toolsets import Listed
 from golem_shell.run._checks import check_history
 from golem_shell.run._setup import (
     Processed,
@@ -101,6 +102,7 @@ __all__ = [
     "run_processor",
     "set_up",
     "static_instructions",
+    "toolsets_failed",
     "unreadable",
     "waiting_of",
 ]
@@ -149,7 +151,7 @@ def check_wrapped(
 
     Raises:
         UsageError: ``agent`` is not an ``Agent``, the name is empty or taken by another
-            agent in ``registry``, or the agent has toolsets.
+            agent in ``registry``.
     """
     if not isinstance(agent, Agent):
         raise UsageError(f"{wrapper} wraps an Agent, not {type(agent).__name__}")
@@ -157,11 +159,6 @@ def check_wrapped(
     if not isinstance(name, str) or not name:
         raise UsageError(
             f"a {wrapper} needs a non-empty name (name=, or Agent(name=)), got {name!r}"
-        )
-    if getattr(agent, "toolsets", ()):
-        raise UsageError(
-            f"durable runs do not support toolsets yet ({agent!r}): a toolset's tools"
-            " are listed per run, which a restarted worker cannot replay"
         )
     taken = registry.get(name)
     if taken is not None and taken.agent is not agent:
@@ -373,18 +370,32 @@ def instructions_failed(name: str, run_input: JSON, reason: str) -> RunEnded:
     )
 
 
+def toolsets_failed(name: str, run_input: JSON, reason: str) -> RunEnded:
+    """The end of a run whose toolsets could not be listed (nothing done yet)."""
+    return RunEnded(
+        name,
+        "failed",
+        run_input["runId"],
+        run_input["conversationId"],
+        stage=Stage.TOOL.value,
+        reason=reason,
+    )
+
+
 def first_state(
     spec: RunSpec,
     run_input: JSON,
     instructions: str | None,
     processed: Processed,
     history: Sequence[Message],
+    toolset_specs: tuple[ToolSpec, ...] = (),
 ) -> RunState:
     """The run's first state, from its input and ``history`` (``input_history``),
-    resolved instructions and the processor's recorded outcome (deterministic: the
-    prompt's time is the recorded submission time)."""
+    resolved instructions, the processor's recorded outcome and its toolsets' recorded
+    tools (deterministic: the prompt's time is the recorded submission time)."""
     prompt = None if run_input["prompt"] is None else PARTS[1](run_input["prompt"], "prompt")
-    config = run_config(spec, run_input["runId"], run_input["conversationId"], instructions)
+    ids = run_input["runId"], run_input["conversationId"]
+    config = run_config(spec, *ids, instructions, toolset_specs)
     now = datetime.fromisoformat(run_input["now"])
     return spec_first_state(spec, config, history, prompt, processed, now)
 
@@ -397,11 +408,14 @@ async def set_up(
     processor: Callable[[], Awaitable[JSON]],
     store: BlobStore,
     history: Sequence[Message],
+    toolsets: Callable[[], Awaitable[JSON]] | None = None,
 ) -> RunState | RunEnded:
     """The run's first state, its set-up effects performed as the engine records them:
     ``instructions`` (a recorded ``resolve_instructions``, only when the spec has
-    dynamic ones) and ``processor`` (a recorded ``run_processor``, only when it has a
-    processor); or the run's end when its instructions could not be resolved.
+    dynamic ones), ``toolsets`` (a recorded ``list_toolsets``, only when it has
+    toolsets) and ``processor`` (a recorded ``run_processor``, only when it has a
+    processor); or the run's end when its instructions could not be resolved or its
+    toolsets not listed (stage ``tool``).
     ``history`` is the run's input history (``input_history``).
 
     Raises:
@@ -413,10 +427,15 @@ async def set_up(
         if resolved.failed is not None:
             return instructions_failed(name, run_input, resolved.failed)
         text = resolved.instructions
+    listed = Listed()
+    if spec.toolsets and toolsets is not None:  # the tool list, as recorded at the start
+        listed = Listed.of(await toolsets())
+        if listed.failed is not None:
+            return toolsets_failed(name, run_input, listed.failed)
     processed: Processed = None
     if spec.processor is not None:  # once per run: a summarizing one calls a model
         processed = processed_of(await processor(), store)
-    return first_state(spec, run_input, text, processed, history)
+    return first_state(spec, run_input, text, processed, history, listed.specs)
 
 
 def static_instructions(spec: RunSpec) -> str | None:

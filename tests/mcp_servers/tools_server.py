@@ -7,7 +7,11 @@
 
 Tools: ``add`` (structured output), ``echo`` (text), ``pixel`` (an image), ``refuse``
 (an ``isError`` result), ``slow`` (sleeps, for timeouts), ``grow`` (adds a tool at run
-time: the tool list changes), ``crash`` (the process dies mid-call).
+time: the tool list changes), ``crash`` (the process dies mid-call), ``note`` (appends
+``note <text>`` to the file ``$GOLEM_MCP_LOG``: an effect a test can count).
+
+With ``$GOLEM_MCP_LOG`` set, every ``tools/list`` request appends ``list`` to that file;
+``$GOLEM_MCP_HIDE`` (comma-separated tool names) removes those tools from this server.
 """
 
 from __future__ import annotations
@@ -82,6 +86,33 @@ def crash() -> str:
     """The server process dies in the middle of this call."""
     sys.stdout.flush()
     os._exit(3)
+
+
+def _log(line: str) -> None:
+    path = os.environ.get("GOLEM_MCP_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(line + "\n")
+
+
+@server.tool()
+def note(text: str) -> str:
+    """Write a note (appended to the server's log)."""
+    _log(f"note {text}")
+    return f"noted {text}"
+
+
+_list_tools = server.list_tools
+
+
+async def _listing() -> list[object]:
+    _log("list")
+    return list(await _list_tools())
+
+
+server.list_tools = _listing  # type: ignore[method-assign]
+for _hidden in filter(None, os.environ.get("GOLEM_MCP_HIDE", "").split(",")):
+    server.remove_tool(_hidden)
 
 
 def _serve_http() -> None:

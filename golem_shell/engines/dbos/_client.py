@@ -90,8 +90,10 @@ class DurableAgent(Generic[DepsT, OutputT]):
     deterministic.
 
     Args:
-        agent: the agent to run (toolsets are not supported: their tool lists are
-            asked per run, which a restarted worker cannot replay).
+        agent: the agent to run. Its toolsets (MCP servers) are listed once at a run's
+            start, as a recorded step (a replay offers the recorded tools); each call of
+            one of their tools is a recorded ``golem.tool`` step, made through the
+            worker's toolset (enter it, or the agent, in every worker).
         name: its registration name, the same in every worker (default: the agent's
             ``name``).
         deps: what ``RunContext.deps`` holds for tools and instructions in this process,
@@ -114,7 +116,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
 
     Raises:
         UsageError: ``agent`` is not an ``Agent``, the name is empty or taken by another
-            agent, the agent has toolsets, or a model or output type is not one.
+            agent, or a model or output type is not one.
     """
 
     def __init__(

@@ -4,6 +4,7 @@ Owns the workflow function (it finds the run's agent by name and runs the body),
 body (the run's spec built once from its recorded keywords, its set-up, the driver, the
 recorded end) and the run's effects as DBOS steps, each recorded before the run moves
 on: ``golem.instructions`` (dynamic instructions, for an agent that has them),
+``golem.toolsets`` (the tool list of the agent's toolsets, for an agent that has them),
 ``golem.processor`` (the history processor, once per run), ``golem.compact`` (compact and
 retry's one compaction), ``golem.request`` (one model request, the adapter's retries
 inside; DBOS never retries a step) and ``golem.tool`` (one tool call; a batch's calls run
@@ -59,6 +60,13 @@ from golem_shell.engines._records import (
     decode,
     decode_as,
     encode,
+)
+from golem_shell.engines._toolsets import (
+    TOOLSETS_STEP,
+    Listed,
+    Recorder,
+    list_toolsets,
+    toolset_tool,
 )
 from golem_shell.engines.dbos._common import (
     ANSWERS_TOPIC,
@@ -131,6 +139,9 @@ async def _body(durable: Engine, recorded_input: JSON) -> RunEnded:
     context: RunContext[Any] = RunContext(
         deps, recorded_input["runId"], recorded_input["conversationId"]
     )
+    recorder = Recorder(
+        lambda: DBOS.run_step_async(step(TOOLSETS_STEP), list_toolsets, spec, context)
+    )
     try:  # reading a blob by its key is as deterministic as the key (ADR 0125)
         chain = input_chain(recorded_input, store)
         state = await set_up(
@@ -145,13 +156,14 @@ async def _body(durable: Engine, recorded_input: JSON) -> RunEnded:
             ),
             store,
             chain.values,
+            recorder,
         )
     except MissingBlob as e:
         state = unreadable(durable.name, recorded_input, str(e))
     if isinstance(state, RunEnded):
         return state
     progress = Progress(state, observe_run(spec, state, durable.on_event))
-    end = await run(progress, _DBOSEffects(durable, spec, context))
+    end = await run(progress, _DBOSEffects(durable, spec, context, recorder.listed))
     assert not isinstance(end, Pause)  # a durable run waits instead of pausing
     known: Chain[Any] = chain if spec.processor is None else Chain()
     return ended(durable.name, spec, end, store, known, recorded.output_type)
@@ -166,8 +178,9 @@ async def _request_step(spec: RunSpec, command: RequestModel, state: RunState) -
 
 
 async def _tool_step(
-    spec: RunSpec, call: ToolCallPart, state: RunState, context: RunContext[Any]
+    spec: RunSpec, call: ToolCallPart, state: RunState, context: RunContext[Any], entry: JSON
 ) -> JSON:
+    await toolset_tool(spec, context, call.name, entry)  # a toolset's: from the record
     (work,) = AgentEffects(spec, context, None).tools((call,), state)
     return encode(await work)
 
@@ -187,8 +200,11 @@ class _DBOSEffects:
     tool_batch: ToolBatch = "run_all"
     streaming = False
 
-    def __init__(self, durable: Engine, spec: RunSpec, context: RunContext[Any]) -> None:
+    def __init__(
+        self, durable: Engine, spec: RunSpec, context: RunContext[Any], listed: Listed
+    ) -> None:
         self.durable = durable
+        self.listed = listed
         self.spec = spec
         self.context = context
         # the driver asks only a steerable run (each look is two recorded DBOS steps)
@@ -211,7 +227,13 @@ class _DBOSEffects:
 
         async def one(reserved: Any, call: ToolCallPart) -> ToolOutcome:
             recorded = await reserved.run_async(
-                step("golem.tool"), _tool_step, self.spec, call, state, self.context
+                step("golem.tool"),
+                _tool_step,
+                self.spec,
+                call,
+                state,
+                self.context,
+                self.listed.entry(call.name),
             )
             outcome: ToolOutcome = decode(recorded, "tool outcome")
             return outcome

@@ -1,7 +1,8 @@
 """The Temporal engine's activities: each effect of a run, recorded in its workflow's
 history before the run moves on.
 
-Owns ``golem.instructions`` (dynamic instructions), ``golem.processor`` (the history
+Owns ``golem.instructions`` (dynamic instructions), ``golem.toolsets`` (the tool list
+of the agent's toolsets, at the run's start), ``golem.processor`` (the history
 processor, once per run), ``golem.compact`` (compact and retry's one compaction),
 ``golem.request`` (one model request, the adapter's retries inside) and ``golem.tool``
 (one tool call). Each finds the run's agent by the name its payload carries, reads the
@@ -25,6 +26,7 @@ from golem_core.loop import CompactHistory, CompactionDeclined, RequestModel, Ru
 from golem_shell.engines._blobs import MESSAGE_CHAIN, load_chain, messages_chain, stash, unstash
 from golem_shell.engines._engine import recorded_options, resolve_instructions, run_processor
 from golem_shell.engines._records import CALL, MESSAGES, USAGE, encode
+from golem_shell.engines._toolsets import TOOLSETS_STEP, list_toolsets, toolset_tool
 from golem_shell.engines.temporal._common import CONVERTER, JSON, Engine, registered
 from golem_shell.run._asyncio import AgentEffects
 from golem_shell.run._setup import RunSpec, compact_once
@@ -37,6 +39,7 @@ __all__ = [
     "processor_activity",
     "request_activity",
     "tool_activity",
+    "toolsets_activity",
 ]
 
 
@@ -128,13 +131,24 @@ async def tool_activity(payload: JSON) -> JSON:
     call = CALL[1](payload["call"], "call")
     system = MESSAGES[1](payload["system"], "system")
     state = _seen(payload, system + _history(durable, payload))
-    effects = AgentEffects(_spec(durable, payload), _context(durable, payload), None)
-    (work,) = effects.tools((call,), state)
+    spec, context = _spec(durable, payload), _context(durable, payload)
 
     async def once() -> JSON:
+        # a toolset's tool: made from the run's record, called through this worker's toolset
+        await toolset_tool(spec, context, call.name, payload.get("toolset"))
+        (work,) = AgentEffects(spec, context, None).tools((call,), state)
         return encode(await work)
 
     return await _beating(durable, once())
+
+
+@activity.defn(name=TOOLSETS_STEP)
+async def toolsets_activity(payload: JSON) -> JSON:
+    """List the tools of the run's agent's toolsets, once at the run's start (the run
+    offers the recorded list, and makes every call of one of them from it)."""
+    durable, payload = _arrived(payload)
+    spec = _spec(durable, payload)
+    return await _beating(durable, list_toolsets(spec, _context(durable, payload)))
 
 
 @activity.defn(name="golem.compact")
@@ -159,6 +173,7 @@ async def _compacted(durable: Engine, spec: RunSpec, command: CompactHistory) ->
 ACTIVITIES = (
     instructions_activity,
     processor_activity,
+    toolsets_activity,
     compact_activity,
     request_activity,
     tool_activity,

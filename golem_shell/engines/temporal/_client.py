@@ -86,7 +86,10 @@ class TemporalAgent(Generic[DepsT, OutputT]):
     processor and output validation run in the workflow and must be deterministic.
 
     Args:
-        agent: the agent to run (toolsets are not supported yet).
+        agent: the agent to run. Its toolsets (MCP servers) are listed once at a run's
+            start, by the activity ``golem.toolsets`` (a replay offers the recorded
+            tools); each call of one of their tools is a ``golem.tool`` activity, made
+            through the worker's toolset (enter it, or the agent, in every worker).
         name: its registration name, the same in every worker (default: ``agent.name``).
         task_queue: the task queue its runs are started on (default ``"golem"``).
         deps: what ``RunContext.deps`` holds for tools and instructions in this process,
@@ -117,7 +120,7 @@ class TemporalAgent(Generic[DepsT, OutputT]):
 
     Raises:
         UsageError: ``agent`` is not an ``Agent``, the name is empty or taken by another
-            agent, the agent has toolsets, or a model or output type is not one.
+            agent, or a model or output type is not one.
     """
 
     def __init__(

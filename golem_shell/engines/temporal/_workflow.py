@@ -76,6 +76,7 @@ from golem_shell.engines._records import (
     decode_as,
     encode,
 )
+from golem_shell.engines._toolsets import TOOLSETS_STEP, Listed, Recorder, listing_failed
 from golem_shell.engines.temporal._common import (
     ANSWER_UPDATE,
     BROKEN,
@@ -207,8 +208,15 @@ async def run_workflow(durable: Engine, run_input: JSON, run_: GolemRun) -> JSON
         except ActivityError as e:
             return encode(ProcessorRan(failed=f"the activity failed: {e.cause}"))
 
+    async def toolsets() -> JSON:
+        try:
+            return await journal.effect(TOOLSETS_STEP, lambda: payload_of(durable, run_input))
+        except ActivityError as e:
+            return listing_failed(f"the toolsets activity failed: {e.cause}")
+
+    recorder = Recorder(toolsets)
     state = await set_up(
-        durable.name, spec, run_input, instructions, processor, store, chain.values
+        durable.name, spec, run_input, instructions, processor, store, chain.values, recorder
     )
     if isinstance(state, RunEnded):
         return _end(store, state, run_)
@@ -217,6 +225,7 @@ async def run_workflow(durable: Engine, run_input: JSON, run_: GolemRun) -> JSON
     progress = Progress(state, observe_run(spec, state, muted))
     deps = durable.keywords.deps(recorded, durable.deps)
     effects = _TemporalEffects(durable, run_, spec, state.config, deps, journal, chain)
+    effects.listed = recorder.listed
     try:
         end = await run(progress, effects)
     except CorruptRecord as e:  # a record it needs cannot be read: fail, with the partial
@@ -230,6 +239,12 @@ async def run_workflow(durable: Engine, run_input: JSON, run_: GolemRun) -> JSON
 def _end(store: BlobStore, record: RunEnded, run_: GolemRun) -> JSON:
     """The run's result: its recorded end, with the steering messages it did not take."""
     return stash(store, encode(attrs.evolve(record, steering_left=run_.left(store))))
+
+
+def _toolset_entry(listed: Listed, name: str) -> JSON:
+    """What a tool activity's payload carries of a toolset's tool: its recorded entry."""
+    entry = listed.entry(name)
+    return {} if entry is None else {"toolset": entry}
 
 
 def payload_of(durable: Engine, run_input: JSON, **more: JSON) -> JSON:
@@ -396,6 +411,7 @@ class _TemporalEffects:
         self.journal = journal
         self.chain = chain
         self.cause: BaseException | None = None
+        self.listed = Listed()  # the run's toolsets' tools, as recorded at its start
         self._request: tuple[JSON, JSON] | None = None  # (a request's set-up, its reference)
 
     def _ids(self, state: RunState) -> JSON:
@@ -466,7 +482,12 @@ class _TemporalEffects:
         async def one(call: ToolCallPart) -> ToolOutcome:
             try:
                 recorded = await self.journal.effect(
-                    "golem.tool", lambda: {**shared(), "call": CALL[0](call)}
+                    "golem.tool",
+                    lambda: {
+                        **shared(),
+                        "call": CALL[0](call),
+                        **_toolset_entry(self.listed, call.name),
+                    },
                 )
             except ActivityError as e:
                 return ToolCrashed(
