@@ -489,8 +489,14 @@ def test_history_without_origin_is_sent_as_before() -> None:
     history = (Message.user("Go"), step, Message.tool_result("call.1", "get_weather", "18 C"))
     for provider in PROVIDERS:
         ported, report = port_history(history, Target(provider, "any", "b"))
-        assert report.as_text == report.left_off == ()
-        assert ported[1].parts[0] == step.parts[0]  # the signature is kept
+        assert report.as_text == ()
+        if provider == "anthropic":
+            assert report.left_off == ()
+            assert ported[1].parts[0] == step.parts[0]  # the signature is kept
+        else:  # no other encoder ever sent it: now the report says so (issue 49, item 7)
+            assert [(p.message_index, p.what) for p in report.left_off] == [(1, "signed thinking")]
+            assert "no origin recorded" in report.left_off[0].reason
+            assert ported[1].parts == step.parts[1:]
 
 
 def test_same_origin_keeps_everything_and_ids_fit_the_target() -> None:
