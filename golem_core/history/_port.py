@@ -23,9 +23,12 @@ with: ``claude-sonnet-4-0`` is answered as ``claude-sonnet-4-20250514``;
 - otherwise the artifact is left off (a signature, an encrypted blob, redacted
   thinking), and the readable thinking it came with, like every thinking part of
   another origin, becomes text (``<thinking>...</thinking>``) when it belongs to the
-  current tool loop (the assistant turns after the last user message: what the
-  providers themselves keep), else it is left off. ``thinking="drop"`` leaves all of it
-  off;
+  tool loop the target took over (no user message between it and the target's first
+  answer after it, or the end of the history: the current tool loop, what the providers
+  themselves keep, when the target has not answered yet), else it is left off. Later
+  user messages (a steered message, an output correction, the next prompt) never turn
+  such text back off, so every request of one target extends the previous one.
+  ``thinking="drop"`` leaves all of it off;
 - thinking of the target's own model that carries no artifact the target reads back
   (Chat Completions reasoning, unsigned Anthropic thinking or Gemini thoughts, a
   reasoning item without its encrypted content) is left off: no encoder sends it;
@@ -53,7 +56,6 @@ ADR 0067) are reported, not changed: the encoder sends the stand-in.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
@@ -82,6 +84,8 @@ from golem_core._providers import (
     recorded_provider,
 )
 from golem_core.history._call_ids import CallIds, NineChars
+from golem_core.history._model_names import model_key as _model_key
+from golem_core.history._model_names import same_model
 from golem_core.wire._common import Origin
 
 __all__ = [
@@ -235,44 +239,6 @@ def origin_of(message: Message) -> Origin | None:
     if message.provider is None:
         return None
     return Origin(message.provider, asked_model_of(message) or message.model, message.endpoint)
-
-
-_SNAPSHOT = re.compile(r"(?:[0-9]{8}|[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{3})")
-_MINOR_ZERO = re.compile(r"(?<=[0-9])-0$")
-
-
-def _model_key(name: str) -> str:
-    name = name.strip().lower()
-    return name.rsplit("/", 1)[-1]
-
-
-def _version_key(name: str) -> str:
-    """A name without ``-latest`` and without a ``.0`` minor version (``-4-0``: ``-4``)."""
-    return _MINOR_ZERO.sub("", _model_key(name).removesuffix("-latest"))
-
-
-def same_model(a: str | None, b: str | None) -> bool:
-    """Whether two model names name the same model, by their spelling: equal, or one a
-    dated snapshot or numbered version of the other (``gpt-4o`` and
-    ``gpt-4o-2024-08-06``, ``claude-3-7-sonnet-latest`` and ``claude-3-7-sonnet-20250219``,
-    ``gemini-2.5-flash`` and ``gemini-2.5-flash-001``; a ``models/`` prefix is ignored);
-    never a different version (``claude-sonnet-4`` is not ``claude-sonnet-4-5``).
-    A ``.0`` minor version names its major one: Anthropic's ``claude-sonnet-4-0`` is
-    ``claude-sonnet-4``, answered as ``claude-sonnet-4-20250514``.
-    Unknown (``None``) matches anything. Total.
-
-    A guess from names: ``port_history`` matches the model an answer was asked for
-    by its exact name (an alias's artifacts go back to that alias), and uses this
-    guess for the model that answered; an alias that names no version
-    (``gemini-flash-latest``) matches only itself.
-    """
-    if a is None or b is None:
-        return True
-    x, y = _version_key(a), _version_key(b)
-    if x == y:
-        return True
-    short, long = (x, y) if len(x) < len(y) else (y, x)
-    return long.startswith(short + "-") and _SNAPSHOT.fullmatch(long[len(short) + 1 :]) is not None
 
 
 def _same_endpoint(a: str | None, b: str | None) -> bool:
@@ -462,7 +428,7 @@ class _Assistant:
             return None
         reason = why or f"from {origin.provider}:{origin.model}, which {target} cannot verify"
         if self.thinking == "text" and self.current_loop and readable.text.strip():
-            self.note(self.as_text, j, what, reason + "; in the current tool loop")
+            self.note(self.as_text, j, what, reason + "; in the tool loop it took over")
             return TextPart(f"<thinking>\n{readable.text}\n</thinking>")
         self.note(self.left_off, j, what, reason)
         return None
@@ -502,6 +468,25 @@ def _media_what(part: URLPart | DataPart) -> str:
 # -- porting -----------------------------------------------------------------------------
 
 
+def _taken_over(history: Sequence[Message], target: Target) -> list[bool]:
+    """Per message, whether it belongs to the tool loop ``target`` took over: no user
+    message between it and the target's first answer after it (or the end of the
+    history). Decided by what follows a message up to the target's own answer, so a
+    growing conversation never changes it: thinking once sent as text stays text."""
+    out = [False] * len(history)
+    open_loop = True  # nothing after the end: the loop still open
+    for i in range(len(history) - 1, -1, -1):
+        out[i] = open_loop
+        message = history[i]
+        if message.role is Role.USER:
+            open_loop = False
+        elif message.role is Role.ASSISTANT:
+            origin = origin_of(message)
+            if origin is not None and not _foreign(origin, target, _model_matches(message, target)):
+                open_loop = True
+    return out
+
+
 def port_history(
     history: Sequence[Message], target: Target, *, thinking: ThinkingRule = "text"
 ) -> tuple[tuple[Message, ...], PortReport]:
@@ -515,7 +500,7 @@ def port_history(
         thinking: ``"text"`` (default): thinking of another origin in the current tool
             loop travels as text; ``"drop"``: it is left off.
     """
-    last_user = max((i for i, m in enumerate(history) if m.role is Role.USER), default=-1)
+    taken_over = _taken_over(history, target)
     ids = _ids_for(target)
     as_text: list[PortedPart] = []
     left_off: list[PortedPart] = []
@@ -527,7 +512,7 @@ def port_history(
         new_parts: list[Part] = []
         changed = False
         if message.role is Role.ASSISTANT:
-            porter = _Assistant(i, message, target, i > last_user, thinking)
+            porter = _Assistant(i, message, target, taken_over[i], thinking)
             named: dict[str, str] = {}
             for j, part in enumerate(parts):
                 ported = porter.part(j, part)
