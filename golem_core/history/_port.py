@@ -497,8 +497,8 @@ def port_history(
     Args:
         history: the conversation (system messages pass through untouched).
         target: the provider, model, endpoint and quirks it is sent to.
-        thinking: ``"text"`` (default): thinking of another origin in the current tool
-            loop travels as text; ``"drop"``: it is left off.
+        thinking: ``"text"`` (default): thinking of another origin in the tool loop
+            the target took over travels as text; ``"drop"``: it is left off.
     """
     taken_over = _taken_over(history, target)
     ids = _ids_for(target)
