@@ -231,3 +231,25 @@ def test_porting_is_idempotent_and_its_report_maps_ids_back(
             after.run_id,
             after.conversation_id,
         )
+
+
+@given(st.sampled_from(PROVIDERS), st.sampled_from(PROVIDERS), st.data())
+def test_a_growing_conversation_never_changes_what_was_sent(
+    origin: str, target: str, data: st.DataObject
+) -> None:
+    """Issue 49, item 7: once the target answered, the history it was sent is ported the
+    same way on every later request, whatever follows (a steered message, the next
+    prompt, another model's turns): each request extends the previous one."""
+    history = data.draw(from_provider(origin))
+    model = make_model(target, MODELS[target][0], ENDPOINTS[0], [MISTRAL_CALL_IDS])
+    answer = attrs.evolve(
+        Message.assistant("ok"),
+        provider=target,
+        model=MODELS[target][0],
+        endpoint=ENDPOINTS[0],
+        asked_model=MODELS[target][0],
+    )
+    sent, _ = port_history((*history, answer), model.target)
+    later = (*history, answer, Message.user("next"), *data.draw(from_provider(origin)))
+    grown, _ = port_history(later, model.target)
+    assert grown[: len(sent)] == sent

@@ -23,6 +23,7 @@ from golem_core import (
     Message,
     TextPart,
     ThinkingPart,
+    ToolCallPart,
     decode_history,
     encode_history,
 )
@@ -35,6 +36,7 @@ from golem_core.providers import (
     same_model,
 )
 from golem_core.retry import RetryPolicy
+from golem_core.wire._cache import strip_cache_markers
 from golem_shell import Agent, tool
 from golem_shell.models import AnthropicModel, GeminiModel
 
@@ -209,3 +211,81 @@ def test_record_asked_model_sets_the_field_and_is_idempotent() -> None:
     assert record_asked_model(recorded, "gpt-4o") == recorded
     assert asked_model_of(message) is None
     assert b'"askedModel":"gpt-4o"' in encode_history((recorded,)).replace(b" ", b"")
+
+
+# -- an alias and its snapshot are one model, on every request (issue 49, item 7) ----------
+# ``claude-sonnet-4-0`` is answered as ``claude-sonnet-4-20250514``: thinking one of the
+# two names produced goes back natively to an adapter naming the other, and every request
+# of that adapter extends the previous one (no ``<thinking>`` text that a later request
+# would send otherwise).
+
+
+def open_loop(asked: str | None, answered: str, endpoint: str) -> list[Message]:
+    """A tool loop left open by an adapter that asked for ``asked`` (``None``: history
+    stored before the asked model was recorded), answered as ``answered``."""
+    step = Message.assistant(
+        None,
+        tool_calls=[ToolCallPart("toolu_00", "get_weather", '{"city": "Oslo"}')],
+        thinking=[ThinkingPart("First plan.", signature=SIGNATURE + "0")],
+    )
+    step = attrs.evolve(
+        step, provider="anthropic", model=answered, endpoint=endpoint, asked_model=asked
+    )
+    return [Message.user("Oslo?"), step, Message.tool_result("toolu_00", "get_weather", "18 C")]
+
+
+@pytest.mark.parametrize(
+    ("history_asked", "answered", "adapter"),
+    [
+        # the snapshot's thinking, on the alias
+        ("claude-sonnet-4-20250514", "claude-sonnet-4-20250514", "claude-sonnet-4-0"),
+        # stored before askedModel was, on the alias
+        (None, "claude-sonnet-4-20250514", "claude-sonnet-4-0"),
+        # the alias's thinking, on the snapshot
+        ("claude-sonnet-4-0", "claude-sonnet-4-20250514", "claude-sonnet-4-20250514"),
+        ("claude-opus-4-0", "claude-opus-4-20250514", "claude-opus-4-20250514"),
+    ],
+)
+def test_an_alias_and_its_snapshot_send_each_others_thinking_on_every_request(
+    provider_server: ProviderServer, history_asked: str | None, answered: str, adapter: str
+) -> None:
+    host = provider_server.url.removeprefix("http://")
+    history = open_loop(history_asked, answered, host)
+    provider_server.enqueue(
+        json_reply(claude_step(answered)),
+        json_reply(claude(answered, [{"type": "text", "text": "Sunny."}], "end_turn")),
+    )
+    model = AnthropicModel(adapter, api_key="k", base_url=provider_server.url, retry=FAST)
+    events: list[Any] = []
+    result = Agent(model, tools=[get_weather]).run_with_history_sync(
+        history, None, on_event=events.append
+    )
+    assert result.output == "Sunny."
+    bodies = [strip_cache_markers(r.json()) for r in provider_server.requests]
+    assert len(bodies) == 2
+    first_thinking = {"type": "thinking", "thinking": "First plan.", "signature": SIGNATURE + "0"}
+    for body in bodies:
+        assert sent_thinking(body)[0] == first_thinking  # natively, every time
+        assert "<thinking>" not in json.dumps(body)
+    first, second = (b["messages"] for b in bodies)
+    assert second[: len(first)] == first  # the second request extends the first
+    assert not any(isinstance(e, HistoryPorted) for e in events)  # nothing changed
+
+
+def test_a_minor_version_zero_names_its_major_version() -> None:
+    assert same_model("claude-sonnet-4-0", "claude-sonnet-4-20250514")
+    assert same_model("claude-opus-4-20250514", "claude-opus-4-0")
+    assert same_model("claude-sonnet-4-0", "claude-sonnet-4")
+    assert not same_model("claude-sonnet-4-0", "claude-sonnet-4-5")
+    assert not same_model("claude-sonnet-4-0", "claude-sonnet-4-5-20250929")
+    assert not same_model("claude-opus-4-0", "claude-opus-4-1-20250805")
+    # an answer asked as the alias goes to its snapshot, never to a later one
+    step = open_loop("claude-sonnet-4-5", "claude-sonnet-4-5-20250929", "a")[1]
+    for model, kept in [
+        ("claude-sonnet-4-5", True),
+        ("claude-sonnet-4-5-20250929", True),
+        ("claude-sonnet-4-5-20251231", False),
+    ]:
+        ported, report = port_history((Message.user("Go"), step), Target("anthropic", model, "a"))
+        assert (ported[1].parts[0] == step.parts[0]) is kept, model
+        assert report.changed is not kept

@@ -31,6 +31,7 @@ from provider_server import (  # noqa: F401 (fixtures, asked for by name)
 )
 
 from golem_core import (
+    HistoryPorted,
     Message,
     ModelRequest,
     Origin,
@@ -48,7 +49,7 @@ from golem_core._retry import RetryPolicy
 from golem_core.history._port import describe_report, same_model
 from golem_core.wire.gemini import with_thought_signature
 from golem_core.wire.openai_responses import reasoning_part
-from golem_shell import Agent, UsageError, tool
+from golem_shell import Agent, Steering, UsageError, tool
 from golem_shell.models import AnthropicModel, GeminiModel, OpenAIModel, OpenAIResponsesModel
 from golem_shell.models._adapter import HTTPModel
 
@@ -489,8 +490,14 @@ def test_history_without_origin_is_sent_as_before() -> None:
     history = (Message.user("Go"), step, Message.tool_result("call.1", "get_weather", "18 C"))
     for provider in PROVIDERS:
         ported, report = port_history(history, Target(provider, "any", "b"))
-        assert report.as_text == report.left_off == ()
-        assert ported[1].parts[0] == step.parts[0]  # the signature is kept
+        assert report.as_text == ()
+        if provider == "anthropic":
+            assert report.left_off == ()
+            assert ported[1].parts[0] == step.parts[0]  # the signature is kept
+        else:  # no other encoder ever sent it: now the report says so (issue 49, item 7)
+            assert [(p.message_index, p.what) for p in report.left_off] == [(1, "signed thinking")]
+            assert "no origin recorded" in report.left_off[0].reason
+            assert ported[1].parts == step.parts[1:]
 
 
 def test_same_origin_keeps_everything_and_ids_fit_the_target() -> None:
@@ -571,3 +578,70 @@ def test_a_run_reports_what_it_ported_as_an_event(provider_server: ProviderServe
     same = Agent(first, tools=[get_weather])
     same.run_with_history_sync(history, None, on_event=events.append)
     assert not any(isinstance(e, HistoryPorted) for e in events)
+
+
+# -- thinking sent as text stays text (issue 49, item 7) -------------------------------------
+# Thinking of another model that belonged to the tool loop the target took over travels as
+# text; it must keep travelling on every later request of that target (a steered message
+# after the tool result, an output correction, the next prompt), or the body stops
+# extending the previous one and the prompt cache breaks.
+
+
+def test_thinking_sent_as_text_keeps_travelling_after_a_user_turn(
+    provider_server: ProviderServer,
+) -> None:
+    claude = Message.assistant(
+        None,
+        tool_calls=[ToolCallPart("toolu_00", "get_weather", '{"city": "Oslo"}')],
+        thinking=[ThinkingPart("Claude's plan.", signature="sig-claude")],
+    )
+    claude = attrs.evolve(
+        claude, provider="anthropic", model="claude-sonnet-4-20250514", endpoint="a.test"
+    )
+    history = [
+        Message.user("Oslo?"),
+        claude,
+        Message.tool_result("toolu_00", "get_weather", "18 C"),
+    ]
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "slow_weather", "arguments": '{"city": "Rome"}'},
+    }
+    provider_server.enqueue(
+        json_reply(
+            _chat(
+                "gpt-4.1",
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                "tool_calls",
+            )
+        ),
+        json_reply(_chat("gpt-4.1", {"role": "assistant", "content": "Both sunny."}, "stop")),
+        json_reply(_chat("gpt-4.1", {"role": "assistant", "content": "Sunny too."}, "stop")),
+    )
+    gpt = make_model(provider_server, "openai", "gpt-4.1")
+    steering = Steering()
+
+    @tool
+    def slow_weather(city: str) -> str:
+        """The weather in a city, while the user steers."""
+        steering.send("and in Celsius")
+        return f"20 C in {city}"
+
+    agent = Agent(gpt, tools=[get_weather, slow_weather])
+    events: list[Any] = []
+    first = agent.run_with_history_sync(history, None, steering=steering, on_event=events.append)
+    assert first.output == "Both sunny."
+    assert [m.role for m in first.messages[-3:]] == [Role.TOOL, Role.USER, Role.ASSISTANT]
+    second = agent.run_with_history_sync(first.messages, "And Bergen?", on_event=events.append)
+    assert second.output == "Sunny too."
+    bodies = [r.json()["messages"] for r in provider_server.requests]
+    assert len(bodies) == 3
+    as_text = "<thinking>\nClaude's plan.\n</thinking>"
+    for k, body in enumerate(bodies):
+        assert body[1]["content"] == as_text, (k, body[1])  # every request, as text
+        if k:
+            assert body[: len(bodies[k - 1])] == bodies[k - 1], k  # extends the previous
+    reports = [e.report for e in events if isinstance(e, HistoryPorted)]
+    assert len(reports) == 3
+    assert all([p.what for p in r.as_text] == ["signed thinking"] for r in reports)

@@ -3,7 +3,9 @@
 Pairing checks and repairs (``_history``), the trust boundary (``_sanitize``,
 ``_provenance``, ``_urls``), context processors and compaction records (``_processors``,
 ``_context``, ``_compaction``), cache-cut reports (``_prefix``), instructions
-(``_instructions``) and porting a history to the provider it is sent to (``_port``).
+(``_instructions``) and porting a history to the provider it is sent to (``_port``,
+with Mistral's call ids in ``_call_ids`` and model names compared in
+``_model_names``).
 Users import these names from ``golem_core``.
 
 May import: the ground (``_messages``, ``_model``, ``_providers``, ``_identity``),

@@ -13,20 +13,30 @@ with: ``claude-sonnet-4-0`` is answered as ``claude-sonnet-4-20250514``;
 
 - it goes back unchanged when the target is its producer: the same provider and
   endpoint (API host), and, where the provider binds it to the model, a target that
-  asks for the model the answer was asked for (the same name). Anthropic and Gemini
-  signatures are bound to the model, OpenAI's encrypted reasoning to the organization
-  behind the endpoint only (``BINDS_MODEL``). An answer that does not record the
-  model asked for (history written before it was) falls back to ``same_model``'s
-  guess from names: a dated snapshot is the same model as its alias
-  (``claude-sonnet-4-5`` and ``claude-sonnet-4-5-20250929``);
+  asks for the model the answer was asked for (the same name) or for the model that
+  answered it (by ``same_model``: a dated snapshot is the same model as its alias,
+  ``claude-sonnet-4-0`` and ``claude-sonnet-4-20250514``, whichever of the two asked
+  and whichever the target names). Anthropic and Gemini signatures are bound to the
+  model, OpenAI's encrypted reasoning to the organization behind the endpoint only
+  (``BINDS_MODEL``). The decision reads only the answer and the target, so every
+  request of one adapter sends an answer's thinking the same way;
 - otherwise the artifact is left off (a signature, an encrypted blob, redacted
   thinking), and the readable thinking it came with, like every thinking part of
   another origin, becomes text (``<thinking>...</thinking>``) when it belongs to the
-  current tool loop (the assistant turns after the last user message: what the
-  providers themselves keep), else it is left off. ``thinking="drop"`` leaves all of it
-  off;
-- a message without an origin (history written before ADR 0085) keeps every artifact:
-  each encoder sends only its own format, as before.
+  tool loop the target took over (no user message between it and the target's first
+  answer after it, or the end of the history: the current tool loop, what the providers
+  themselves keep, when the target has not answered yet), else it is left off. Later
+  user messages (a steered message, an output correction, the next prompt) never turn
+  such text back off, so every request of one target extends the previous one.
+  ``thinking="drop"`` leaves all of it off;
+- thinking of the target's own model that carries no artifact the target reads back
+  (Chat Completions reasoning, unsigned Anthropic thinking or Gemini thoughts, a
+  reasoning item without its encrypted content) is left off: no encoder sends it;
+- a message without an origin (history written before ADR 0085) keeps every artifact
+  the target's encoder sends (its own format); its other thinking is left off.
+
+Whatever does not travel is reported: a thinking part is either sent (as it came or as
+text, ``as_text``) or in ``left_off``, never dropped by an encoder without a word.
 
 Native compaction (ADR 0148) leaves artifacts of the same kind, each issuer's described by
 its profile's ``CompactionRule``: a Responses ``compaction`` item (encrypted: nothing
@@ -45,11 +55,9 @@ ADR 0067) are reported, not changed: the encoder sends the stand-in.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, Literal, Protocol, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 from attrs import frozen
@@ -75,6 +83,9 @@ from golem_core._providers import (
     profile_of,
     recorded_provider,
 )
+from golem_core.history._call_ids import CallIds, NineChars
+from golem_core.history._model_names import model_key as _model_key
+from golem_core.history._model_names import same_model
 from golem_core.wire._common import Origin
 
 __all__ = [
@@ -230,35 +241,6 @@ def origin_of(message: Message) -> Origin | None:
     return Origin(message.provider, asked_model_of(message) or message.model, message.endpoint)
 
 
-_SNAPSHOT = re.compile(r"(?:[0-9]{8}|[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{3})")
-
-
-def _model_key(name: str) -> str:
-    name = name.strip().lower()
-    return name.rsplit("/", 1)[-1]
-
-
-def same_model(a: str | None, b: str | None) -> bool:
-    """Whether two model names name the same model, by their spelling: equal, or one a
-    dated snapshot or numbered version of the other (``gpt-4o`` and
-    ``gpt-4o-2024-08-06``, ``claude-3-7-sonnet-latest`` and ``claude-3-7-sonnet-20250219``,
-    ``gemini-2.5-flash`` and ``gemini-2.5-flash-001``; a ``models/`` prefix is ignored);
-    never a different version (``claude-sonnet-4`` is not ``claude-sonnet-4-5``).
-    Unknown (``None``) matches anything. Total.
-
-    A guess from names, so ``port_history`` uses it only for an answer that does not
-    record the model its adapter asked for (``asked_model_of``); an alias that names
-    no version (``gemini-flash-latest``) matches only itself.
-    """
-    if a is None or b is None:
-        return True
-    x, y = _model_key(a).removesuffix("-latest"), _model_key(b).removesuffix("-latest")
-    if x == y:
-        return True
-    short, long = (x, y) if len(x) < len(y) else (y, x)
-    return long.startswith(short + "-") and _SNAPSHOT.fullmatch(long[len(short) + 1 :]) is not None
-
-
 def _same_endpoint(a: str | None, b: str | None) -> bool:
     return a is None or b is None or a.lower() == b.lower()
 
@@ -294,12 +276,18 @@ def _without(part: Any, keys: frozenset[str]) -> Any:
     return attrs.evolve(part, extra=tuple((k, v) for k, v in part.extra if k not in keys))
 
 
-def _model_matches(origin: Origin, exact: bool, target: Target) -> bool:
-    """Whether ``target`` asks for the model ``origin`` was asked for: the same name
-    when the asked model is recorded (``exact``), else ``same_model``'s guess."""
-    if exact and origin.model is not None:
-        return _model_key(origin.model) == _model_key(target.model)
-    return same_model(origin.model, target.model)
+def _model_matches(message: Message, target: Target) -> bool:
+    """Whether ``target`` asks for the model that answered ``message``, the one place
+    that decides it: the model its adapter asked for, by the same name, or the model
+    that answered (the dated snapshot an alias resolved to), by ``same_model``: an
+    alias and the snapshot it was answered as are one model (``claude-sonnet-4-0``,
+    ``claude-sonnet-4`` and ``claude-sonnet-4-20250514``), whichever name the history
+    or the target uses. Pure in the message and the target, so every request of one
+    adapter ports an answer the same way."""
+    asked = asked_model_of(message)
+    if asked is not None and _model_key(asked) == _model_key(target.model):
+        return True
+    return same_model(message.model or asked, target.model)
 
 
 def _valid_for(reader: Provider, origin: Origin, target: Target, same: bool) -> str | None:
@@ -315,6 +303,26 @@ def _valid_for(reader: Provider, origin: Origin, target: Target, same: bool) -> 
     if PROFILES[reader].binds_model and not same:
         return f"{issued}; {reader.value} binds it to that model"
     return None
+
+
+def _native(part: ThinkingPart, target: Target) -> bool:
+    """Whether ``target``'s encoder sends ``part`` as thinking of its own: it carries
+    the target's artifact whole (a signature or redacted data for the signer, every
+    artifact key for the others, reasoning items only where they are replayed)."""
+    profile = target.profile
+    if part.redacted or part.signature:
+        return profile.signs_thinking
+    carried = {k for k, _ in part.extra}
+    whole = bool(profile.artifact_keys) and profile.artifact_keys <= carried
+    return whole and target.replays_reasoning
+
+
+def _kind(part: ThinkingPart) -> str:
+    """What a report calls a thinking part of no recorded origin."""
+    if part.redacted:
+        return "redacted thinking"
+    reader = _SIGNER if part.signature else _reader_of(part)
+    return "thinking" if reader is None else reader.artifact_name
 
 
 def _foreign(origin: Origin, target: Target, same: bool) -> bool:
@@ -339,8 +347,7 @@ class _Assistant:
         origin = origin_of(message)
         self.index = index
         self.origin = origin
-        exact = asked_model_of(message) is not None
-        self.same = origin is not None and _model_matches(origin, exact, target)
+        self.same = origin is not None and _model_matches(message, target)
         self.target = target
         self.current_loop = current_loop
         self.thinking = thinking
@@ -353,6 +360,10 @@ class _Assistant:
     def part(self, j: int, part: Part) -> Part | None:
         origin = self.origin
         if origin is None:
+            if type(part) is ThinkingPart and not _native(part, self.target):
+                home = f"no origin recorded; {self.target} takes back only its own thinking"
+                self.note(self.left_off, j, _kind(part), home)
+                return None
             return part
         if type(part) is ThinkingPart:
             return self.thought(j, part, origin)
@@ -403,16 +414,21 @@ class _Assistant:
                 why = f"{target} is sent no reasoning items (its encrypted reasoning is off)"
                 self.note(self.left_off, j, what, why)
                 return None
+            if why is None and not _native(part, target):
+                why = f"{target} cannot replay it: its {what} is incomplete"
             if why is None:
                 return part  # its artifact is valid here: sent as it came
             readable = _without(attrs.evolve(part, signature=None), _ARTIFACT_KEYS)
         if not _foreign(origin, target, self.same):
-            if why is not None:  # same origin, artifact of another format: only it goes
-                self.note(self.left_off, j, f"{what} (its artifact)", why)
-            return readable
+            # its own model's thinking without an artifact the target reads back: no
+            # encoder sends that (Chat Completions takes no reasoning back, Anthropic
+            # only signed thinking, Gemini only signed thoughts), so it stays home
+            home = f"{target} takes back no thinking without an artifact of its own"
+            self.note(self.left_off, j, what, f"{why}; {home}" if why else home)
+            return None
         reason = why or f"from {origin.provider}:{origin.model}, which {target} cannot verify"
         if self.thinking == "text" and self.current_loop and readable.text.strip():
-            self.note(self.as_text, j, what, reason + "; in the current tool loop")
+            self.note(self.as_text, j, what, reason + "; in the tool loop it took over")
             return TextPart(f"<thinking>\n{readable.text}\n</thinking>")
         self.note(self.left_off, j, what, reason)
         return None
@@ -420,55 +436,12 @@ class _Assistant:
 
 # -- call ids ----------------------------------------------------------------------------
 
-_ALNUM: Final = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_NINE: Final = re.compile(r"[a-zA-Z0-9]{9}")
 
-
-class _Ids(Protocol):
-    def call(self, call_id: str) -> str: ...
-    def result(self, call_id: str) -> str: ...
-
-
-class _NineChars:
-    """Mistral's call ids: exactly nine letters and digits. An id that fits is kept;
-    another is named by a hash of it (then of it and a counter, on a clash)."""
-
-    def __init__(self) -> None:
-        self._name: dict[str, str] = {}
-        self._owner: dict[str, str] = {}
-
-    def _fresh(self, call_id: str) -> str:
-        if _NINE.fullmatch(call_id) and call_id not in self._owner:
-            return call_id
-        k = 0
-        while True:
-            seed = call_id if k == 0 else f"{call_id}#{k}"
-            digest = int.from_bytes(hashlib.sha256(seed.encode("utf-8", "surrogatepass")).digest())
-            name = ""
-            for _ in range(9):
-                digest, r = divmod(digest, len(_ALNUM))
-                name += _ALNUM[r]
-            if name not in self._owner:
-                return name
-            k += 1
-
-    def call(self, call_id: str) -> str:
-        name = self._name.get(call_id)
-        if name is None:
-            name = self._fresh(call_id)
-            self._name[call_id] = name
-            self._owner[name] = call_id
-        return name
-
-    def result(self, call_id: str) -> str:
-        return self.call(call_id)
-
-
-def _ids_for(target: Target) -> _Ids:
+def _ids_for(target: Target) -> CallIds:
     """The id rules of the target's encoder (its profile's ``CallIdRule``, the same
     ``WireIds`` it builds), or Mistral's nine characters."""
     if MISTRAL_CALL_IDS in target.quirks:
-        return _NineChars()
+        return NineChars()
     return target.profile.call_ids.builder()
 
 
@@ -495,6 +468,25 @@ def _media_what(part: URLPart | DataPart) -> str:
 # -- porting -----------------------------------------------------------------------------
 
 
+def _taken_over(history: Sequence[Message], target: Target) -> list[bool]:
+    """Per message, whether it belongs to the tool loop ``target`` took over: no user
+    message between it and the target's first answer after it (or the end of the
+    history). Decided by what follows a message up to the target's own answer, so a
+    growing conversation never changes it: thinking once sent as text stays text."""
+    out = [False] * len(history)
+    open_loop = True  # nothing after the end: the loop still open
+    for i in range(len(history) - 1, -1, -1):
+        out[i] = open_loop
+        message = history[i]
+        if message.role is Role.USER:
+            open_loop = False
+        elif message.role is Role.ASSISTANT:
+            origin = origin_of(message)
+            if origin is not None and not _foreign(origin, target, _model_matches(message, target)):
+                open_loop = True
+    return out
+
+
 def port_history(
     history: Sequence[Message], target: Target, *, thinking: ThinkingRule = "text"
 ) -> tuple[tuple[Message, ...], PortReport]:
@@ -505,10 +497,10 @@ def port_history(
     Args:
         history: the conversation (system messages pass through untouched).
         target: the provider, model, endpoint and quirks it is sent to.
-        thinking: ``"text"`` (default): thinking of another origin in the current tool
-            loop travels as text; ``"drop"``: it is left off.
+        thinking: ``"text"`` (default): thinking of another origin in the tool loop
+            the target took over travels as text; ``"drop"``: it is left off.
     """
-    last_user = max((i for i, m in enumerate(history) if m.role is Role.USER), default=-1)
+    taken_over = _taken_over(history, target)
     ids = _ids_for(target)
     as_text: list[PortedPart] = []
     left_off: list[PortedPart] = []
@@ -520,7 +512,7 @@ def port_history(
         new_parts: list[Part] = []
         changed = False
         if message.role is Role.ASSISTANT:
-            porter = _Assistant(i, message, target, i > last_user, thinking)
+            porter = _Assistant(i, message, target, taken_over[i], thinking)
             named: dict[str, str] = {}
             for j, part in enumerate(parts):
                 ported = porter.part(j, part)
