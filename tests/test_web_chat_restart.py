@@ -10,7 +10,10 @@ an uninterrupted one's (issue 36 items 2 and 3).
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from web_chat_server import ExampleProcess, free_port, load_example
 
 from golem_core import Message
 from golem_shell import SQLiteHistoryStore
+from golem_shell.store import StreamLog, StreamRecord
 
 pytest.importorskip("dbos")
 
@@ -122,3 +126,67 @@ def test_a_turn_survives_sigkill_of_its_server_and_finishes_through_another(
         "user",
         "assistant",
     ]
+
+
+def _frames(db: Path, key: str, *, timeout: float = 60) -> tuple[StreamRecord, list[str]]:
+    """The newest stream of ``key`` once it has ended, and its frames' data."""
+
+    async def read() -> tuple[StreamRecord, list[str]]:
+        store = SQLiteHistoryStore(db)
+        try:
+            log = StreamLog(store)
+            deadline = time.monotonic() + timeout
+            while True:
+                record = await log.latest(key)
+                assert record is not None
+                if not record.open:
+                    frames, _ = await log.read(record.stream, 0)
+                    return record, [data for _, data in frames]
+                assert time.monotonic() < deadline, f"stream {key!r} still open"
+                await asyncio.sleep(0.1)
+        finally:
+            await store.aclose()
+
+    return asyncio.run(read())
+
+
+def test_a_durable_turn_whose_workflow_never_started_is_started_once_by_recovery(
+    tmp_path: Path,
+) -> None:
+    """The process dies after storing the prompt and opening the stream, before starting
+    the workflow (issue 50): both processes, starting, recover the turn; it runs once
+    under its run id and the stream ends with its answer."""
+    db = tmp_path / "chat.db"
+    a = ExampleProcess(db, free_port(), "a", delay=0.01, crash="durable-start").start()
+    b = ExampleProcess(db, free_port(), "b", delay=0.01)
+    try:
+        client = httpx.Client(timeout=60)
+        client.get(a.url + "/")
+        uid = client.cookies["uid"]
+        with pytest.raises(httpx.HTTPError):  # the process died before it answered
+            client.post(a.url + "/api/chat", json=_prompt("lost", "hello there"))
+        assert a.process.wait(30) == -signal.SIGKILL
+
+        a.crash = None
+        a.start(wait=False), b.start(wait=False)  # both recover the open stream at once
+        a.wait(), b.wait()
+        record, frames = _frames(db, f"{uid}/lost/main")
+        assert record.state == "done"
+        chunks = [json.loads(d) for d in frames[:-1]]
+        assert frames[-1] == "[DONE]" and chunks[-1]["type"] == "finish"
+        assert [c["type"] for c in chunks].count("start") == 1
+        assert [c["type"] for c in chunks].count("finish") == 1
+        said = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+        assert said.startswith("You said: hello there")
+        assert client.get(b.url + "/api/chat/lost/stream").status_code == 204
+
+        store = SQLiteHistoryStore(db)
+        try:
+            stored = store.load_sync(uid, "lost")
+        finally:
+            store.close()
+        assert [m.role.value for m in stored] == ["user", "assistant"]  # answered once
+        assert stored[-1].text == said and stored[-1].run_id == record.run_id
+    finally:
+        for p in (a, b):
+            p.stop()

@@ -264,10 +264,23 @@ def free_port() -> int:
 class ExampleProcess:
     """``examples/web_chat/app.py --durable`` in a process of its own (a DBOS worker), on
     ``port``, with its store at ``db``: start it, SIGKILL it, start it again (same worker
-    id: DBOS resumes the runs it had in flight)."""
+    id: DBOS resumes the runs it had in flight). ``durable=False``: plain turns (their
+    streams in the store, their runs in the process). ``crash``: the process SIGKILLs
+    itself at that point of its first turn (``CRASH_POINTS``); set it to ``None`` before
+    starting the process again."""
 
-    def __init__(self, db: Path, port: int, worker: str, *, delay: float = 0.02) -> None:
+    def __init__(
+        self,
+        db: Path,
+        port: int,
+        worker: str,
+        *,
+        delay: float = 0.02,
+        durable: bool = True,
+        crash: str | None = None,
+    ) -> None:
         self.db, self.port, self.worker, self.delay = db, port, worker, delay
+        self.durable, self.crash = durable, crash
         self.url = f"http://127.0.0.1:{port}"
         self.process: Any = None
         self.log = db.parent / f"server-{worker}.log"
@@ -277,14 +290,17 @@ class ExampleProcess:
         import os
         import subprocess
 
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        root = str(APP_PATH.parents[2])  # this checkout's golem, not an installed one
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
         env.pop("OPENAI_API_KEY", None)
+        script = [str(APP_PATH)] if self.crash is None else [__file__, self.crash]
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
                 [
                     sys.executable,
-                    str(APP_PATH),
-                    "--durable",
+                    *script,
+                    *(["--durable"] if self.durable else []),
                     "--worker",
                     self.worker,
                     "--port",
@@ -332,3 +348,53 @@ class ExampleProcess:
                 self.process.wait(15)
             except Exception:
                 self.kill()
+
+
+# -- a server that dies at a chosen point (``ExampleProcess(crash=...)``) ------------------------
+
+CRASH_POINTS = ("durable-start", "plain-stored")
+"""Where ``python tests/web_chat_server.py <point> <app args>`` SIGKILLs itself, once:
+``durable-start``: a durable turn's prompt is stored and its stream open, its workflow
+not started yet; ``plain-stored``: a plain turn's run is stored, its stream has no
+``finish`` yet."""
+
+
+def _crash_at(point: str) -> None:
+    """Make the example die at ``point`` (see ``CRASH_POINTS``)."""
+    import os
+    import signal
+
+    example = load_example()
+
+    def die() -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if point == "durable-start":
+        from golem_shell.durable import DurableAgent
+
+        async def start(self: Any, *args: Any, **kwargs: Any) -> str:
+            die()
+            raise AssertionError("unreachable")
+
+        DurableAgent.start = start  # type: ignore[method-assign]
+    elif point == "plain-stored":
+        store_turn = example.ChatServer._store_turn
+
+        def dying_store_turn(self: Any, *args: Any) -> Any:
+            store = store_turn(self, *args)
+
+            async def store_then_die(end: Any) -> None:
+                await store(end)
+                die()
+
+            return store_then_die
+
+        example.ChatServer._store_turn = dying_store_turn
+    else:
+        raise SystemExit(f"unknown crash point {point!r}: one of {CRASH_POINTS}")
+
+
+if __name__ == "__main__":
+    _crash_at(sys.argv.pop(1))
+    sys.argv[0] = str(APP_PATH)
+    load_example().main()

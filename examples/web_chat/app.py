@@ -845,6 +845,7 @@ class ChatServer:
         added (compare-and-set: once, whichever process gets there first), and write the
         stream's closing frames (keyed: written once)."""
         info = run.info
+        await self._started(run)
         done = asyncio.ensure_future(self.durable.result(run.run_id))
         while not done.done():
             await asyncio.wait({done}, timeout=0.25)
@@ -872,9 +873,25 @@ class ChatServer:
                 ended = RunEnded(None, RuntimeError("the conversation changed during the run"))
         await end_stream(self.runs, run, ended)
 
+    async def _started(self, run: StoredRun) -> None:
+        """Start the workflow of ``run``'s stream if it never started (its process died
+        between opening the stream and starting it): the same run id, the prompt from
+        the store. DBOS starts a workflow id once: two processes recovering the same turn
+        start one run, executed by the first."""
+        from dbos import DBOS
+
+        if await DBOS.get_workflow_status_async(run.run_id) is not None:
+            return
+        info = run.info
+        history = await self.store.load(info["uid"], info["cid"], branch=info["branch"])
+        await self.durable.start(
+            None, history=history[: info["base"]], run_id=run.run_id, conversation_id=info["cid"]
+        )
+
     async def recover(self) -> None:
         """Finish the durable streams left open (their runs resume in the worker that
-        started them, when it restarts): a finisher per stream, idempotent."""
+        started them, when it restarts; a run that never started starts here): a
+        finisher per stream, idempotent."""
         for record in await self.runs.log.unfinished(durable=True):
             self.runs.spawn(self.finish(StoredRun(self.runs, record)))
 
