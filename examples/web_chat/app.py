@@ -41,6 +41,7 @@ import json
 import os
 import secrets
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,7 @@ from golem_shell.store import (
     HistoryNotFound,
     PostgresHistoryStore,
     StreamLog,
+    StreamRecord,
 )
 from golem_shell.ui import (
     DONE,
@@ -343,6 +345,49 @@ def _kept_after_failure(prior: Sequence[Any], history: Sequence[Message]) -> boo
     )
 
 
+SETTLE = 1.0
+"""Seconds a plain turn's writer in another process may be silent, once the store holds
+the turn, before a reader ends the turn's stream from the store (``_settler``)."""
+
+
+def _closing(
+    chunks: Sequence[dict[str, Any]], turn: Sequence[Message], waiting: Sequence[Any]
+) -> list[dict[str, Any]]:
+    """The chunks that end a stream whose run is stored (``turn``: what the store holds
+    after the stream's base) but whose writer died before ``finish``: the blocks and step
+    left open closed, the results not shown, then the ``finish`` of the run (its
+    approvals, when it waits for some)."""
+    blocks: dict[str, str] = {}
+    step = False
+    calls: set[str] = set()
+    results: set[str] = set()
+    for c in chunks:
+        kind = str(c.get("type"))
+        if kind in ("text-start", "reasoning-start"):
+            blocks[c["id"]] = kind[: -len("-start")]
+        elif kind in ("text-end", "reasoning-end"):
+            blocks.pop(c["id"], None)
+        elif kind in ("start-step", "finish-step"):
+            step = kind == "start-step"
+        elif kind.startswith("tool-input-"):
+            calls.add(c["toolCallId"])
+        elif kind.startswith("tool-output-"):
+            results.add(c["toolCallId"])
+    stream = VercelStream("m0")
+    out = [{"type": f"{kind}-end", "id": block} for block, kind in blocks.items()]
+    out += stream.results(
+        m for m in turn if m.role is Role.TOOL and m.tool_call_id in calls - results
+    )
+    if step:
+        out.append({"type": "finish-step"})
+    if waiting:
+        return [*out, *stream.paused(waiting)]
+    run = turn[-1].run_id  # the stream's last run: what its finish carries
+    answer = tuple(m for m in turn if m.run_id == run and m.role is not Role.USER)
+    metadata = {"golem": {"messages": history_to_jsonable(answer)}}
+    return [*out, {"type": "finish", "finishReason": "stop", "messageMetadata": metadata}]
+
+
 class AnsweredCalls:
     """The calls of the stateless AG-UI endpoint that have been answered, kept in the
     example's SQLite file: each at most once.
@@ -489,9 +534,14 @@ class ChatServer:
 
     # -- the UI message stream ----------------------------------------------------------------
 
-    def _follow(self, run: StoredRun, after: int) -> StreamingResponse:
+    def _follow(
+        self,
+        run: StoredRun,
+        after: int,
+        idle: Callable[[StreamRecord], Awaitable[None]] | None = None,
+    ) -> StreamingResponse:
         async def body() -> AsyncIterator[str]:
-            async for n, data in run.follow(after):
+            async for n, data in run.follow(after, idle=idle):
                 yield sse_frame(data, n)
 
         return StreamingResponse(
@@ -510,7 +560,46 @@ class ChatServer:
         run = await self.runs.resume(f"{uid}/{cid}/{branch}", after)
         if run is None:  # nothing in flight, or finished: the store has it all
             return Response(status_code=204)
-        return self._follow(run, after)
+        return self._follow(run, after, self._settler(uid, cid, branch, run))
+
+    def _settler(
+        self, uid: str, cid: str, branch: str, run: StoredRun
+    ) -> Callable[[StreamRecord], Awaitable[None]] | None:
+        """What a reader of a plain turn another process writes does while the stream is
+        silent: once the store holds the turn's answer and the writer has said nothing for
+        ``SETTLE`` seconds (it died between storing the turn and writing ``finish``), end
+        the stream with what the store holds, at once rather than when the writer goes
+        stale. Keyed frames: the writer's own ``finish``, if it comes first, wins."""
+        if run.steering is not None:  # this process writes it: its own finish comes
+            return None
+        checked = 0.0
+
+        async def idle(record: StreamRecord) -> None:
+            nonlocal checked
+            now = time.time()
+            if record.durable or min(now - record.beat_ms / 1000, now - checked) < SETTLE:
+                return
+            checked = now
+            history = await self.store.load(uid, cid, branch=branch)
+            base = int(record.info.get("base", len(history)))
+            if len(history) <= base or history[-1].role is not Role.ASSISTANT:
+                return  # the turn is not stored (yet): its writer may still be at work
+            frames: list[tuple[int, str]] = []
+            while batch := (await self.runs.log.read(record.stream, len(frames)))[0]:
+                frames += batch
+            chunks = [json.loads(data) for _, data in frames if data != DONE]
+            waiting = [d.call for d in self.agent.waiting_calls(history) if d.kind == "approval"]
+            closing = _closing(chunks, history[base:], waiting)
+            await self.runs.write(
+                record.stream,
+                [
+                    *((f"settled:{k}", json.dumps(c)) for k, c in enumerate(closing)),
+                    ("settled:done", DONE),
+                ],
+                end="done",
+            )
+
+        return idle
 
     async def chat(self, request: Request) -> Response:
         uid = self.owner(request)
