@@ -352,11 +352,13 @@ class ExampleProcess:
 
 # -- a server that dies at a chosen point (``ExampleProcess(crash=...)``) ------------------------
 
-CRASH_POINTS = ("durable-start", "plain-stored")
+CRASH_POINTS = ("durable-start", "plain-stored", "hold-last-look")
 """Where ``python tests/web_chat_server.py <point> <app args>`` SIGKILLs itself, once:
 ``durable-start``: a durable turn's prompt is stored and its stream open, its workflow
 not started yet; ``plain-stored``: a plain turn's run is stored, its stream has no
-``finish`` yet."""
+``finish`` yet. Or where it waits: ``hold-last-look``: each durable run, once it has
+looked for steering messages for the last time (before it closes its steering), creates
+the file ``held`` beside the store and waits until the file ``release`` exists there."""
 
 
 def _crash_at(point: str) -> None:
@@ -390,6 +392,21 @@ def _crash_at(point: str) -> None:
             return store_then_die
 
         example.ChatServer._store_turn = dying_store_turn
+    elif point == "hold-last-look":
+        from golem_shell.engines.dbos import _workflow
+
+        here = Path(sys.argv[sys.argv.index("--db") + 1]).parent
+        body = _workflow._body
+
+        async def held_body(*args: Any) -> Any:
+            record = await body(*args)
+            if not (here / "release").exists():
+                (here / "held").touch()
+                while not (here / "release").exists():
+                    await asyncio.sleep(0.02)
+            return record
+
+        _workflow._body = held_body  # type: ignore[assignment]
     else:
         raise SystemExit(f"unknown crash point {point!r}: one of {CRASH_POINTS}")
 

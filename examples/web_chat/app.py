@@ -72,6 +72,7 @@ from golem_shell import (
     RunResult,
     SQLiteHistoryStore,
     Steering,
+    UsageError,
     new_id,
     tool,
 )
@@ -655,10 +656,13 @@ class ChatServer:
         that has just closed takes nothing: the message then starts the next turn once
         that stream has ended (the answer is that turn's stream).
 
+        A durable turn (``--durable``) is steered through DBOS from any process; a plain
+        one only through the process that writes it.
+
         Raises:
-            Refused: the list does not fit the conversation (409), the turn is written
-                by another process or is a durable run (409: no steering there), or
-                nothing is left of the message after sanitizing (400).
+            Refused: the list does not fit the conversation (409), the turn is a plain
+                one another process writes (409: no steering there), or nothing is left
+                of the message after sanitizing (400).
         """
         if not isinstance(cid, str) or not cid:
             return None
@@ -677,15 +681,14 @@ class ChatServer:
                 if requested is None:
                     continue  # another branch's list: try the next
                 raise Refused("the messages do not match this conversation: reload it", 409)
-            if run.steering is None:
+            if run.steering is None and (self.durable is None or not run.run_id):
                 raise Refused(
                     "a run of this conversation is in flight and takes no steering here"
-                    " (a durable run, or one another server process writes): resume its"
-                    " stream, then send",
+                    " (another server process writes it): resume its stream, then send",
                     409,
                 )
             prompt, _ = self._sanitized(read)
-            if run.steering.send(prompt):
+            if await self._send(run, prompt):
                 return SafeJSONResponse(
                     {"steered": True, "id": cid, "branch": name}, status_code=202
                 )
@@ -695,6 +698,22 @@ class ChatServer:
                 uid, cid, name, history, read, len(history_to_ui_messages(history))
             )
         return None
+
+    async def _send(self, run: StoredRun, prompt: Message) -> bool:
+        """Give the turn of ``run`` the person's message: ``True`` if it takes it (its run
+        at its next safe point, or its next run), ``False`` if the turn is closing. A
+        durable turn takes it through DBOS (``DurableAgent.steer``), whichever process
+        runs it: its newest run, ``<run id>+<n>`` once it has a next one (``finish``)."""
+        if run.steering is not None:
+            return run.steering.send(prompt)
+        newest, n = run.run_id, 2
+        while await self._status(f"{run.run_id}+{n}") is not None:
+            newest, n = f"{run.run_id}+{n}", n + 1
+        try:
+            await self.durable.steer(newest, prompt.parts)
+        except UsageError:  # it has ended (or never started): not taken
+            return False
+        return True
 
     async def place(
         self, uid: str, cid: object, requested: str | None, messages: list[Any]
@@ -932,44 +951,88 @@ class ChatServer:
     async def finish(self, run: StoredRun) -> None:
         """Wait for the durable run of ``run``'s stream to end or pause, store what it
         added (compare-and-set: once, whichever process gets there first), and write the
-        stream's closing frames (keyed: written once)."""
+        stream's closing frames (keyed: written once). The messages the run was sent but
+        did not take (``steering_left``) are stored after it and answered by the turn's
+        next run, ``<run id>+2`` (then ``+3``...), in the same stream, as a plain turn's
+        late messages are: every step keyed or compare-and-set, so a process that
+        recovers the turn redoes none of them."""
         info = run.info
         await self._started(run)
-        done = asyncio.ensure_future(self.durable.result(run.run_id))
-        while not done.done():
-            await asyncio.wait({done}, timeout=0.25)
-            if done.done():
-                break
-            waiting = await self.durable.waiting(run.run_id)
-            if waiting and waiting.pause > info.get("after_pause", 0):
-                done.cancel()
-                calls = [d.call for d in waiting if d.kind == "approval"]
-                await pause_stream(self.runs, run, calls)
-                return
-        try:
-            result = done.result()
-        except Exception as e:  # the run failed: the stream says so (the store keeps the prompt)
-            await end_stream(self.runs, run, RunEnded(None, e))
-            return
-        ended = RunEnded(result)
-        added = result.new_messages
         uid, cid, branch, base = info["uid"], info["cid"], info["branch"], info["base"]
+        run_id, n = run.run_id, 1
+        while True:
+            key = "end" if n == 1 else f"end+{n}"
+            done = asyncio.ensure_future(self.durable.result(run_id))
+            after = info.get("after_pause", 0) if n == 1 else 0
+            while not done.done():
+                await asyncio.wait({done}, timeout=0.25)
+                if done.done():
+                    break
+                waiting = await self.durable.waiting(run_id)
+                if waiting and waiting.pause > after:
+                    done.cancel()
+                    calls = [d.call for d in waiting if d.kind == "approval"]
+                    await pause_stream(self.runs, run, calls)
+                    return
+            try:
+                result = done.result()
+            except Exception as e:  # the run failed: the stream says so (the store keeps
+                kept = getattr(e, "steering_left", ())  # the prompt, and what was sent)
+                if kept:
+                    await self._keep(uid, cid, branch, kept, base)
+                await end_stream(self.runs, run, RunEnded(None, e), key=key)
+                return
+            added = result.new_messages
+            if not await self._keep(uid, cid, branch, added, base):
+                changed = RuntimeError("the conversation changed during the run")
+                await end_stream(self.runs, run, RunEnded(None, changed), key=key)
+                return
+            left = result.steering_left
+            if not left or not await self._keep(uid, cid, branch, left, base + len(added)):
+                await end_stream(self.runs, run, RunEnded(result), key=key)
+                return
+            # the turn's next run answers what this one did not take, in the same stream
+            base += len(added) + len(left)
+            n, run_id = n + 1, f"{run.run_id}+{n + 1}"
+            stream = VercelStream(f"m{base}")
+            then = [
+                stream.steered(0, left),
+                *stream.start(),
+                {"type": "data-conversation", "data": {"id": cid, "branch": branch}},
+            ]
+            await end_stream(self.runs, run, RunEnded(result), then=then, key=key)
+            if await self._status(run_id) is None:
+                history = (await self.store.load(uid, cid, branch=branch))[:base]
+                await self.durable.start(None, history=history, run_id=run_id, conversation_id=cid)
+
+    async def _keep(
+        self, uid: str, cid: str, branch: str, messages: Sequence[Message], at: int
+    ) -> bool:
+        """Store ``messages`` at ``at`` once: ``True`` when they are there now (stored
+        here, or by another process first), ``False`` when something else is."""
+        if not messages:
+            return True
         try:
-            await self.store.append(uid, cid, added, base, branch=branch)
+            await self.store.append(uid, cid, messages, at, branch=branch)
         except HistoryConflict:  # another process stored it first, or something else did
             stored = await self.store.load(uid, cid, branch=branch)
-            if history_to_jsonable(stored[base : base + len(added)]) != history_to_jsonable(added):
-                ended = RunEnded(None, RuntimeError("the conversation changed during the run"))
-        await end_stream(self.runs, run, ended)
+            return history_to_jsonable(stored[at : at + len(messages)]) == history_to_jsonable(
+                messages
+            )
+        return True
+
+    async def _status(self, run_id: str) -> Any:
+        """The DBOS status of the workflow ``run_id`` (``None``: never started)."""
+        from dbos import DBOS
+
+        return await DBOS.get_workflow_status_async(run_id)
 
     async def _started(self, run: StoredRun) -> None:
         """Start the workflow of ``run``'s stream if it never started (its process died
         between opening the stream and starting it): the same run id, the prompt from
         the store. DBOS starts a workflow id once: two processes recovering the same turn
         start one run, executed by the first."""
-        from dbos import DBOS
-
-        if await DBOS.get_workflow_status_async(run.run_id) is not None:
+        if await self._status(run.run_id) is not None:
             return
         info = run.info
         history = await self.store.load(info["uid"], info["cid"], branch=info["branch"])
@@ -1128,7 +1191,7 @@ def make_app(
         agent = make_agent(
             delay, key, lambda model: StreamTap(model, runs, position=lambda _: DBOS.step_id)
         )
-        durable_agent = DurableAgent(agent, name="web-chat")
+        durable_agent = DurableAgent(agent, name="web-chat", steerable=True)
         DBOS(
             config={
                 "name": "golem-web-chat",
