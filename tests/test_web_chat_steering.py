@@ -451,3 +451,39 @@ def test_a_message_after_a_durable_runs_last_look_is_answered_by_its_next_run(
     view = client.get(f"/api/conversations/{cid}").json()
     assert view["live"] is False
     assert [m["role"] for m in view["messages"]] == ["user", "assistant", "user", "assistant"]
+
+
+@pytest.mark.parametrize("sdk", [6, 7])
+def test_use_chat_steers_a_durable_turn_through_the_other_process(
+    durable_pair: tuple[ExampleProcess, ExampleProcess], sdk: Sdk
+) -> None:
+    """useChat's engine (ai 6 and 7) against two ``--durable`` processes: the turn streams
+    from A, the message sent meanwhile goes to B (202: an empty body to the transport), A's
+    stream carries the rest of the turn and ``data-steered``; the next message (to A again)
+    continues the conversation from the list useChat holds."""
+    sdk_or_skip(sdk)
+    a, b = durable_pair
+    (a.db.parent / "release").touch()
+    result = run_sdk(sdk, "steer_client.mjs", a.url, PACKAGES[sdk], b.url, timeout=120)
+    assert result["errors"] == [] and result["error"] is None, result
+    assert result["statusWhenSent"] == "streaming"
+    posts = [(r["status"], r["server"]) for r in result["requests"] if r["method"] == "POST"]
+    assert posts == [(200, 0), (202, 1), (200, 0)]  # the turn (A), the steer (B), the next (A)
+    kinds = [d["type"] for d in result["data"]]
+    assert kinds.count("data-steered") == 1
+    # the run took it, or (after its last look) its next run answered it in the same stream
+    assert kinds in (
+        ["data-conversation", "data-steered", "data-conversation"],
+        ["data-conversation", "data-steered", "data-conversation", "data-conversation"],
+    )
+    client = httpx.Client(base_url=a.url, cookies={"uid": result["uid"]}, timeout=30)
+    history = _stored_at(a, client, result["id"])
+    assert [m.text for m in history if m.role is Role.USER] == [
+        "weather in Oslo",
+        "actually, use Paris",
+        "thanks",
+    ]
+    answers = [m.text for m in history if m.role is Role.ASSISTANT and m.text]
+    assert any(t.startswith("You said: actually, use Paris") for t in answers)
+    assert history[-1].text.startswith("You said: thanks")
+    assert check_pairing(history) == ()

@@ -6,7 +6,10 @@
 fixture; ``cookie_client(server)`` is an HTTP client holding the cookie the page sets.
 ``DroppingProxy`` sits in front of it and cuts connections on demand (a network drop).
 ``gate_weather(server)`` makes its ``get_weather`` tool wait until the test releases it
-(steering: a message typed while a tool runs).
+(steering: a message typed while a tool runs). ``ExampleProcess`` runs the example as a
+process of a deployment (durable or not, dying or waiting at a ``CRASH_POINTS`` point
+when asked: ``python tests/web_chat_server.py <point> <app args>``); ``SplitBalancer``
+puts two such processes behind one address for a browser.
 """
 
 from __future__ import annotations
@@ -197,6 +200,81 @@ class DroppingProxy:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
+
+
+class SplitBalancer:
+    """An HTTP load balancer in front of two processes of one deployment, as a browser
+    meets them: everything goes to ``first``, except a ``POST /api/chat`` sent while
+    another one's answer still streams through it, which goes to ``second`` (a message
+    sent while a turn streams reaches the process that does not hold its stream).
+    ``routes`` records ``(method, path, 0 or 1)`` for each request, in order. Served by
+    uvicorn in a thread on 127.0.0.1; ``close()`` stops it."""
+
+    def __init__(self, first: str, second: str) -> None:
+        self.upstreams = (first, second)
+        self.routes: list[tuple[str, str, int]] = []
+        self.streaming = 0
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        config = uvicorn.Config(self, log_level="warning", lifespan="off")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the balancer did not start")
+            time.sleep(0.02)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        import httpx
+
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        method, path = scope["method"], scope["path"]
+        chat = method == "POST" and path == "/api/chat"
+        which = 1 if chat and self.streaming else 0
+        self.routes.append((method, path, which))
+        query = scope["query_string"].decode()
+        url = self.upstreams[which] + path + (f"?{query}" if query else "")
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"host"]
+        async with httpx.AsyncClient(timeout=120) as client:
+            request = client.build_request(method, url, headers=headers, content=body)
+            response = await client.send(request, stream=True)
+            self.streaming += chat
+            try:
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": response.status_code,
+                        "headers": [
+                            (k, v)
+                            for k, v in response.headers.raw
+                            if k.lower() not in (b"content-length", b"transfer-encoding")
+                        ],
+                    }
+                )
+                async for chunk in response.aiter_raw():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await send({"type": "http.response.body", "body": b""})
+            finally:
+                self.streaming -= chat
+                await response.aclose()
+
+    def close(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+        self.sock.close()
 
 
 # -- the real JavaScript clients (tests/js) -----------------------------------------------------
