@@ -1035,6 +1035,13 @@ class ChatServer:
         if await self._status(run.run_id) is not None:
             return
         info = run.info
+        opening = [  # keyed as _start_durable writes them: skipped if they are there
+            {"type": "start", "messageId": info["message"]},
+            {"type": "data-conversation", "data": {"id": info["cid"], "branch": info["branch"]}},
+        ]
+        await self.runs.write(
+            run.stream, [(f"open:{k}", json.dumps(c)) for k, c in enumerate(opening)]
+        )
         history = await self.store.load(info["uid"], info["cid"], branch=info["branch"])
         await self.durable.start(
             None, history=history[: info["base"]], run_id=run.run_id, conversation_id=info["cid"]
