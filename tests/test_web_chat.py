@@ -426,6 +426,7 @@ def test_the_readme_command_serves_the_chat_with_no_key(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["PYTHONPATH"] = str(APP_PATH.parents[2])  # this checkout's golem, not an installed one
     process = subprocess.Popen(
         [sys.executable, str(APP_PATH), "--port", str(port), "--db", str(tmp_path / "c.db")],
         env=env,

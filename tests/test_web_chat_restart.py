@@ -10,16 +10,21 @@ an uninterrupted one's (issue 36 items 2 and 3).
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from returns.result import Success
 from web_chat_server import ExampleProcess, free_port, load_example
 
-from golem_core import Message
+from golem_core import Message, history_from_jsonable
 from golem_shell import SQLiteHistoryStore
+from golem_shell.store import StreamLog, StreamRecord
 
 pytest.importorskip("dbos")
 
@@ -122,3 +127,125 @@ def test_a_turn_survives_sigkill_of_its_server_and_finishes_through_another(
         "user",
         "assistant",
     ]
+
+
+def _frames(db: Path, key: str, *, timeout: float = 60) -> tuple[StreamRecord, list[str]]:
+    """The newest stream of ``key`` once it has ended, and its frames' data."""
+
+    async def read() -> tuple[StreamRecord, list[str]]:
+        store = SQLiteHistoryStore(db)
+        try:
+            log = StreamLog(store)
+            deadline = time.monotonic() + timeout
+            while True:
+                record = await log.latest(key)
+                assert record is not None
+                if not record.open:
+                    frames, _ = await log.read(record.stream, 0)
+                    return record, [data for _, data in frames]
+                assert time.monotonic() < deadline, f"stream {key!r} still open"
+                await asyncio.sleep(0.1)
+        finally:
+            await store.aclose()
+
+    return asyncio.run(read())
+
+
+def test_a_durable_turn_whose_workflow_never_started_is_started_once_by_recovery(
+    tmp_path: Path,
+) -> None:
+    """The process dies after storing the prompt and opening the stream, before starting
+    the workflow (issue 50): both processes, starting, recover the turn; it runs once
+    under its run id and the stream ends with its answer."""
+    db = tmp_path / "chat.db"
+    a = ExampleProcess(db, free_port(), "a", delay=0.01, crash="durable-start").start()
+    b = ExampleProcess(db, free_port(), "b", delay=0.01)
+    try:
+        client = httpx.Client(timeout=60)
+        client.get(a.url + "/")
+        uid = client.cookies["uid"]
+        with pytest.raises(httpx.HTTPError):  # the process died before it answered
+            client.post(a.url + "/api/chat", json=_prompt("lost", "hello there"))
+        assert a.process.wait(30) == -signal.SIGKILL
+
+        a.crash = None
+        a.start(wait=False), b.start(wait=False)  # both recover the open stream at once
+        a.wait(), b.wait()
+        record, frames = _frames(db, f"{uid}/lost/main")
+        assert record.state == "done"
+        chunks = [json.loads(d) for d in frames[:-1]]
+        assert frames[-1] == "[DONE]" and chunks[-1]["type"] == "finish"
+        assert [c["type"] for c in chunks].count("start") == 1
+        assert [c["type"] for c in chunks].count("finish") == 1
+        said = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+        assert said.startswith("You said: hello there")
+        assert client.get(b.url + "/api/chat/lost/stream").status_code == 204
+
+        store = SQLiteHistoryStore(db)
+        try:
+            stored = store.load_sync(uid, "lost")
+        finally:
+            store.close()
+        assert [m.role.value for m in stored] == ["user", "assistant"]  # answered once
+        assert stored[-1].text == said and stored[-1].run_id == record.run_id
+    finally:
+        for p in (a, b):
+            p.stop()
+
+
+def test_a_stored_plain_turn_whose_process_died_before_finish_resumes_at_once(
+    tmp_path: Path,
+) -> None:
+    """A plain turn's run is stored, then its process dies before the stream's ``finish``
+    (issue 50): a resume through another process ends with what the store holds, not
+    after the 30 s a silent writer takes to go stale."""
+    db = tmp_path / "chat.db"
+    a = ExampleProcess(db, free_port(), "a", delay=0.01, durable=False, crash="plain-stored")
+    b = ExampleProcess(db, free_port(), "b", delay=0.01, durable=False)
+    a.start(wait=False), b.start(wait=False)
+    try:
+        a.wait(), b.wait()
+        client = httpx.Client(timeout=60)
+        client.get(a.url + "/")
+        uid = client.cookies["uid"]
+        seen: list[tuple[int, str]] = []
+        with (
+            pytest.raises(httpx.HTTPError),  # cut: the process died
+            client.stream("POST", a.url + "/api/chat", json=_prompt("cut", "weather in Oslo")) as r,
+        ):
+            seen += _events(r)
+        assert a.process.wait(30) == -signal.SIGKILL
+        store = SQLiteHistoryStore(db)
+        try:
+            stored = store.load_sync(uid, "cut")
+        finally:
+            store.close()
+        assert [m.role.value for m in stored] == ["user", "assistant", "tool", "assistant"]
+        assert '"type":"finish"' not in "".join(data for _, data in seen)
+
+        # the stream is open and its writer silent; the limit is 30 s, this is far less
+        began = time.monotonic()
+        after = {"Last-Event-ID": str(seen[-1][0])} if seen else {}
+        with client.stream("GET", b.url + "/api/chat/cut/stream", headers=after) as r:
+            assert r.status_code == 200
+            rest = list(_events(r))
+        assert time.monotonic() - began < 10
+        frames = [*seen, *rest]
+        assert [n for n, _ in frames] == list(range(1, len(frames) + 1))
+        assert frames[-1][1] == "[DONE]"
+        chunks = [json.loads(d) for _, d in frames[:-1]]
+        types = [c["type"] for c in chunks]
+        assert types.count("finish") == 1 and types[-2:] == ["finish-step", "finish"]
+        opened = {c["id"] for c in chunks if c["type"] == "text-start"}
+        assert opened == {c["id"] for c in chunks if c["type"] == "text-end"}  # all closed
+        decoded = history_from_jsonable(chunks[-1]["messageMetadata"]["golem"]["messages"])
+        assert isinstance(decoded, Success)
+        turn = decoded.unwrap()
+        assert turn == stored[1:]  # the stored answer, as an uninterrupted finish has it
+
+        record, _ = _frames(db, f"{uid}/cut/main")
+        assert record.state == "done"  # ended for every reader: a new turn may start
+        assert client.get(b.url + "/api/chat/cut/stream").status_code == 204
+    finally:
+        for p in (a, b):
+            p.stop()

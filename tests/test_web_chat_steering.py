@@ -8,12 +8,23 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from js_node import PACKAGES, Sdk, run_sdk, sdk_or_skip
-from web_chat_server import ToolGate, WebChatServer, cookie_client, gate_weather, web_chat_fixture
+from web_chat_server import (
+    ExampleProcess,
+    ToolGate,
+    WebChatServer,
+    cookie_client,
+    free_port,
+    gate_weather,
+    web_chat_fixture,
+)
 
 from golem_core import Message, Role, ToolCallPart, check_pairing
 from golem_shell import Agent, FunctionModel, SQLiteHistoryStore, Steering, UsageError
@@ -47,16 +58,24 @@ def _stored(server: WebChatServer, client: httpx.Client, cid: str) -> tuple[Mess
 
 
 class _Turn:
-    """A turn streamed in a thread of its own (the test sends while it runs)."""
+    """A turn streamed in a thread of its own (the test sends while it runs); ``live``:
+    ``chunks`` grows as they come."""
 
-    def __init__(self, client: httpx.Client, cid: str, messages: list[Any]) -> None:
+    def __init__(
+        self, client: httpx.Client, cid: str, messages: list[Any], *, live: bool = False
+    ) -> None:
         self.chunks: list[dict[str, Any]] = []
         self.status = 0
 
         def read() -> None:
             with client.stream("POST", "/api/chat", json={"id": cid, "messages": messages}) as r:
                 self.status = r.status_code
-                self.chunks = _chunks(r)
+                if not live:
+                    self.chunks = _chunks(r)
+                    return
+                for line in r.iter_lines():
+                    if line.startswith("data: ") and line[6:] != "[DONE]":
+                        self.chunks.append(json.loads(line[6:]))
 
         self.thread = threading.Thread(target=read, daemon=True)
         self.thread.start()
@@ -325,3 +344,146 @@ def test_use_chat_sending_while_it_streams_steers_the_turn(server: WebChatServer
     ]
     assert history[4].text.startswith("You said: actually, use Paris")
     assert history[-1].text.startswith("You said: thanks")
+
+
+# -- durable turns (--durable): steered through DBOS, from any server process ----------------
+
+
+@pytest.fixture
+def durable_pair(tmp_path: Path) -> Iterator[tuple[ExampleProcess, ExampleProcess]]:
+    """Two ``--durable`` server processes on one store: A's turns are held after their
+    run's last look until the file ``release`` exists (``hold-last-look``), B is plain."""
+    pytest.importorskip("dbos")
+    db = tmp_path / "chat.db"
+    a = ExampleProcess(db, free_port(), "a", delay=0.02, crash="hold-last-look")
+    b = ExampleProcess(db, free_port(), "b", delay=0.02)
+    a.start(wait=False), b.start(wait=False)
+    try:
+        a.wait(), b.wait()
+        yield a, b
+    finally:
+        for p in (a, b):
+            p.stop()
+
+
+def _durable_turn(
+    a: ExampleProcess, text: str, *, deltas: int
+) -> tuple[httpx.Client, str, dict[str, Any], _Turn]:
+    client = httpx.Client(base_url=a.url, timeout=60)
+    client.get("/")
+    cid = client.post("/api/conversations").json()["id"]
+    first = _user(text)
+    turn = _Turn(client, cid, [first], live=True)
+    while sum(c["type"] == "text-delta" for c in list(turn.chunks)) < deltas:
+        assert turn.thread.is_alive(), turn.chunks
+        time.sleep(0.02)
+    return client, cid, first, turn
+
+
+def _stored_at(process: ExampleProcess, client: httpx.Client, cid: str) -> tuple[Message, ...]:
+    with SQLiteHistoryStore(process.db) as store:
+        return store.load_sync(client.cookies["uid"], cid)
+
+
+def test_a_durable_turn_takes_a_message_sent_to_another_process(
+    durable_pair: tuple[ExampleProcess, ExampleProcess],
+) -> None:
+    """The turn streams from A; the message goes to B, which does not hold the stream:
+    202, the run takes it before it takes its answer, A's stream says so."""
+    a, b = durable_pair
+    (a.db.parent / "release").touch()  # no hold: the run's own look takes the message
+    client, cid, first, turn = _durable_turn(a, "a long answer please", deltas=3)
+    steer = httpx.post(
+        b.url + "/api/chat",
+        cookies=dict(client.cookies),
+        json={"id": cid, "messages": [first, _user("actually, Paris")]},
+        timeout=60,
+    )
+    assert steer.status_code == 202, steer.text
+    assert steer.json() == {"steered": True, "id": cid, "branch": "main"}
+    chunks = turn.join()
+    types = [c["type"] for c in chunks]
+    assert types.count("start") == 1 and types.count("finish") == 1  # one turn, one run
+    at = types.index("data-steered")
+    assert chunks[at]["data"]["messages"] == [
+        {"role": "user", "parts": [{"type": "text", "text": "actually, Paris"}]}
+    ]
+    assert types[at + 1] == "start-step"
+    history = _stored_at(a, client, cid)
+    users = [m for m in history if m.role is Role.USER]
+    assert [m.text for m in users] == ["a long answer please", "actually, Paris"]
+    assert users[1].run_id == history[-1].run_id is not None  # taken by the run
+    assert history[-1].text.startswith("You said: actually, Paris")
+    assert check_pairing(history) == ()
+
+
+def test_a_message_after_a_durable_runs_last_look_is_answered_by_its_next_run(
+    durable_pair: tuple[ExampleProcess, ExampleProcess],
+) -> None:
+    """Sent (to B) after the run's last look: the run gives it back (``steering_left``),
+    the turn stores it after the run's messages and its next run answers it, in A's
+    stream: ``finish``, ``data-steered``, ``start``, the answer."""
+    a, b = durable_pair
+    client, cid, first, turn = _durable_turn(a, "hello", deltas=1)
+    while not (a.db.parent / "held").exists():  # the run has looked for the last time
+        time.sleep(0.02)
+    steer = httpx.post(
+        b.url + "/api/chat",
+        cookies=dict(client.cookies),
+        json={"id": cid, "messages": [first, _user("and more")]},
+        timeout=60,
+    )
+    assert steer.status_code == 202, steer.text
+    (a.db.parent / "release").touch()
+    chunks = turn.join()
+    types = [c["type"] for c in chunks]
+    assert types.count("start") == 2 and types.count("finish") == 2  # two runs, one stream
+    at = types.index("data-steered")
+    assert types[at - 1] == "finish" and types[at + 1] == "start"
+    said = [c["delta"] for c in chunks[at:] if c["type"] == "text-delta"]
+    assert "".join(said).startswith("You said: and more")
+    history = _stored_at(a, client, cid)
+    assert [m.role for m in history] == [Role.USER, Role.ASSISTANT, Role.USER, Role.ASSISTANT]
+    assert history[1].text.startswith("You said: hello")
+    assert history[2].text == "and more" and history[3].text.startswith("You said: and more")
+    assert check_pairing(history) == ()
+    # the page's reload shows it in order, the stream ended
+    view = client.get(f"/api/conversations/{cid}").json()
+    assert view["live"] is False
+    assert [m["role"] for m in view["messages"]] == ["user", "assistant", "user", "assistant"]
+
+
+@pytest.mark.parametrize("sdk", [6, 7])
+def test_use_chat_steers_a_durable_turn_through_the_other_process(
+    durable_pair: tuple[ExampleProcess, ExampleProcess], sdk: Sdk
+) -> None:
+    """useChat's engine (ai 6 and 7) against two ``--durable`` processes: the turn streams
+    from A, the message sent meanwhile goes to B (202: an empty body to the transport), A's
+    stream carries the rest of the turn and ``data-steered``; the next message (to A again)
+    continues the conversation from the list useChat holds."""
+    sdk_or_skip(sdk)
+    a, b = durable_pair
+    (a.db.parent / "release").touch()
+    result = run_sdk(sdk, "steer_client.mjs", a.url, PACKAGES[sdk], b.url, timeout=120)
+    assert result["errors"] == [] and result["error"] is None, result
+    assert result["statusWhenSent"] == "streaming"
+    posts = [(r["status"], r["server"]) for r in result["requests"] if r["method"] == "POST"]
+    assert posts == [(200, 0), (202, 1), (200, 0)]  # the turn (A), the steer (B), the next (A)
+    kinds = [d["type"] for d in result["data"]]
+    assert kinds.count("data-steered") == 1
+    # the run took it, or (after its last look) its next run answered it in the same stream
+    assert kinds in (
+        ["data-conversation", "data-steered", "data-conversation"],
+        ["data-conversation", "data-steered", "data-conversation", "data-conversation"],
+    )
+    client = httpx.Client(base_url=a.url, cookies={"uid": result["uid"]}, timeout=30)
+    history = _stored_at(a, client, result["id"])
+    assert [m.text for m in history if m.role is Role.USER] == [
+        "weather in Oslo",
+        "actually, use Paris",
+        "thanks",
+    ]
+    answers = [m.text for m in history if m.role is Role.ASSISTANT and m.text]
+    assert any(t.startswith("You said: actually, use Paris") for t in answers)
+    assert history[-1].text.startswith("You said: thanks")
+    assert check_pairing(history) == ()

@@ -10,12 +10,20 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from browser import Browser, browser_fixture, compose
-from web_chat_server import WebChatServer, gate_weather, web_chat_fixture
+from web_chat_server import (
+    ExampleProcess,
+    SplitBalancer,
+    WebChatServer,
+    free_port,
+    gate_weather,
+    web_chat_fixture,
+)
 
 from golem_core import Role
 from golem_shell import SQLiteHistoryStore
@@ -217,3 +225,64 @@ async def test_a_message_too_late_for_the_run_or_the_turn_is_answered_next(
     assert [m.text for m in kept if m.role is Role.USER] == ["hello", "and more", "bye", "one more"]
     # hello (two runs, one stream), bye, one more
     assert _turns(tmp_path / "chat.db", uid, cid) == 3
+
+
+@pytest.fixture
+def deployment(tmp_path: Path) -> Iterator[tuple[ExampleProcess, SplitBalancer]]:
+    """Two ``--durable`` processes on one store behind a balancer that sends a message
+    typed while a turn streams to the process that does not hold the stream."""
+    pytest.importorskip("dbos")
+    db = tmp_path / "chat.db"
+    a = ExampleProcess(db, free_port(), "a", delay=0.02)
+    b = ExampleProcess(db, free_port(), "b", delay=0.02)
+    a.start(wait=False), b.start(wait=False)
+    balancer = None
+    try:
+        a.wait(), b.wait()
+        balancer = SplitBalancer(a.url, b.url)
+        yield a, balancer
+    finally:
+        if balancer is not None:
+            balancer.close()
+        for p in (a, b):
+            p.stop()
+
+
+async def test_a_message_typed_while_a_durable_turn_streams_joins_it_through_the_other_process(
+    deployment: tuple[ExampleProcess, SplitBalancer], browser: Browser
+) -> None:
+    a, balancer = deployment
+    page = await browser.page()
+    await page.goto(balancer.url + "/")
+    await page.wait_for("document.querySelector('#status').textContent === 'idle'")
+    await page.evaluate(compose("a long answer please"))
+    await page.wait_for("state.streamed.length >= 4")  # the long answer streams
+
+    await page.evaluate(compose("actually, use Paris"))  # typed while it streams
+    await page.wait_for(
+        "[...document.querySelectorAll('.message[data-role=assistant] .text')]"
+        ".some(t => t.textContent.startsWith('You said: actually, use Paris'))",
+        timeout=60,
+    )
+    await page.wait_for(
+        "document.querySelector('#status').textContent === 'idle'"
+        " && !document.querySelector('.message.pending')"
+    )
+    await page.screenshot(ARTIFACTS / "web_chat_durable_steering.png")
+    chats = [which for method, path, which in balancer.routes if path == "/api/chat"]
+    assert chats == [0, 1]  # the turn to A, the message to B (202)
+    shown = await page.evaluate(_messages())
+    users = [text for role, text in shown if role == "user"]
+    assert users == ["a long answer please", "actually, use Paris"]
+    assert shown[-1] == [
+        "assistant",
+        "You said: actually, use Paris (offline model; set OPENAI_API_KEY for a real one)",
+    ]
+    cid = await page.evaluate("state.id")
+    uid = next(c["value"] for c in (await page.send("Network.getCookies"))["cookies"])
+    assert _turns(a.db, uid, cid) == 1  # one turn: the message joined it
+    with SQLiteHistoryStore(str(a.db)) as store:
+        kept = store.load_sync(uid, cid)
+    assert [m.text for m in kept if m.role is Role.USER] == users
+    steered = next(m for m in kept if m.text == "actually, use Paris")
+    assert steered.run_id is not None and kept[-1].text == shown[-1][1]

@@ -6,7 +6,10 @@
 fixture; ``cookie_client(server)`` is an HTTP client holding the cookie the page sets.
 ``DroppingProxy`` sits in front of it and cuts connections on demand (a network drop).
 ``gate_weather(server)`` makes its ``get_weather`` tool wait until the test releases it
-(steering: a message typed while a tool runs).
+(steering: a message typed while a tool runs). ``ExampleProcess`` runs the example as a
+process of a deployment (durable or not, dying or waiting at a ``CRASH_POINTS`` point
+when asked: ``python tests/web_chat_server.py <point> <app args>``); ``SplitBalancer``
+puts two such processes behind one address for a browser.
 """
 
 from __future__ import annotations
@@ -199,6 +202,81 @@ class DroppingProxy:
             await self._server.wait_closed()
 
 
+class SplitBalancer:
+    """An HTTP load balancer in front of two processes of one deployment, as a browser
+    meets them: everything goes to ``first``, except a ``POST /api/chat`` sent while
+    another one's answer still streams through it, which goes to ``second`` (a message
+    sent while a turn streams reaches the process that does not hold its stream).
+    ``routes`` records ``(method, path, 0 or 1)`` for each request, in order. Served by
+    uvicorn in a thread on 127.0.0.1; ``close()`` stops it."""
+
+    def __init__(self, first: str, second: str) -> None:
+        self.upstreams = (first, second)
+        self.routes: list[tuple[str, str, int]] = []
+        self.streaming = 0
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        config = uvicorn.Config(self, log_level="warning", lifespan="off")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the balancer did not start")
+            time.sleep(0.02)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        import httpx
+
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        method, path = scope["method"], scope["path"]
+        chat = method == "POST" and path == "/api/chat"
+        which = 1 if chat and self.streaming else 0
+        self.routes.append((method, path, which))
+        query = scope["query_string"].decode()
+        url = self.upstreams[which] + path + (f"?{query}" if query else "")
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"host"]
+        async with httpx.AsyncClient(timeout=120) as client:
+            request = client.build_request(method, url, headers=headers, content=body)
+            response = await client.send(request, stream=True)
+            self.streaming += chat
+            try:
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": response.status_code,
+                        "headers": [
+                            (k, v)
+                            for k, v in response.headers.raw
+                            if k.lower() not in (b"content-length", b"transfer-encoding")
+                        ],
+                    }
+                )
+                async for chunk in response.aiter_raw():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await send({"type": "http.response.body", "body": b""})
+            finally:
+                self.streaming -= chat
+                await response.aclose()
+
+    def close(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+        self.sock.close()
+
+
 # -- the real JavaScript clients (tests/js) -----------------------------------------------------
 
 JS_DIR = Path(__file__).resolve().parent / "js"
@@ -264,10 +342,23 @@ def free_port() -> int:
 class ExampleProcess:
     """``examples/web_chat/app.py --durable`` in a process of its own (a DBOS worker), on
     ``port``, with its store at ``db``: start it, SIGKILL it, start it again (same worker
-    id: DBOS resumes the runs it had in flight)."""
+    id: DBOS resumes the runs it had in flight). ``durable=False``: plain turns (their
+    streams in the store, their runs in the process). ``crash``: the process SIGKILLs
+    itself at that point of its first turn (``CRASH_POINTS``); set it to ``None`` before
+    starting the process again."""
 
-    def __init__(self, db: Path, port: int, worker: str, *, delay: float = 0.02) -> None:
+    def __init__(
+        self,
+        db: Path,
+        port: int,
+        worker: str,
+        *,
+        delay: float = 0.02,
+        durable: bool = True,
+        crash: str | None = None,
+    ) -> None:
         self.db, self.port, self.worker, self.delay = db, port, worker, delay
+        self.durable, self.crash = durable, crash
         self.url = f"http://127.0.0.1:{port}"
         self.process: Any = None
         self.log = db.parent / f"server-{worker}.log"
@@ -277,14 +368,17 @@ class ExampleProcess:
         import os
         import subprocess
 
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        root = str(APP_PATH.parents[2])  # this checkout's golem, not an installed one
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
         env.pop("OPENAI_API_KEY", None)
+        script = [str(APP_PATH)] if self.crash is None else [__file__, self.crash]
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
                 [
                     sys.executable,
-                    str(APP_PATH),
-                    "--durable",
+                    *script,
+                    *(["--durable"] if self.durable else []),
                     "--worker",
                     self.worker,
                     "--port",
@@ -332,3 +426,70 @@ class ExampleProcess:
                 self.process.wait(15)
             except Exception:
                 self.kill()
+
+
+# -- a server that dies at a chosen point (``ExampleProcess(crash=...)``) ------------------------
+
+CRASH_POINTS = ("durable-start", "plain-stored", "hold-last-look")
+"""Where ``python tests/web_chat_server.py <point> <app args>`` SIGKILLs itself, once:
+``durable-start``: a durable turn's prompt is stored and its stream open, its workflow
+not started yet; ``plain-stored``: a plain turn's run is stored, its stream has no
+``finish`` yet. Or where it waits: ``hold-last-look``: each durable run, once it has
+looked for steering messages for the last time (before it closes its steering), creates
+the file ``held`` beside the store and waits until the file ``release`` exists there."""
+
+
+def _crash_at(point: str) -> None:
+    """Make the example die at ``point`` (see ``CRASH_POINTS``)."""
+    import os
+    import signal
+
+    example = load_example()
+
+    def die() -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if point == "durable-start":
+        from golem_shell.durable import DurableAgent
+
+        async def start(self: Any, *args: Any, **kwargs: Any) -> str:
+            die()
+            raise AssertionError("unreachable")
+
+        DurableAgent.start = start  # type: ignore[method-assign]
+    elif point == "plain-stored":
+        store_turn = example.ChatServer._store_turn
+
+        def dying_store_turn(self: Any, *args: Any) -> Any:
+            store = store_turn(self, *args)
+
+            async def store_then_die(end: Any) -> None:
+                await store(end)
+                die()
+
+            return store_then_die
+
+        example.ChatServer._store_turn = dying_store_turn
+    elif point == "hold-last-look":
+        from golem_shell.engines.dbos import _workflow
+
+        here = Path(sys.argv[sys.argv.index("--db") + 1]).parent
+        body = _workflow._body
+
+        async def held_body(*args: Any) -> Any:
+            record = await body(*args)
+            if not (here / "release").exists():
+                (here / "held").touch()
+                while not (here / "release").exists():
+                    await asyncio.sleep(0.02)
+            return record
+
+        _workflow._body = held_body  # type: ignore[assignment]
+    else:
+        raise SystemExit(f"unknown crash point {point!r}: one of {CRASH_POINTS}")
+
+
+if __name__ == "__main__":
+    _crash_at(sys.argv.pop(1))
+    sys.argv[0] = str(APP_PATH)
+    load_example().main()

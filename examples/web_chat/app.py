@@ -41,6 +41,7 @@ import json
 import os
 import secrets
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,7 @@ from golem_shell import (
     RunResult,
     SQLiteHistoryStore,
     Steering,
+    UsageError,
     new_id,
     tool,
 )
@@ -80,6 +82,7 @@ from golem_shell.store import (
     HistoryNotFound,
     PostgresHistoryStore,
     StreamLog,
+    StreamRecord,
 )
 from golem_shell.ui import (
     DONE,
@@ -343,6 +346,49 @@ def _kept_after_failure(prior: Sequence[Any], history: Sequence[Message]) -> boo
     )
 
 
+SETTLE = 1.0
+"""Seconds a plain turn's writer in another process may be silent, once the store holds
+the turn, before a reader ends the turn's stream from the store (``_settler``)."""
+
+
+def _closing(
+    chunks: Sequence[dict[str, Any]], turn: Sequence[Message], waiting: Sequence[Any]
+) -> list[dict[str, Any]]:
+    """The chunks that end a stream whose run is stored (``turn``: what the store holds
+    after the stream's base) but whose writer died before ``finish``: the blocks and step
+    left open closed, the results not shown, then the ``finish`` of the run (its
+    approvals, when it waits for some)."""
+    blocks: dict[str, str] = {}
+    step = False
+    calls: set[str] = set()
+    results: set[str] = set()
+    for c in chunks:
+        kind = str(c.get("type"))
+        if kind in ("text-start", "reasoning-start"):
+            blocks[c["id"]] = kind[: -len("-start")]
+        elif kind in ("text-end", "reasoning-end"):
+            blocks.pop(c["id"], None)
+        elif kind in ("start-step", "finish-step"):
+            step = kind == "start-step"
+        elif kind.startswith("tool-input-"):
+            calls.add(c["toolCallId"])
+        elif kind.startswith("tool-output-"):
+            results.add(c["toolCallId"])
+    stream = VercelStream("m0")
+    out = [{"type": f"{kind}-end", "id": block} for block, kind in blocks.items()]
+    out += stream.results(
+        m for m in turn if m.role is Role.TOOL and m.tool_call_id in calls - results
+    )
+    if step:
+        out.append({"type": "finish-step"})
+    if waiting:
+        return [*out, *stream.paused(waiting)]
+    run = turn[-1].run_id  # the stream's last run: what its finish carries
+    answer = tuple(m for m in turn if m.run_id == run and m.role is not Role.USER)
+    metadata = {"golem": {"messages": history_to_jsonable(answer)}}
+    return [*out, {"type": "finish", "finishReason": "stop", "messageMetadata": metadata}]
+
+
 class AnsweredCalls:
     """The calls of the stateless AG-UI endpoint that have been answered, kept in the
     example's SQLite file: each at most once.
@@ -489,9 +535,14 @@ class ChatServer:
 
     # -- the UI message stream ----------------------------------------------------------------
 
-    def _follow(self, run: StoredRun, after: int) -> StreamingResponse:
+    def _follow(
+        self,
+        run: StoredRun,
+        after: int,
+        idle: Callable[[StreamRecord], Awaitable[None]] | None = None,
+    ) -> StreamingResponse:
         async def body() -> AsyncIterator[str]:
-            async for n, data in run.follow(after):
+            async for n, data in run.follow(after, idle=idle):
                 yield sse_frame(data, n)
 
         return StreamingResponse(
@@ -510,7 +561,46 @@ class ChatServer:
         run = await self.runs.resume(f"{uid}/{cid}/{branch}", after)
         if run is None:  # nothing in flight, or finished: the store has it all
             return Response(status_code=204)
-        return self._follow(run, after)
+        return self._follow(run, after, self._settler(uid, cid, branch, run))
+
+    def _settler(
+        self, uid: str, cid: str, branch: str, run: StoredRun
+    ) -> Callable[[StreamRecord], Awaitable[None]] | None:
+        """What a reader of a plain turn another process writes does while the stream is
+        silent: once the store holds the turn's answer and the writer has said nothing for
+        ``SETTLE`` seconds (it died between storing the turn and writing ``finish``), end
+        the stream with what the store holds, at once rather than when the writer goes
+        stale. Keyed frames: the writer's own ``finish``, if it comes first, wins."""
+        if run.steering is not None:  # this process writes it: its own finish comes
+            return None
+        checked = 0.0
+
+        async def idle(record: StreamRecord) -> None:
+            nonlocal checked
+            now = time.time()
+            if record.durable or min(now - record.beat_ms / 1000, now - checked) < SETTLE:
+                return
+            checked = now
+            history = await self.store.load(uid, cid, branch=branch)
+            base = int(record.info.get("base", len(history)))
+            if len(history) <= base or history[-1].role is not Role.ASSISTANT:
+                return  # the turn is not stored (yet): its writer may still be at work
+            frames: list[tuple[int, str]] = []
+            while batch := (await self.runs.log.read(record.stream, len(frames)))[0]:
+                frames += batch
+            chunks = [json.loads(data) for _, data in frames if data != DONE]
+            waiting = [d.call for d in self.agent.waiting_calls(history) if d.kind == "approval"]
+            closing = _closing(chunks, history[base:], waiting)
+            await self.runs.write(
+                record.stream,
+                [
+                    *((f"settled:{k}", json.dumps(c)) for k, c in enumerate(closing)),
+                    ("settled:done", DONE),
+                ],
+                end="done",
+            )
+
+        return idle
 
     async def chat(self, request: Request) -> Response:
         uid = self.owner(request)
@@ -566,10 +656,13 @@ class ChatServer:
         that has just closed takes nothing: the message then starts the next turn once
         that stream has ended (the answer is that turn's stream).
 
+        A durable turn (``--durable``) is steered through DBOS from any process; a plain
+        one only through the process that writes it.
+
         Raises:
-            Refused: the list does not fit the conversation (409), the turn is written
-                by another process or is a durable run (409: no steering there), or
-                nothing is left of the message after sanitizing (400).
+            Refused: the list does not fit the conversation (409), the turn is a plain
+                one another process writes (409: no steering there), or nothing is left
+                of the message after sanitizing (400).
         """
         if not isinstance(cid, str) or not cid:
             return None
@@ -588,15 +681,14 @@ class ChatServer:
                 if requested is None:
                     continue  # another branch's list: try the next
                 raise Refused("the messages do not match this conversation: reload it", 409)
-            if run.steering is None:
+            if run.steering is None and (self.durable is None or not run.run_id):
                 raise Refused(
                     "a run of this conversation is in flight and takes no steering here"
-                    " (a durable run, or one another server process writes): resume its"
-                    " stream, then send",
+                    " (another server process writes it): resume its stream, then send",
                     409,
                 )
             prompt, _ = self._sanitized(read)
-            if run.steering.send(prompt):
+            if await self._send(run, prompt):
                 return SafeJSONResponse(
                     {"steered": True, "id": cid, "branch": name}, status_code=202
                 )
@@ -606,6 +698,22 @@ class ChatServer:
                 uid, cid, name, history, read, len(history_to_ui_messages(history))
             )
         return None
+
+    async def _send(self, run: StoredRun, prompt: Message) -> bool:
+        """Give the turn of ``run`` the person's message: ``True`` if it takes it (its run
+        at its next safe point, or its next run), ``False`` if the turn is closing. A
+        durable turn takes it through DBOS (``DurableAgent.steer``), whichever process
+        runs it: its newest run, ``<run id>+<n>`` once it has a next one (``finish``)."""
+        if run.steering is not None:
+            return run.steering.send(prompt)
+        newest, n = run.run_id, 2
+        while await self._status(f"{run.run_id}+{n}") is not None:
+            newest, n = f"{run.run_id}+{n}", n + 1
+        try:
+            await self.durable.steer(newest, prompt.parts)
+        except UsageError:  # it has ended (or never started): not taken
+            return False
+        return True
 
     async def place(
         self, uid: str, cid: object, requested: str | None, messages: list[Any]
@@ -843,38 +951,106 @@ class ChatServer:
     async def finish(self, run: StoredRun) -> None:
         """Wait for the durable run of ``run``'s stream to end or pause, store what it
         added (compare-and-set: once, whichever process gets there first), and write the
-        stream's closing frames (keyed: written once)."""
+        stream's closing frames (keyed: written once). The messages the run was sent but
+        did not take (``steering_left``) are stored after it and answered by the turn's
+        next run, ``<run id>+2`` (then ``+3``...), in the same stream, as a plain turn's
+        late messages are: every step keyed or compare-and-set, so a process that
+        recovers the turn redoes none of them."""
         info = run.info
-        done = asyncio.ensure_future(self.durable.result(run.run_id))
-        while not done.done():
-            await asyncio.wait({done}, timeout=0.25)
-            if done.done():
-                break
-            waiting = await self.durable.waiting(run.run_id)
-            if waiting and waiting.pause > info.get("after_pause", 0):
-                done.cancel()
-                calls = [d.call for d in waiting if d.kind == "approval"]
-                await pause_stream(self.runs, run, calls)
-                return
-        try:
-            result = done.result()
-        except Exception as e:  # the run failed: the stream says so (the store keeps the prompt)
-            await end_stream(self.runs, run, RunEnded(None, e))
-            return
-        ended = RunEnded(result)
-        added = result.new_messages
+        await self._started(run)
         uid, cid, branch, base = info["uid"], info["cid"], info["branch"], info["base"]
+        run_id, n = run.run_id, 1
+        while True:
+            key = "end" if n == 1 else f"end+{n}"
+            done = asyncio.ensure_future(self.durable.result(run_id))
+            after = info.get("after_pause", 0) if n == 1 else 0
+            while not done.done():
+                await asyncio.wait({done}, timeout=0.25)
+                if done.done():
+                    break
+                waiting = await self.durable.waiting(run_id)
+                if waiting and waiting.pause > after:
+                    done.cancel()
+                    calls = [d.call for d in waiting if d.kind == "approval"]
+                    await pause_stream(self.runs, run, calls)
+                    return
+            try:
+                result = done.result()
+            except Exception as e:  # the run failed: the stream says so (the store keeps
+                kept = getattr(e, "steering_left", ())  # the prompt, and what was sent)
+                if kept:
+                    await self._keep(uid, cid, branch, kept, base)
+                await end_stream(self.runs, run, RunEnded(None, e), key=key)
+                return
+            added = result.new_messages
+            if not await self._keep(uid, cid, branch, added, base):
+                changed = RuntimeError("the conversation changed during the run")
+                await end_stream(self.runs, run, RunEnded(None, changed), key=key)
+                return
+            left = result.steering_left
+            if not left or not await self._keep(uid, cid, branch, left, base + len(added)):
+                await end_stream(self.runs, run, RunEnded(result), key=key)
+                return
+            # the turn's next run answers what this one did not take, in the same stream
+            base += len(added) + len(left)
+            n, run_id = n + 1, f"{run.run_id}+{n + 1}"
+            stream = VercelStream(f"m{base}")
+            then = [
+                stream.steered(0, left),
+                *stream.start(),
+                {"type": "data-conversation", "data": {"id": cid, "branch": branch}},
+            ]
+            await end_stream(self.runs, run, RunEnded(result), then=then, key=key)
+            if await self._status(run_id) is None:
+                history = (await self.store.load(uid, cid, branch=branch))[:base]
+                await self.durable.start(None, history=history, run_id=run_id, conversation_id=cid)
+
+    async def _keep(
+        self, uid: str, cid: str, branch: str, messages: Sequence[Message], at: int
+    ) -> bool:
+        """Store ``messages`` at ``at`` once: ``True`` when they are there now (stored
+        here, or by another process first), ``False`` when something else is."""
+        if not messages:
+            return True
         try:
-            await self.store.append(uid, cid, added, base, branch=branch)
+            await self.store.append(uid, cid, messages, at, branch=branch)
         except HistoryConflict:  # another process stored it first, or something else did
             stored = await self.store.load(uid, cid, branch=branch)
-            if history_to_jsonable(stored[base : base + len(added)]) != history_to_jsonable(added):
-                ended = RunEnded(None, RuntimeError("the conversation changed during the run"))
-        await end_stream(self.runs, run, ended)
+            return history_to_jsonable(stored[at : at + len(messages)]) == history_to_jsonable(
+                messages
+            )
+        return True
+
+    async def _status(self, run_id: str) -> Any:
+        """The DBOS status of the workflow ``run_id`` (``None``: never started)."""
+        from dbos import DBOS
+
+        return await DBOS.get_workflow_status_async(run_id)
+
+    async def _started(self, run: StoredRun) -> None:
+        """Start the workflow of ``run``'s stream if it never started (its process died
+        between opening the stream and starting it): the same run id, the prompt from
+        the store. DBOS starts a workflow id once: two processes recovering the same turn
+        start one run, executed by the first."""
+        if await self._status(run.run_id) is not None:
+            return
+        info = run.info
+        opening = [  # keyed as _start_durable writes them: skipped if they are there
+            {"type": "start", "messageId": info["message"]},
+            {"type": "data-conversation", "data": {"id": info["cid"], "branch": info["branch"]}},
+        ]
+        await self.runs.write(
+            run.stream, [(f"open:{k}", json.dumps(c)) for k, c in enumerate(opening)]
+        )
+        history = await self.store.load(info["uid"], info["cid"], branch=info["branch"])
+        await self.durable.start(
+            None, history=history[: info["base"]], run_id=run.run_id, conversation_id=info["cid"]
+        )
 
     async def recover(self) -> None:
         """Finish the durable streams left open (their runs resume in the worker that
-        started them, when it restarts): a finisher per stream, idempotent."""
+        started them, when it restarts; a run that never started starts here): a
+        finisher per stream, idempotent."""
         for record in await self.runs.log.unfinished(durable=True):
             self.runs.spawn(self.finish(StoredRun(self.runs, record)))
 
@@ -1022,7 +1198,7 @@ def make_app(
         agent = make_agent(
             delay, key, lambda model: StreamTap(model, runs, position=lambda _: DBOS.step_id)
         )
-        durable_agent = DurableAgent(agent, name="web-chat")
+        durable_agent = DurableAgent(agent, name="web-chat", steerable=True)
         DBOS(
             config={
                 "name": "golem-web-chat",

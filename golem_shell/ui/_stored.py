@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from golem_shell import new_id
@@ -62,10 +62,16 @@ class StoredRun:
     def __repr__(self) -> str:
         return f"StoredRun({self.key!r}, {self.stream!r})"
 
-    async def follow(self, after: int = 0) -> AsyncIterator[tuple[int, str]]:
+    async def follow(
+        self,
+        after: int = 0,
+        *,
+        idle: Callable[[StreamRecord], Awaitable[None]] | None = None,
+    ) -> AsyncIterator[tuple[int, str]]:
         """The frames after number ``after``, as ``(number, data)``, until the stream ends
         (done, paused or abandoned, or its plain writer went stale). Leaving early leaves
-        the run alone."""
+        the run alone. ``idle(record)`` runs each time the open stream has no new frame
+        (it may end the stream, e.g. with what the store already holds)."""
         n = max(after, 0)
         while True:
             wake = self.runs._waiter(self.stream)
@@ -77,6 +83,8 @@ class StoredRun:
                 continue
             if record is None or not record.open or self.runs._stale(record):
                 return  # ended, or its writer died (a plain run): nothing more comes
+            if idle is not None:
+                await idle(record)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(wake), self.runs.poll)
 

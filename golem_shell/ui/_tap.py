@@ -51,13 +51,24 @@ def _dumps(chunk: Chunk) -> str:
 
 
 def _since_last_answer(messages: Sequence[Message]) -> list[Message]:
-    """The tool results at the end of a request: what ran since the model last spoke."""
+    """The end of a request since the model last spoke: the tool results, and the
+    person's messages the run took meanwhile (steering)."""
     tail: list[Message] = []
     for m in reversed(messages):
-        if m.role is not Role.TOOL:
+        if m.role is Role.ASSISTANT:
             break
         tail.append(m)
     return tail[::-1]
+
+
+def _turn_run(run_id: str) -> tuple[str, str]:
+    """The run that owns the stream of ``run_id``'s frames, and the frame keys' prefix:
+    a run ``<id>+<n>`` is the n-th run of the turn whose stream ``<id>`` writes (a
+    durable turn's next run, for the messages the previous one did not take)."""
+    owner, plus, n = run_id.rpartition("+")
+    if plus and owner and n.isdigit():
+        return owner, f"+{n}/"
+    return run_id, ""
 
 
 class StreamTap:
@@ -104,23 +115,30 @@ class StreamTap:
 
     async def request(self, request: ModelRequest) -> Message:
         """Answer ``request``, writing its chunks to its run's open stream as they come."""
-        record = await self.runs.log.of_run(request.run_id) if request.run_id else None
+        run_id, cid = request.run_id or "", request.conversation_id or ""
+        record = await self.runs.log.of_run(run_id) if run_id else None
+        prefix = ""
+        if record is None and run_id:
+            owner, prefix = _turn_run(run_id)
+            record = await self.runs.log.of_run(owner) if prefix else None
         if record is None:
             message: Message = await self.model.request(request)
             return message
         writer = _Writer(self.runs, record.stream)
         position = self.position(request)
         info = record.info
-        stream = VercelStream(str(info.get("message", "m0")))
-        results = _since_last_answer(request.messages)
+        stream = VercelStream(str(info.get("message", "m0")) + prefix.rstrip("/"))
+        tail = _since_last_answer(request.messages)
         await writer.write(
             [
                 (f"result:{m.tool_call_id}", c)
-                for m in results
+                for m in tail
                 for c in stream.results((m,), denied=info.get("denied", ()))
             ]
         )
-        run_id, cid = request.run_id or "", request.conversation_id or ""
+        steered = [m for m in tail if m.role is Role.USER and m.run_id == run_id]
+        if steered:  # the person's messages the run took before this request
+            await writer.write([(f"{prefix}steered:{position}", stream.steered(position, steered))])
         k = 0
         answer: Message | None = None
         async for event in self.model.request_stream(request):
@@ -128,13 +146,13 @@ class StreamTap:
                 answer = event.message
                 continue
             chunks = stream.item(DeltaEvent(run_id, cid, position, event))
-            await writer.write([(f"{position}:{k + i}", c) for i, c in enumerate(chunks)])
+            await writer.write([(f"{prefix}{position}:{k + i}", c) for i, c in enumerate(chunks)])
             k += len(chunks)
         if answer is None:
             raise RuntimeError(f"{self.model!r} ended its stream without StreamDone")
         ready = stream.item(RequestFinished(run_id, cid, position, 0.0))
         closing = [*ready, {"type": "finish-step"}]
-        await writer.write([(f"{position}:{k + i}", c) for i, c in enumerate(closing)])
+        await writer.write([(f"{prefix}{position}:{k + i}", c) for i, c in enumerate(closing)])
         return answer
 
 
@@ -159,11 +177,19 @@ class _Writer:
 
 
 async def end_stream(
-    runs: StoredRuns, run: StoredRun, ended: RunEnded, *, first: Sequence[Chunk] = ()
+    runs: StoredRuns,
+    run: StoredRun,
+    ended: RunEnded,
+    *,
+    first: Sequence[Chunk] = (),
+    then: Sequence[Chunk] | None = None,
+    key: str = "end",
 ) -> None:
     """Write the closing frames of ``run``'s stream (results not shown yet, ``error``
-    and ``finish``, ``[DONE]``) and end it; idempotent (keys ``end:<k>``), so two
-    processes finishing the same run write them once."""
+    and ``finish``, ``[DONE]``) and end it; idempotent (keys ``<key>:<k>``), so two
+    processes finishing the same run write them once. With ``then``, the stream goes on
+    instead: those chunks follow ``finish`` (a turn's next run: ``data-steered``, its
+    ``start``), with no ``[DONE]``; give each run of the turn its own ``key``."""
     stream = VercelStream(str(run.info.get("message", "m0")))
     added = ended.result.new_messages if ended.result is not None else ()
     denied = run.info.get("denied", ())
@@ -173,9 +199,12 @@ async def end_stream(
         if m.role is Role.TOOL
         for c in stream.results((m,), denied=denied)
     ]
-    chunks = [*first, *stream.item(ended)]
-    frames += [(f"end:{k}", _dumps(c)) for k, c in enumerate(chunks)]
-    frames.append(("end:done", DONE))
+    chunks = [*first, *stream.item(ended), *(then or ())]
+    frames += [(f"{key}:{k}", _dumps(c)) for k, c in enumerate(chunks)]
+    if then is not None:
+        await runs.write(run.stream, frames)
+        return
+    frames.append((f"{key}:done", DONE))
     await runs.write(run.stream, frames, end="done")
 
 

@@ -11,8 +11,9 @@ function versionOf(name) {
   return JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url))).version;
 }
 
-// `pkg`: "ai" (6), "ai-v7" (under Node 22, tests/js_node.py) or "ai-v5"
-export async function connectChat(base, pkg) {
+// `pkg`: "ai" (6), "ai-v7" (under Node 22, tests/js_node.py) or "ai-v5"; `spread`: other
+// server processes of the same deployment: the POSTs go to `base` and each of them in turn
+export async function connectChat(base, pkg, spread = []) {
   const { AbstractChat, DefaultChatTransport } = await import(pkg);
   const runtime = { node: process.version, ai: [versionOf(pkg)] };
 
@@ -35,11 +36,15 @@ export async function connectChat(base, pkg) {
   const page = await fetch(base + "/");
   const cookie = page.headers.get("set-cookie").split(";")[0];
   const requests = [];
+  const bases = [base, ...spread];
+  let posts = 0;
   async function cookieFetch(url, init = {}) {
     const headers = new Headers(init.headers);
     headers.set("cookie", cookie);
-    const r = await fetch(url, { ...init, headers });
-    requests.push({ method: init.method || "GET", url: String(url).slice(base.length), status: r.status });
+    const path = String(url).slice(base.length);
+    const to = init.method === "POST" ? bases[posts++ % bases.length] : base;
+    const r = await fetch(to + path, { ...init, headers });
+    requests.push({ method: init.method || "GET", url: path, status: r.status, server: bases.indexOf(to) });
     return r;
   }
   const transport = new DefaultChatTransport({ api: base + "/api/chat", fetch: cookieFetch });
