@@ -1,0 +1,315 @@
+"""Following a durable run's events and deltas from another process (ADR 0151).
+
+A worker process (``events_worker.py``) executes runs of a streaming agent on DBOS (a
+SQLite system database) or Temporal (the session's dev server); the test process follows
+each run with ``events(run_id, after=)`` from the event log both open (a SQLite
+conversation store's stream log). The follower disconnects midway and resumes from its
+last offset, the worker is SIGKILLed with a tool in flight and another recovers the run:
+the offsets the follower read are 1..N without a gap or a repeat, and the events are
+those a plain streamed run of the same agent emits (ids and measured durations aside).
+What the engine records (DBOS's step outputs, Temporal's event history) is the same for
+an answer streamed in 10 pieces as in 1000.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from events_worker import TEXT, make_agent
+
+from golem_core import RequestStarted, RunFinished, ToolStarted
+from golem_shell import Agent, DeltaEvent
+from golem_shell.run._event_stream import RunEvent
+from golem_shell.store import SQLiteHistoryStore
+
+pytest.importorskip("dbos", reason="the dbos extra is not installed")
+pytest.importorskip("temporalio", reason="the temporal extra is not installed")
+
+from golem_shell.durable import DurableAgent  # noqa: E402
+from golem_shell.temporal import TemporalAgent  # noqa: E402
+
+TESTS = Path(__file__).parent
+WORKER = TESTS / "events_worker.py"
+_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
+_FOLLOW_SECONDS = 90.0
+
+
+class Worker:
+    """A worker subprocess running ``events_worker.py`` with a JSON configuration."""
+
+    def __init__(self, where: Path, name: str, config: dict[str, Any]) -> None:
+        path = where / f"{name}.json"
+        path.write_text(json.dumps(config))
+        self.name = name
+        self.stderr = (where / f"{name}.stderr").open("w+")
+        self.process = subprocess.Popen(
+            [sys.executable, str(WORKER), str(path)],
+            stdout=subprocess.DEVNULL,
+            stderr=self.stderr,
+            cwd=TESTS.parent,
+            env=_ENV,
+        )
+
+    def died(self) -> str | None:
+        if self.process.poll() is None:
+            return None
+        self.stderr.seek(0)
+        return f"worker {self.name} exited with {self.process.returncode}:\n{self.stderr.read()}"
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, no flush."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+
+async def _until(condition: Callable[[], bool], workers: list[Worker], what: str) -> None:
+    deadline = time.monotonic() + _FOLLOW_SECONDS
+    while not condition():
+        for w in workers:
+            problem = w.died()
+            if problem is not None:
+                pytest.fail(f"while waiting for {what}: {problem}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def _normal(event: RunEvent) -> RunEvent:
+    """The event without what differs between two runs: ids and measured durations."""
+    changes: dict[str, Any] = {"run_id": "", "conversation_id": ""}
+    if hasattr(event, "duration"):
+        changes["duration"] = 0.0
+    return attrs.evolve(event, **changes)  # type: ignore[misc]
+
+
+async def _plain(where: Path, prompt: str) -> list[RunEvent]:
+    """The events of a plain streamed run of the same agent."""
+    agent: Agent[None, str] = make_agent(where)
+    async with agent.iter_stream(prompt) as stream:
+        return [event async for event in stream]
+
+
+async def _take(
+    events: AsyncIterator[tuple[int, RunEvent]],
+    into: list[tuple[int, RunEvent]],
+    stop: Callable[[RunEvent], bool] = lambda e: False,
+) -> None:
+    """Read ``events`` into ``into`` until one satisfies ``stop`` (or they end)."""
+
+    async def read() -> None:
+        async for offset, event in events:
+            into.append((offset, event))
+            if stop(event):
+                return
+
+    await asyncio.wait_for(read(), _FOLLOW_SECONDS)
+
+
+def _check(seen: list[tuple[int, RunEvent]], plain: list[RunEvent]) -> None:
+    offsets = [o for o, _ in seen]
+    assert offsets == list(range(1, len(seen) + 1)), "a gap or a repeated offset"
+    assert [_normal(e) for _, e in seen] == [_normal(e) for e in plain]
+    assert isinstance(seen[-1][1], RunFinished)
+    text = "".join(e.text or "" for _, e in seen if isinstance(e, DeltaEvent))
+    assert text == TEXT
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The directory of the module's event log (and Temporal blob store)."""
+    yield tmp_path_factory.mktemp("events")
+
+
+def _store(shared: Path) -> SQLiteHistoryStore:
+    return SQLiteHistoryStore(shared / "events.sqlite")
+
+
+# -- DBOS ---------------------------------------------------------------------------------
+
+
+def _dbos_config(where: Path, shared: Path, **more: Any) -> dict[str, Any]:
+    return {
+        "engine": "dbos",
+        "dir": str(where),
+        "events": str(shared / "events.sqlite"),
+        "db": f"sqlite:///{where / 'dbos.sqlite'}",
+        "executor": "events-1",
+        **more,
+    }
+
+
+@pytest.mark.anyio
+async def test_dbos_follower_resumes_and_outlives_a_killed_worker(
+    tmp_path: Path, shared: Path
+) -> None:
+    plain = await _plain(tmp_path, "go pieces=40")
+    (tmp_path / "block").write_text("")
+    run_id = "ev-dbos-kill"
+    config = _dbos_config(tmp_path, shared, runs=[[run_id, "go pieces=40"]], wait=[run_id])
+    first = Worker(tmp_path, "first", config)
+    reader = DurableAgent(make_agent(tmp_path), name="reader-kill", event_log=_store(shared))
+    seen: list[tuple[int, RunEvent]] = []
+    try:
+        await _take(reader.events(run_id), seen, lambda e: len(seen) == 2)  # disconnects
+        after = seen[-1][0]
+        await _take(reader.events(run_id, after=after), seen, lambda e: isinstance(e, ToolStarted))
+        await _until((tmp_path / "blocked").exists, [first], "the tool to start")
+        first.kill()  # the tool in flight: the run resumes in the next worker
+        (tmp_path / "block").unlink()
+        second = Worker(tmp_path, "second", config)
+        try:
+            await _take(reader.events(run_id, after=seen[-1][0]), seen)
+            await _until((tmp_path / f"{run_id}.done").exists, [second], "the run's end")
+        finally:
+            second.kill()
+    finally:
+        first.kill()
+    _check(seen, plain)
+    assert sum(isinstance(e, RequestStarted) for _, e in seen) == 2  # no request again
+
+
+@pytest.mark.anyio
+async def test_dbos_step_outputs_do_not_grow_with_the_deltas(tmp_path: Path, shared: Path) -> None:
+    runs = [["ev-dbos-0010", "go pieces=10"], ["ev-dbos-1000", "go pieces=1000"]]
+    config = _dbos_config(tmp_path, shared, runs=runs, wait=[r for r, _ in runs])
+    worker = Worker(tmp_path, "sizes", config)
+    reader = DurableAgent(make_agent(tmp_path), name="reader-sizes", event_log=_store(shared))
+    try:
+        followed: dict[str, list[tuple[int, RunEvent]]] = {}
+        for run_id, prompt in runs:
+            followed[run_id] = []
+            await _take(reader.events(run_id), followed[run_id])
+            _check(followed[run_id], await _plain(tmp_path, prompt))
+        await _until(
+            lambda: all((tmp_path / f"{r}.done").exists() for r, _ in runs), [worker], "the runs"
+        )
+    finally:
+        worker.kill()
+    deltas = {r: sum(isinstance(e, DeltaEvent) for _, e in followed[r]) for r, _ in runs}
+    assert deltas == {"ev-dbos-0010": 11, "ev-dbos-1000": 1001}
+    with sqlite3.connect(tmp_path / "dbos.sqlite") as db:
+        sizes = {
+            r: db.execute(
+                "SELECT count(*), sum(length(output)) FROM operation_outputs"
+                " WHERE workflow_uuid = ?",
+                (r,),
+            ).fetchone()
+            for r, _ in runs
+        }
+    (steps_10, size_10), (steps_1000, size_1000) = sizes["ev-dbos-0010"], sizes["ev-dbos-1000"]
+    assert steps_10 == steps_1000 and size_10 > len(TEXT)
+    assert abs(size_1000 - size_10) < 100, sizes  # the same answer, in 100x the deltas
+
+
+# -- Temporal -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def temporal_reader(shared: Path) -> TemporalAgent[None, str]:
+    """The test process's ``TemporalAgent`` (the worker's name: it starts the runs)."""
+    from golem_shell.engines._blobs import SQLiteBlobs
+
+    return TemporalAgent(
+        make_agent(shared),
+        task_queue="unused",
+        event_log=_store(shared),
+        blobs=SQLiteBlobs(shared / "blobs.sqlite"),
+    )
+
+
+def _temporal_config(where: Path, shared: Path, address: str, queue: str) -> dict[str, Any]:
+    return {
+        "engine": "temporal",
+        "dir": str(where),
+        "events": str(shared / "events.sqlite"),
+        "blobs": str(shared / "blobs.sqlite"),
+        "address": address,
+        "queue": queue,
+    }
+
+
+@pytest.mark.anyio
+async def test_temporal_follower_resumes_and_outlives_a_killed_worker(
+    tmp_path: Path, shared: Path, temporal_server: Any, temporal_reader: TemporalAgent[None, str]
+) -> None:
+    from temporalio.client import Client
+
+    plain = await _plain(tmp_path, "go pieces=40")
+    queue = f"events-{uuid.uuid4().hex[:8]}"
+    temporal_reader.task_queue = queue
+    config = _temporal_config(tmp_path, shared, temporal_server.address, queue)
+    (tmp_path / "block").write_text("")
+    first = Worker(tmp_path, "first", {**config, "identity": "first"})
+    workers = [first]
+    try:
+        await _until((tmp_path / "first.ready").exists, workers, "the first worker")
+        client = await Client.connect(temporal_server.address)
+        run_id = await temporal_reader.start(client, "go pieces=40", run_id=f"ev-t-{queue}")
+        seen: list[tuple[int, RunEvent]] = []
+        await _take(temporal_reader.events(client, run_id), seen, lambda e: len(seen) == 2)
+        await _take(
+            temporal_reader.events(client, run_id, after=seen[-1][0]),
+            seen,
+            lambda e: isinstance(e, ToolStarted),
+        )
+        await _until((tmp_path / "blocked").exists, workers, "the tool to start")
+        first.kill()
+        (tmp_path / "block").unlink()
+        workers.append(Worker(tmp_path, "second", {**config, "identity": "second"}))
+        await _take(temporal_reader.events(client, run_id, after=seen[-1][0]), seen)
+        result = await temporal_reader.result(client, run_id)
+    finally:
+        for w in workers:
+            w.kill()
+    assert result.output == TEXT
+    _check(seen, plain)
+    assert sum(isinstance(e, RequestStarted) for _, e in seen) == 2
+
+
+@pytest.mark.anyio
+async def test_temporal_history_does_not_grow_with_the_deltas(
+    tmp_path: Path, shared: Path, temporal_server: Any, temporal_reader: TemporalAgent[None, str]
+) -> None:
+    from temporalio.client import Client
+
+    queue = f"events-{uuid.uuid4().hex[:8]}"
+    temporal_reader.task_queue = queue
+    config = _temporal_config(tmp_path, shared, temporal_server.address, queue)
+    worker = Worker(tmp_path, "sizes", {**config, "identity": "sizes"})
+    sizes: dict[int, int] = {}
+    try:
+        await _until((tmp_path / "sizes.ready").exists, [worker], "the worker")
+        client = await Client.connect(temporal_server.address)
+        for pieces in (10, 1000):
+            prompt = f"go pieces={pieces:04d}"
+            run_id = await temporal_reader.start(client, prompt, run_id=f"ev-{pieces:04d}-{queue}")
+            seen: list[tuple[int, RunEvent]] = []
+            received: list[RunEvent] = []
+            await _take(temporal_reader.events(client, run_id), seen)
+            _check(seen, await _plain(tmp_path, prompt))
+            assert sum(isinstance(e, DeltaEvent) for _, e in seen) == pieces + 1
+            # run(on_event=) hands the same events over before it returns
+            again = await temporal_reader.run(
+                client, prompt, run_id=f"{run_id}-again", on_event=received.append
+            )
+            assert again.output == TEXT
+            assert [_normal(e) for e in received] == [_normal(e) for _, e in seen]
+            history = await client.get_workflow_handle(run_id).fetch_history()
+            sizes[pieces] = len(history.to_json())
+    finally:
+        worker.kill()
+    assert abs(sizes[1000] - sizes[10]) < 300, sizes  # the same answer, in 100x the deltas
