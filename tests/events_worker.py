@@ -3,7 +3,9 @@
 The agent (``make_agent``) streams: its first answer calls the tool ``step`` (one
 ``ToolCallDelta``), its second is ``TEXT`` in as many pieces as the prompt's ``pieces=N``
 says, a little at a time. ``step`` hangs while ``<dir>/block`` exists (it writes
-``<dir>/blocked`` first), so a test can kill the worker with the tool in flight.
+``<dir>/blocked`` first), so a test can kill the worker with the tool in flight; the
+second answer hangs halfway while ``<dir>/block-stream`` exists (``<dir>/streaming``
+written first): killed with the model request in flight.
 
 The configuration (JSON) holds ``engine`` (``dbos`` or ``temporal``), ``dir``, ``events``
 (the SQLite file of the conversation store whose stream log holds the runs' events) and:
@@ -58,6 +60,9 @@ def make_agent(where: Path) -> Agent[None, str]:
         for i in range(n):
             if i % 10 == 0:
                 await asyncio.sleep(0.01)  # a follower reads while the answer streams
+            if i == n // 2 and (where / "block-stream").exists():
+                (where / "streaming").write_text("streaming")
+                await asyncio.Event().wait()
             yield TEXT[i * size : (i + 1) * size]
 
     async def step(n: int) -> str:

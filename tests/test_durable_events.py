@@ -38,8 +38,8 @@ from golem_shell.store import SQLiteHistoryStore
 pytest.importorskip("dbos", reason="the dbos extra is not installed")
 pytest.importorskip("temporalio", reason="the temporal extra is not installed")
 
-from golem_shell.durable import DurableAgent  # noqa: E402
-from golem_shell.temporal import TemporalAgent  # noqa: E402
+from golem_shell.durable import DurableAgent
+from golem_shell.temporal import TemporalAgent
 
 TESTS = Path(__file__).parent
 WORKER = TESTS / "events_worker.py"
@@ -180,6 +180,37 @@ async def test_dbos_follower_resumes_and_outlives_a_killed_worker(
         first.kill()
     _check(seen, plain)
     assert sum(isinstance(e, RequestStarted) for _, e in seen) == 2  # no request again
+
+
+@pytest.mark.anyio
+async def test_dbos_request_killed_midway_starts_again_in_the_stream(
+    tmp_path: Path, shared: Path
+) -> None:
+    plain = await _plain(tmp_path, "go pieces=40")
+    (tmp_path / "block-stream").write_text("")
+    run_id = "ev-dbos-midway"
+    config = _dbos_config(tmp_path, shared, runs=[[run_id, "go pieces=40"]], wait=[run_id])
+    first = Worker(tmp_path, "first", config)
+    reader = DurableAgent(make_agent(tmp_path), name="reader-midway", event_log=_store(shared))
+    seen: list[tuple[int, RunEvent]] = []
+    try:
+        await _until((tmp_path / "streaming").exists, [first], "the answer to stream")
+        first.kill()  # 20 of its 40 pieces out: the request is performed again
+        (tmp_path / "block-stream").unlink()
+        second = Worker(tmp_path, "second", config)
+        try:
+            await _take(reader.events(run_id), seen)
+        finally:
+            second.kill()
+    finally:
+        first.kill()
+    assert [o for o, _ in seen] == list(range(1, len(seen) + 1))
+    starts = [i for i, (_, e) in enumerate(seen) if isinstance(e, RequestStarted)]
+    assert [seen[i][1].request for i in starts] == [1, 2, 2]  # type: ignore[attr-defined]
+    cut = seen[starts[1] : starts[2]]  # the first attempt of request 2: 20 pieces
+    assert 1 <= len(cut) - 1 <= 20 and all(isinstance(e, DeltaEvent) for _, e in cut[1:])
+    rest = seen[: starts[1]] + seen[starts[2] :]  # a client drops it at the new start
+    _check([(n, e) for n, (_, e) in enumerate(rest, 1)], plain)
 
 
 @pytest.mark.anyio
