@@ -344,3 +344,68 @@ async def test_temporal_history_does_not_grow_with_the_deltas(
     finally:
         worker.kill()
     assert abs(sizes[1000] - sizes[10]) < 300, sizes  # the same answer, in 100x the deltas
+
+
+# -- the frames' JSON -------------------------------------------------------------------------
+
+
+def test_every_event_kind_reads_back_as_it_was_written() -> None:
+    from golem_core import (
+        CompactionFinished,
+        CompactionRecord,
+        CompactionStarted,
+        HistoryPorted,
+        HistoryProcessed,
+        RequestFailed,
+        RequestFinished,
+        RetryScheduled,
+        RunFailed,
+        RunPaused,
+        RunStarted,
+        RunSteered,
+        TextDelta,
+        TextPart,
+        ThinkingDelta,
+        ToolCallDelta,
+        ToolCallPart,
+        ToolFinished,
+        Usage,
+    )
+    from golem_core.history._port import PortedPart, PortReport, RewrittenId
+    from golem_core.history._prefix import HistoryChange
+    from golem_core.loop import DeferredCall
+    from golem_shell import ToolResultEvent
+    from golem_shell.engines._events import decode_event, encode_event
+
+    ids = ("r", "c")
+    usage = Usage(input_tokens=3, output_tokens=4)
+    record = CompactionRecord("fold", replaced=("m1", "m2"), tokens_before=90, tokens_after=20)
+    report = PortReport(
+        "openai",
+        as_text=(PortedPart(1, 0, "thinking", "no signature"),),
+        call_ids=(RewrittenId(2, "a.b", "a_b"),),
+    )
+    events: list[RunEvent] = [
+        RunStarted(*ids, "m", True),
+        HistoryProcessed(*ids, HistoryChange("cut", removed=((0, 2),), messages_before=5)),
+        RunSteered(*ids, 2, 1),
+        CompactionStarted(*ids, "fold", "context_too_long", 2, 9),
+        CompactionFinished(*ids, "fold", "context_too_long", "compacted", record, 2),
+        CompactionFinished(*ids, "fold", "processor", "declined: nothing to fold"),
+        HistoryPorted(*ids, 2, "m", report),
+        RequestStarted(*ids, 1, "m", True),
+        RequestFinished(*ids, 1, 0.5, "m-1", usage, "stop"),
+        RequestFailed(*ids, 1, 0.5, "boom", "overloaded", 529),
+        RetryScheduled(*ids, 1, 1, 0.25, "boom", "overloaded", 529),
+        ToolStarted(*ids, "c1", "step"),
+        ToolFinished(*ids, "c1", "step", "returned", False, 0.1),
+        ToolResultEvent(*ids, "c1", "step", (TextPart("done"),), False),
+        RunFinished(*ids, usage, 2, 1),
+        RunPaused(*ids, usage, 1, 0, (DeferredCall(ToolCallPart("c2", "x", "{}"), "approval"),)),
+        RunFailed(*ids, "model", "ModelError", "boom", usage, 1, 0),
+        DeltaEvent(*ids, 1, TextDelta("hi")),
+        DeltaEvent(*ids, 1, ThinkingDelta("hm")),
+        DeltaEvent(*ids, 1, ToolCallDelta(0, "c1", "step", '{"n"')),
+    ]
+    for event in events:
+        assert decode_event(encode_event(event)) == event

@@ -38,7 +38,6 @@ from typing import Any, Final, TypeVar
 
 from golem_core import (
     CompactionFinished,
-    CompactionRecord,
     CompactionStarted,
     HistoryPorted,
     HistoryProcessed,
@@ -147,8 +146,6 @@ def encode_event(event: RunEvent) -> str:
     data: dict[str, Any] = _CONVERTER.unstructure(event)
     if isinstance(event, DeltaEvent):
         data["delta"] = {"type": type(event.delta).__name__, **data["delta"]}
-    elif isinstance(event, CompactionFinished) and event.record is not None:
-        data["record"] = event.record.to_json()
     return json.dumps({"type": type(event).__name__, **data}, separators=(",", ":"))
 
 
@@ -165,9 +162,6 @@ def decode_event(data: str) -> RunEvent:
             delta = value.pop("delta")
             piece = _CONVERTER.structure(delta, _DELTAS[delta.pop("type")])
             return DeltaEvent(**{**value, "delta": piece})
-        if kind is CompactionFinished and value.get("record") is not None:
-            record = CompactionRecord.from_json(value.pop("record"))
-            return CompactionFinished(**{**value, "record": record})
         event: RunEvent = _CONVERTER.structure(value, kind)  # type: ignore[assignment]
         return event
     except Exception as e:
