@@ -341,6 +341,18 @@ async def test_temporal_history_does_not_grow_with_the_deltas(
             assert [_normal(e) for e in received] == [_normal(e) for _, e in seen]
             history = await client.get_workflow_handle(run_id).fetch_history()
             sizes[pieces] = len(history.to_json())
+        # a run terminated through Temporal never ends its stream: the follower asks
+        (tmp_path / "block").write_text("")
+        run_id = await temporal_reader.start(client, "go", run_id=f"ev-terminated-{queue}")
+        seen = []
+        await _take(
+            temporal_reader.events(client, run_id), seen, lambda e: isinstance(e, ToolStarted)
+        )
+        await client.get_workflow_handle(run_id).terminate("by the test")
+        rest: list[tuple[int, RunEvent]] = []
+        events = temporal_reader.events(client, run_id, after=seen[-1][0])
+        await asyncio.wait_for(_take(events, rest), 15)  # it ends, with nothing more
+        assert rest == []
     finally:
         worker.kill()
     assert abs(sizes[1000] - sizes[10]) < 300, sizes  # the same answer, in 100x the deltas
