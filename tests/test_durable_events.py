@@ -246,6 +246,41 @@ async def test_dbos_step_outputs_do_not_grow_with_the_deltas(tmp_path: Path, sha
     assert abs(size_1000 - size_10) < 100, sizes  # the same answer, in 100x the deltas
 
 
+@pytest.fixture
+def dbos_here(tmp_path: Path) -> Iterator[Path]:
+    """DBOS launched in this process, on a fresh SQLite file."""
+    from dbos import DBOS, DBOSPortableJSONSerializer
+
+    DBOS(
+        config={
+            "name": "golem-events-here",
+            "system_database_url": f"sqlite:///{tmp_path / 'here.sqlite'}",
+            "serializer": DBOSPortableJSONSerializer(),
+            "log_level": "WARNING",
+            "notification_listener_polling_interval_sec": 0.05,
+        }
+    )
+    DBOS.launch()
+    yield tmp_path
+    DBOS.destroy()
+
+
+@pytest.mark.anyio
+async def test_dbos_run_hands_its_events_to_on_event(dbos_here: Path, shared: Path) -> None:
+    from golem_shell import UsageError
+
+    durable = DurableAgent(make_agent(dbos_here), name="events-here", event_log=_store(shared))
+    received: list[RunEvent] = []
+    result = await durable.run("go pieces=10", run_id="ev-here", on_event=received.append)
+    assert result.output == TEXT
+    _check(list(enumerate(received, 1)), await _plain(dbos_here, "go pieces=10"))
+    with pytest.raises(UsageError, match="events"):
+        await durable.start("go", on_event=received.append)
+    bare = DurableAgent(make_agent(dbos_here), name="events-bare")
+    with pytest.raises(UsageError, match="event_log="):
+        await bare.run("go", on_event=received.append)
+
+
 # -- Temporal -------------------------------------------------------------------------------
 
 
