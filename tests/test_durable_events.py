@@ -456,3 +456,29 @@ def test_every_event_kind_reads_back_as_it_was_written() -> None:
     ]
     for event in events:
         assert decode_event(encode_event(event)) == event
+
+
+@pytest.mark.anyio
+async def test_a_failed_write_fails_the_request_rather_than_leave_a_gap(tmp_path: Path) -> None:
+    from golem_core import ModelRequest
+    from golem_core.loop import ModelFailed, ModelResponded, RequestModel, RunConfig, RunState
+    from golem_shell.engines._events import request_streamed
+    from golem_shell.store import StreamLog
+
+    spec = make_agent(tmp_path)._spec({})
+    command = RequestModel(ModelRequest(messages=()))
+    state = RunState(RunConfig(run_id="ev-fails", conversation_id="c"), ())
+    store = SQLiteHistoryStore(tmp_path / "events.sqlite")
+    log = StreamLog(store)
+    assert isinstance(await request_streamed(log, spec, command, state), ModelResponded)
+    frames, _ = await log.read("golem.run/ev-fails")
+    assert [type(decode(d)) for _, d in frames] == [RequestStarted, DeltaEvent]
+    store.close()
+    outcome = await request_streamed(log, spec, command, state)
+    assert isinstance(outcome, ModelFailed) and "event log" in outcome.reason
+
+
+def decode(data: str) -> RunEvent:
+    from golem_shell.engines._events import decode_event
+
+    return decode_event(data)

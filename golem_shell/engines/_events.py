@@ -58,7 +58,7 @@ from golem_core import (
     make_converter,
 )
 from golem_core.loop import ModelFailed, ModelResponded, RequestModel, RunState
-from golem_shell._errors import RunError, UsageError
+from golem_shell._errors import ModelRequestsNotAllowed, RunError, UsageError
 from golem_shell._results import DeltaEvent, ToolResultEvent
 from golem_shell.engines._records import CorruptRecord
 from golem_shell.observe._observe import EventHandler
@@ -281,16 +281,15 @@ async def request_streamed(
     """Perform one model request streamed (inside a step or an activity): its
     ``RequestStarted`` and its deltas are written to the run's stream under this
     attempt's keys as they come; the outcome (the whole answer) is what the step
-    records. A failed write fails the request, as a failing ``on_delta`` does."""
+    records. A failed write fails the request (``ModelFailed``), as a failing
+    ``on_delta`` does: the run fails rather than leave a gap in its stream."""
     config = state.config
     number = state.requests + 1
     attempt = uuid.uuid4().hex[:16]
-    stream = await _opened(log, config.run_id)
-    started = RequestStarted(config.run_id, config.conversation_id, number, spec.model.name, True)
-    await log.append(stream, [(f"RequestStarted/{number}/{attempt}", encode_event(started))])
     pending: list[tuple[str, str]] = []
     writing: list[asyncio.Task[None]] = []
     count = 0
+    stream = stream_of(config.run_id)
 
     async def drain() -> None:
         while pending:
@@ -307,12 +306,22 @@ async def request_streamed(
         if not writing:  # one write at a time; it takes what came meanwhile
             writing.append(asyncio.ensure_future(drain()))
 
+    started = RequestStarted(config.run_id, config.conversation_id, number, spec.model.name, True)
     try:
-        return await AgentEffects(spec, _NO_CONTEXT, on_delta).request(command, state)
-    finally:
+        await _opened(log, config.run_id)
+        await log.append(stream, [(f"RequestStarted/{number}/{attempt}", encode_event(started))])
+        outcome = await AgentEffects(spec, _NO_CONTEXT, on_delta).request(command, state)
         if writing:
             await writing.pop()
         await drain()
+    except ModelRequestsNotAllowed:
+        raise  # a test that forgot its override: loudly, as in a plain run
+    except Exception as e:
+        return ModelFailed(f"writing the request's events to the event log failed: {e}")
+    finally:
+        for task in writing:
+            task.cancel()
+    return outcome
 
 
 # -- reading --------------------------------------------------------------------------------
