@@ -1,11 +1,12 @@
 """A worker process of the durable-events tests: ``python tests/events_worker.py CONFIG.json``.
 
-The agent (``make_agent``) streams: its first answer calls the tool ``step`` (one
-``ToolCallDelta``), its second is ``TEXT`` in as many pieces as the prompt's ``pieces=N``
-says, a little at a time. ``step`` hangs while ``<dir>/block`` exists (it writes
-``<dir>/blocked`` first), so a test can kill the worker with the tool in flight; the
-second answer hangs halfway while ``<dir>/block-stream`` exists (``<dir>/streaming``
-written first): killed with the model request in flight.
+The agent (``make_agent``) streams: its first answers call the tool ``step`` (one
+``ToolCallDelta`` each; as many as the prompt's ``steps=N`` says, default 1), its last
+is ``TEXT`` in as many pieces as the prompt's ``pieces=N`` says, a little at a time.
+``step`` hangs while ``<dir>/block`` exists (it writes ``<dir>/blocked`` first), so a
+test can kill the worker with the tool in flight; the last answer hangs halfway while
+``<dir>/block-stream`` exists (``<dir>/streaming`` written first): killed with the model
+request in flight.
 
 The configuration (JSON) holds ``engine`` (``dbos`` or ``temporal``), ``dir``, ``events``
 (the SQLite file of the conversation store whose stream log holds the runs' events) and:
@@ -15,7 +16,8 @@ The configuration (JSON) holds ``engine`` (``dbos`` or ``temporal``), ``dir``, `
   (run ids: ``<dir>/<run id>.done`` is written once each has finished). Then it idles
   until killed.
 - temporal: ``address``, ``queue``, ``identity``, ``blobs`` (the SQLite blob store every
-  process shares); it writes ``<dir>/<identity>.ready`` and works until killed.
+  process shares), ``history_events`` (when a run continues as new); it writes
+  ``<dir>/<identity>.ready`` and works until killed.
 """
 
 from __future__ import annotations
@@ -39,23 +41,26 @@ TEXT = "".join(f"{i % 10}" for i in range(2000))
 """The second answer's text: the same whatever the number of pieces it streams in."""
 
 
-def pieces_of(messages: tuple[Message, ...]) -> int:
-    """The ``pieces=N`` of the run's prompt."""
+def setting(messages: tuple[Message, ...], name: str, default: int) -> int:
+    """The ``name=N`` of the run's prompt (``pieces=``, ``steps=``)."""
     for m in messages:
         for part in m.parts:
-            if m.role is Role.USER and isinstance(part, TextPart) and "pieces=" in part.text:
-                return int(part.text.split("pieces=")[1].split()[0])
-    return 10
+            if m.role is Role.USER and isinstance(part, TextPart) and f"{name}=" in part.text:
+                return int(part.text.split(f"{name}=")[1].split()[0])
+    return default
 
 
 def make_agent(where: Path) -> Agent[None, str]:
     """The streaming agent every process of the tests makes."""
 
     async def stream(messages: tuple[Message, ...], request: ModelRequest) -> AsyncIterator[Any]:
-        if not any(m.role is Role.TOOL for m in messages):
-            yield ToolCallDelta(index=0, id="c1", name="step", arguments='{"n": 1}')
+        done = sum(m.role is Role.TOOL for m in messages)
+        if done < setting(messages, "steps", 1):
+            yield ToolCallDelta(
+                index=0, id=f"c{done + 1}", name="step", arguments=f'{{"n": {done + 1}}}'
+            )
             return
-        n = pieces_of(messages)
+        n = setting(messages, "pieces", 10)
         size = len(TEXT) // n
         for i in range(n):
             if i % 10 == 0:
@@ -111,6 +116,7 @@ async def _temporal(config: dict[str, Any], where: Path, log: StreamLog) -> None
         task_queue=config["queue"],
         heartbeat_timeout=timedelta(seconds=1),
         blobs=SQLiteBlobs(config["blobs"]),
+        history_events=config.get("history_events", 2000),
     )
     client = await Client.connect(config["address"])
     worker = durable.worker(

@@ -347,6 +347,31 @@ async def test_temporal_follower_resumes_and_outlives_a_killed_worker(
 
 
 @pytest.mark.anyio
+async def test_temporal_run_continued_as_new_adds_no_event_twice(
+    tmp_path: Path, shared: Path, temporal_server: Any, temporal_reader: TemporalAgent[None, str]
+) -> None:
+    from temporalio.client import Client
+
+    prompt = "go steps=12 pieces=40"
+    queue = f"events-{uuid.uuid4().hex[:8]}"
+    temporal_reader.task_queue = queue
+    config = _temporal_config(tmp_path, shared, temporal_server.address, queue)
+    worker = Worker(tmp_path, "can", {**config, "identity": "can", "history_events": 50})
+    try:
+        await _until((tmp_path / "can.ready").exists, [worker], "the worker")
+        client = await Client.connect(temporal_server.address)
+        run_id = await temporal_reader.start(client, prompt, run_id=f"ev-can-{queue}")
+        seen: list[tuple[int, RunEvent]] = []
+        await _take(temporal_reader.events(client, run_id), seen)
+        executions = [e async for e in client.list_workflows(f"WorkflowId = '{run_id}'")]
+    finally:
+        worker.kill()
+    assert len(executions) > 1  # it continued as new
+    _check(seen, await _plain(tmp_path, prompt))
+    assert sum(isinstance(e, ToolStarted) for _, e in seen) == 12
+
+
+@pytest.mark.anyio
 async def test_temporal_history_does_not_grow_with_the_deltas(
     tmp_path: Path, shared: Path, temporal_server: Any, temporal_reader: TemporalAgent[None, str]
 ) -> None:

@@ -218,8 +218,11 @@ async def run_workflow(durable: Engine, run_input: JSON, run_: GolemRun) -> JSON
         return _end(store, state, run_)
     on_event = durable.on_event
     muted = None if on_event is None else journal.muted(on_event)
-    # the event log sees every event (its keys dedupe a replay); written only when new
-    quiet = lambda: journal.replaying or workflow.unsafe.is_replaying()  # noqa: E731
+    # the event log sees every event (its keys dedupe a replay); written only when new,
+    # and not the failure a continue-as-new looks like to the observer
+    quiet = lambda: (  # noqa: E731
+        journal.replaying or journal.continuing or workflow.unsafe.is_replaying()
+    )
     handler = body_handler(durable.event_log, state, muted, sync=True, quiet=quiet)
     progress = Progress(state, observe_run(spec, state, handler))
     deps = durable.keywords.deps(recorded, durable.deps)
