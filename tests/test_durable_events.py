@@ -507,3 +507,25 @@ def decode(data: str) -> RunEvent:
     from golem_shell.engines._events import decode_event
 
     return decode_event(data)
+
+
+@pytest.mark.anyio
+async def test_the_body_writes_each_event_once_and_not_a_stopped_worker(tmp_path: Path) -> None:
+    from golem_core import RunFailed, Usage
+    from golem_core.loop import RunConfig, RunState
+    from golem_shell.engines._events import body_handler
+    from golem_shell.store import StreamLog
+
+    log = StreamLog(SQLiteHistoryStore(tmp_path / "events.sqlite"))
+    state = RunState(RunConfig(run_id="ev-body", conversation_id="c"), ())
+    heard: list[RunEvent] = []
+    started = ToolStarted("ev-body", "c", "c1", "step")
+    stopped = RunFailed("ev-body", "c", "cancelled", "CancelledError", "stop", Usage(), 1, 0)
+    for _ in range(2):  # a replay of the body: the same events again
+        handler = body_handler(log, state, heard.append)
+        assert handler is not None
+        for event in (started, stopped):
+            await handler(event)  # type: ignore[misc]
+    frames, _ = await log.read("golem.run/ev-body")
+    assert [decode(d) for _, d in frames] == [started]
+    assert heard == [started, stopped] * 2  # the worker's on_event hears everything

@@ -13,7 +13,9 @@ Who writes what, and why a replay adds nothing twice:
   under a key saying what it is (its type, the request it follows, its tool call, and
   which occurrence of those it is): the body is deterministic, so a replay (a recovered
   DBOS workflow, a Temporal replay, a run continued as new) makes the same keys and the
-  log skips them. ``RequestStarted`` is the one lifecycle event the body does not write.
+  log skips them. ``RequestStarted`` is the one lifecycle event the body does not write;
+  a ``RunFailed`` of a cancelled task is not written either: a durable run's task is
+  cancelled when its worker stops, and the engine recovers the run.
 - The model request step or activity (``request_streamed``) writes ``RequestStarted``
   and then the answer's deltas, keyed by that request and by the step's attempt (a fresh
   id per execution). A recorded step that replays is not executed: it writes nothing. A
@@ -209,6 +211,8 @@ class _Keys:
             return None
         if isinstance(event, DeltaEvent):
             return None
+        if isinstance(event, RunFailed) and event.error_type == "CancelledError":
+            return None  # its worker stopping (the engine recovers the run), not its end
         base = f"{type(event).__name__}/{self.request}/{getattr(event, 'call_id', '')}"
         seen = self.counts.get(base, 0)
         self.counts[base] = seen + 1
