@@ -40,8 +40,10 @@ RECORDED = frozenset({"run_id", "conversation_id", "model", "settings", "usage_l
 
 _REFUSED = {
     "on_event": (
-        "a function cannot be recorded with a durable run: give the worker's {wrapper}"
-        "(..., on_event=...), which receives the events of every run it executes"
+        "a function cannot be recorded with a durable run: follow its events with"
+        " {wrapper}.events(run_id) or {wrapper}.run(..., on_event=...) (both need"
+        " {wrapper}(..., event_log=...)), or give the worker's {wrapper}(..., on_event=...),"
+        " which receives the events of every run it executes"
     ),
     "steering": (
         "a Steering object lives in one process: send a durable run its messages with"

@@ -242,6 +242,37 @@ class StreamLog:
             self._ready = True
         return await self.store._run_async(Operation(steps, write=write))
 
+    def _run_sync(self, steps: Callable[[Dialect], Steps[Any]], *, write: bool) -> Any:
+        """``_run`` for a caller that may not await (a Temporal workflow's code)."""
+        if not self._ready:
+            self.store._run(Operation(lambda _: self._t.schema(), write=True))
+            self._ready = True
+        return self.store._run(Operation(steps, write=write))
+
+    def open_sync(self, key: str, stream: str, *, run_id: str = "", durable: bool = False) -> None:
+        """``open`` (no info, the default staleness) for a caller that may not await."""
+        now = self._now()
+        self._run_sync(
+            lambda _: self._t.open(key, stream, run_id, "{}", durable, now, 30_000), write=True
+        )
+
+    def append_sync(
+        self, stream: str, frames: Sequence[tuple[str, str]], *, end: StreamState | None = None
+    ) -> int:
+        """``append`` for a caller that may not await (a Temporal workflow's code)."""
+        if end == "open":
+            raise UsageError("a stream ends as done, paused or abandoned, not 'open'")
+        now = self._now()
+        count: int = self._run_sync(lambda _: self._t.append(stream, frames, now, end), write=True)
+        return count
+
+    def get_sync(self, stream: str) -> StreamRecord | None:
+        """``get`` for a caller that may not await."""
+        record: StreamRecord | None = self._run_sync(
+            lambda _: self._t.one("WHERE stream = ?", stream), write=False
+        )
+        return record
+
     async def open(
         self,
         key: str,

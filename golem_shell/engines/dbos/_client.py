@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar, overload
 
 import sqlalchemy as sa
@@ -43,6 +43,8 @@ from golem_shell.engines._engine import (
     result_of,
     run_input,
 )
+from golem_shell.engines._events import event_log as _event_log
+from golem_shell.engines._events import follow, follow_into
 from golem_shell.engines._keywords import Keywords
 from golem_shell.engines._records import MESSAGES, Waiting, decode_as, encode
 from golem_shell.engines.dbos._common import (
@@ -58,9 +60,12 @@ from golem_shell.engines.dbos._common import (
 from golem_shell.engines.dbos._workflow import durable_run
 from golem_shell.models import Model
 from golem_shell.observe._observe import EventHandler
+from golem_shell.run._event_stream import RunEvent
 from golem_shell.run._options import RunOptions
 from golem_shell.run._setup import Prompt
 from golem_shell.run._steering import steering_message
+from golem_shell.store._methods import StoreMethods
+from golem_shell.store._streams import StreamLog
 
 __all__ = ["DurableAgent"]
 
@@ -83,8 +88,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
     The run is driven by the same driver as ``Agent.run`` (``golem_shell.run._driver``),
     with effects that are DBOS steps. What differs: tools of one batch all run to the
     end (``tool_batch="run_all"``: a tool that stops the run does not cancel its
-    siblings, so a replay never runs a cancelled tool again); ``timeout`` and streaming
-    do not apply (use DBOS's workflow timeouts); a paused run does not end but waits for
+    siblings, so a replay never runs a cancelled tool again); ``timeout`` does not apply
+    (use DBOS's workflow timeouts); a run's events and deltas are followed with
+    ``events`` (from any process, with ``event_log=``); a paused run does not end but waits for
     ``answer``; the history processor runs once per run as a step (a summarizing one
     calls its model once), output validation runs in the workflow body and must be
     deterministic.
@@ -102,6 +108,11 @@ class DurableAgent(Generic[DepsT, OutputT]):
         on_event: receives the lifecycle events of the runs this worker executes (the
             same events as ``Agent.run``'s ``on_event``, from the same driver). A run a
             restarted worker replays reports its replayed steps again (at least once).
+        event_log: where its runs publish their events and text deltas as they happen
+            (a ``StreamLog``, or the golem SQL store, ``SQLiteHistoryStore`` or
+            ``PostgresHistoryStore``, whose log it is), the same database in every
+            process: ``events(run_id)`` follows a run from any of them (ADR 0151).
+            Requests then stream; the deltas never enter DBOS's records.
         blobs: where conversations are stored by reference (content-addressed, once per
             message); default: a ``golem_blobs`` table in DBOS's system database, which
             every worker of the runs shares already.
@@ -126,6 +137,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         name: str | None = None,
         deps: DepsT | None = None,
         on_event: EventHandler | None = None,
+        event_log: StreamLog | StoreMethods | None = None,
         blobs: BlobStore | None = None,
         steerable: bool = False,
         models: Mapping[str, Model] | None = None,
@@ -138,6 +150,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         self.name = name
         self.deps = deps
         self.on_event = on_event
+        self.event_log = _event_log(event_log, "DurableAgent")
         self.blobs = blobs
         AGENTS[name] = self
 
@@ -213,9 +226,40 @@ class DurableAgent(Generic[DepsT, OutputT]):
         queue: str | None = None,
         **options: Unpack[RunOptions[DepsT]],
     ) -> RunResult[Any]:
-        """``start`` the run, then wait for its result (see ``result``)."""
+        """``start`` the run, then wait for its result (see ``result``). With
+        ``on_event=`` (and ``event_log=``), its events and deltas, as ``events`` gives
+        them, are handed to it meanwhile; it returns once they all were."""
+        on_event = options.pop("on_event", None)
+        if on_event is not None:
+            self._log("run(on_event=...)")
         handle = await self._start("run", prompt, history, output_type, queue, options)
-        return await self._result_of(handle)
+        if on_event is None:
+            return await self._result_of(handle)
+        events = self.events(handle.get_workflow_id())
+        return await follow_into(self._result_of(handle), events, on_event)
+
+    def _log(self, use: str) -> StreamLog:
+        if self.event_log is None:
+            raise UsageError(
+                f"{use} needs the runs' event log: make the DurableAgent with"
+                " event_log= (the same store in every process of its runs)"
+            )
+        return self.event_log
+
+    def events(self, run_id: str, *, after: int = 0) -> AsyncIterator[tuple[int, RunEvent]]:
+        """The events of the run ``run_id`` after offset ``after``, as ``(offset, event)``,
+        as they happen, wherever the run executes: the events a plain streamed run hands
+        its ``on_event`` (lifecycle events, ``DeltaEvent``, ``ToolResultEvent``), read
+        from the ``event_log``. Offsets are dense (1, 2, ...) and never change: after a
+        disconnect, follow again from the last offset read, and no event is missed or
+        repeated. A request executed again after its worker died starts again (a second
+        ``RequestStarted`` of that request, then the new answer's deltas). It ends with
+        the run (the run's ``RunFinished`` or ``RunFailed`` is the last event).
+
+        Raises:
+            UsageError: the agent has no ``event_log``.
+        """
+        return follow(self._log("events"), run_id, after, lambda: _run_ended(run_id))
 
     async def result(self, run_id: str) -> RunResult[OutputT]:
         """The result of the run ``run_id``, waiting for it to finish (wherever it runs).
@@ -355,6 +399,15 @@ class DurableAgent(Generic[DepsT, OutputT]):
 
     def _decode_result(self, value: JSON) -> RunResult[Any]:
         return result_of("DurableAgent", self.name, self.keywords.output_of, value, self.store())
+
+
+async def _run_ended(run_id: str) -> bool:
+    """Whether DBOS says the run ``run_id`` has ended (unknown here: no)."""
+    try:
+        status = await DBOS.get_workflow_status_async(run_id)
+    except Exception:  # DBOS not launched in this process: the stream says when it ends
+        return False
+    return status is not None and status.status not in ("PENDING", "ENQUEUED")
 
 
 def _ended(run_id: str, status: str) -> UsageError:

@@ -17,6 +17,7 @@ from golem_shell._errors import UsageError
 from golem_shell.engines._blobs import BlobStore, SQLBlobs
 from golem_shell.engines._keywords import Keywords
 from golem_shell.observe._observe import EventHandler
+from golem_shell.store._streams import StreamLog
 
 __all__ = [
     "AGENTS",
@@ -65,6 +66,7 @@ class Engine(Protocol):
     name: str
     deps: Any
     on_event: EventHandler | None
+    event_log: StreamLog | None
     steerable: bool
     keywords: Keywords
 

@@ -52,6 +52,7 @@ from golem_shell.engines._engine import (
     unreadable,
     waiting_of,
 )
+from golem_shell.engines._events import body_handler, close_run, request_streamed
 from golem_shell.engines._records import (
     MESSAGES,
     AnswersSent,
@@ -86,6 +87,7 @@ from golem_shell.observe._observe import observe_run
 from golem_shell.run._asyncio import AgentEffects
 from golem_shell.run._driver import Progress, ToolBatch, run
 from golem_shell.run._setup import RunSpec, compact_once, validate_output
+from golem_shell.store._streams import StreamLog
 from golem_shell.tools._tools import RunContext
 
 __all__ = ["durable_run", "run_workflow"]
@@ -111,6 +113,7 @@ async def run_workflow(durable: Engine, recorded_input: JSON) -> JSON:
     if durable.steerable:
         await DBOS.set_event_async(STEER_CLOSED_EVENT, True, serialization_type=PORTABLE)
         record = attrs.evolve(record, steering_left=await _drain())
+    await close_run(durable.event_log, recorded_input["runId"])
     return encode(record)
 
 
@@ -162,7 +165,8 @@ async def _body(durable: Engine, recorded_input: JSON) -> RunEnded:
         state = unreadable(durable.name, recorded_input, str(e))
     if isinstance(state, RunEnded):
         return state
-    progress = Progress(state, observe_run(spec, state, durable.on_event))
+    handler = body_handler(durable.event_log, state, durable.on_event)
+    progress = Progress(state, observe_run(spec, state, handler))
     end = await run(progress, _DBOSEffects(durable, spec, context, recorder.listed))
     assert not isinstance(end, Pause)  # a durable run waits instead of pausing
     known: Chain[Any] = chain if spec.processor is None else Chain()
@@ -172,7 +176,11 @@ async def _body(durable: Engine, recorded_input: JSON) -> RunEnded:
 # -- the steps (each output is recorded; none is retried by DBOS; each reads the run's spec)
 
 
-async def _request_step(spec: RunSpec, command: RequestModel, state: RunState) -> JSON:
+async def _request_step(
+    spec: RunSpec, command: RequestModel, state: RunState, log: StreamLog | None = None
+) -> JSON:
+    if log is not None:  # streamed: its deltas go to the run's event stream (ADR 0151)
+        return encode(await request_streamed(log, spec, command, state))
     effects = AgentEffects(spec, _NO_CONTEXT, None)
     return encode(await effects.request(command, state))
 
@@ -212,10 +220,11 @@ class _DBOSEffects:
             self._steering if durable.steerable else None
         )
         self.cause: BaseException | None = None
+        self.streaming = durable.event_log is not None  # its deltas go to the event log
 
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
         recorded = await DBOS.run_step_async(
-            step("golem.request"), _request_step, self.spec, command, state
+            step("golem.request"), _request_step, self.spec, command, state, self.durable.event_log
         )
         outcome = decode(recorded, "model outcome")
         if not isinstance(outcome, ModelResponded | ModelFailed):

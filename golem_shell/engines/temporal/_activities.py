@@ -25,6 +25,7 @@ from golem_core import Message, ModelRequest, Usage
 from golem_core.loop import CompactHistory, CompactionDeclined, RequestModel, RunConfig, RunState
 from golem_shell.engines._blobs import MESSAGE_CHAIN, load_chain, messages_chain, stash, unstash
 from golem_shell.engines._engine import recorded_options, resolve_instructions, run_processor
+from golem_shell.engines._events import request_streamed
 from golem_shell.engines._records import CALL, MESSAGES, USAGE, encode
 from golem_shell.engines._toolsets import TOOLSETS_STEP, list_toolsets, toolset_tool
 from golem_shell.engines.temporal._common import CONVERTER, JSON, Engine, registered
@@ -115,9 +116,13 @@ async def request_activity(payload: JSON) -> JSON:
     set_up = unstash(durable.blobs, payload["request"], "model request")
     request = CONVERTER.structure({**set_up, "messages": []}, ModelRequest)
     request = attrs.evolve(request, messages=_history(durable, payload))
-    effects = AgentEffects(_spec(durable, payload), _context(durable, payload), None)
+    spec = _spec(durable, payload)
+    effects = AgentEffects(spec, _context(durable, payload), None)
+    log = durable.event_log
 
     async def once() -> JSON:
+        if log is not None:  # streamed: its deltas go to the run's event stream, not here
+            return encode(await request_streamed(log, spec, RequestModel(request), _seen(payload)))
         return encode(await effects.request(RequestModel(request), _seen(payload)))
 
     return await _beating(durable, once())

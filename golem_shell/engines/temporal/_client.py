@@ -12,12 +12,13 @@ every worker process before its worker starts, so a run finds its agent by name.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Generic, TypeVar, overload
 
 from temporalio.client import (
     Client,
+    WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
@@ -41,6 +42,8 @@ from golem_shell.engines._engine import (
     result_of,
     run_input,
 )
+from golem_shell.engines._events import event_log as _event_log
+from golem_shell.engines._events import follow, follow_into
 from golem_shell.engines._keywords import Keywords
 from golem_shell.engines._records import MESSAGES, Waiting, decode_as, encode
 from golem_shell.engines.temporal._activities import ACTIVITIES
@@ -57,9 +60,12 @@ from golem_shell.engines.temporal._common import (
 from golem_shell.engines.temporal._workflow import GolemRun
 from golem_shell.models import Model
 from golem_shell.observe._observe import EventHandler
+from golem_shell.run._event_stream import RunEvent
 from golem_shell.run._options import RunOptions
 from golem_shell.run._setup import Prompt
 from golem_shell.run._steering import steering_message
+from golem_shell.store._methods import StoreMethods
+from golem_shell.store._streams import StreamLog
 
 __all__ = ["TemporalAgent"]
 
@@ -81,8 +87,9 @@ class TemporalAgent(Generic[DepsT, OutputT]):
 
     The run is driven by the same driver as ``Agent.run`` (``golem_shell.run._driver``),
     with effects that are activities. As with DBOS: the tools of one batch all run to
-    their end (``tool_batch="run_all"``); ``timeout`` and streaming do not apply (use
-    Temporal's workflow timeouts); a paused run waits for ``answer``; the history
+    their end (``tool_batch="run_all"``); ``timeout`` does not apply (use Temporal's
+    workflow timeouts); a run's events and deltas are followed with ``events`` (from any
+    process, with ``event_log=``); a paused run waits for ``answer``; the history
     processor and output validation run in the workflow and must be deterministic.
 
     Args:
@@ -98,6 +105,11 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         on_event: receives the lifecycle events of the runs this worker executes; a
             replayed run reports its replayed steps again (at least once). It runs inside
             the workflow: it must not await I/O.
+        event_log: where its runs publish their events and text deltas as they happen
+            (a ``StreamLog``, or the golem SQL store, ``SQLiteHistoryStore`` or
+            ``PostgresHistoryStore``, whose log it is), the same database in every
+            process: ``events(client, run_id)`` follows a run from any of them (ADR
+            0151). Requests then stream; the deltas never enter the workflow's history.
         activity_timeout: the longest one effect (a model request with the adapter's
             retries, a tool call) may take; past it, the effect fails.
         heartbeat_timeout: how soon a worker that died with an effect in flight is
@@ -131,6 +143,7 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         task_queue: str = TASK_QUEUE,
         deps: DepsT | None = None,
         on_event: EventHandler | None = None,
+        event_log: StreamLog | StoreMethods | None = None,
         activity_timeout: timedelta = timedelta(minutes=10),
         heartbeat_timeout: timedelta = timedelta(seconds=10),
         blobs: BlobStore | None = None,
@@ -148,6 +161,7 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         self.task_queue = task_queue
         self.deps = deps
         self.on_event = on_event
+        self.event_log = _event_log(event_log, "TemporalAgent")
         self.activity_timeout = activity_timeout
         self.heartbeat_timeout = heartbeat_timeout
         self.blobs: BlobStore = blobs if blobs is not None else PROCESS_BLOBS
@@ -234,9 +248,47 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         output_type: Any = None,
         **options: Unpack[RunOptions[DepsT]],
     ) -> RunResult[Any]:
-        """``start`` the run, then wait for its result (see ``result``)."""
+        """``start`` the run, then wait for its result (see ``result``). With
+        ``on_event=`` (and ``event_log=``), its events and deltas, as ``events`` gives
+        them, are handed to it meanwhile; it returns once they all were."""
+        on_event = options.pop("on_event", None)
+        if on_event is not None:
+            self._log("run(on_event=...)")
         handle = await self._start("run", client, prompt, history, output_type, options)
-        return await self._result_of(handle)
+        if on_event is None:
+            return await self._result_of(handle)
+        events = self.events(client, handle.id)
+        return await follow_into(self._result_of(handle), events, on_event)
+
+    def _log(self, use: str) -> StreamLog:
+        if self.event_log is None:
+            raise UsageError(
+                f"{use} needs the runs' event log: make the TemporalAgent with"
+                " event_log= (the same store in every process of its runs)"
+            )
+        return self.event_log
+
+    def events(
+        self, client: Client, run_id: str, *, after: int = 0
+    ) -> AsyncIterator[tuple[int, RunEvent]]:
+        """The events of the run ``run_id`` after offset ``after``, as ``(offset, event)``,
+        as they happen: as ``DurableAgent.events`` (dense offsets that never change,
+        resumable after a disconnect; it ends with the run). They are read from the
+        ``event_log``, never from the workflow's history.
+
+        Raises:
+            UsageError: the agent has no ``event_log``.
+        """
+        handle = client.get_workflow_handle(run_id)
+
+        async def ended() -> bool:
+            try:
+                described = await handle.describe()
+            except RPCError:
+                return False
+            return described.status not in (None, WorkflowExecutionStatus.RUNNING)
+
+        return follow(self._log("events"), run_id, after, ended)
 
     async def result(self, client: Client, run_id: str) -> RunResult[OutputT]:
         """The result of the run ``run_id``, waiting for it to finish (wherever it runs).

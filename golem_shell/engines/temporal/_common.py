@@ -20,6 +20,7 @@ from golem_shell._errors import UsageError
 from golem_shell.engines._blobs import BlobStore, MemoryBlobs
 from golem_shell.engines._keywords import Keywords
 from golem_shell.observe._observe import EventHandler
+from golem_shell.store._streams import StreamLog
 
 __all__ = [
     "AGENTS",
@@ -70,6 +71,7 @@ class Engine(Protocol):
     agent: Agent[Any, Any]
     deps: Any
     on_event: EventHandler | None
+    event_log: StreamLog | None
     blobs: BlobStore
     activity_timeout: timedelta
     heartbeat_timeout: timedelta

@@ -63,6 +63,7 @@ from golem_shell.engines._engine import (
     unreadable,
     waiting_of,
 )
+from golem_shell.engines._events import body_handler, close_run_sync
 from golem_shell.engines._records import (
     CALL,
     MESSAGES,
@@ -117,9 +118,12 @@ class GolemRun:
         # carried over a continue-as-new, before any signalled to this execution already
         self.steered[:0] = run.get("steered", ())
         try:
-            return await run_workflow(durable, run, self)
+            result = await run_workflow(durable, run, self)
         except CorruptRecord as e:  # a workflow task failure would be retried without end
+            close_run_sync(durable.event_log, run["runId"])
             raise ApplicationError(str(e), type=BROKEN, non_retryable=True) from e
+        close_run_sync(durable.event_log, run["runId"])  # not reached when continued as new
+        return result
 
     def _read(self, sent: JSON) -> JSON:
         """Answers as sent, read back from the run's store if they were stashed."""
@@ -222,7 +226,13 @@ async def run_workflow(durable: Engine, run_input: JSON, run_: GolemRun) -> JSON
         return _end(store, state, run_)
     on_event = durable.on_event
     muted = None if on_event is None else journal.muted(on_event)
-    progress = Progress(state, observe_run(spec, state, muted))
+    # the event log sees every event (its keys dedupe a replay); written only when new,
+    # and not the failure a continue-as-new looks like to the observer
+    quiet = lambda: (  # noqa: E731
+        journal.replaying or journal.continuing or workflow.unsafe.is_replaying()
+    )
+    handler = body_handler(durable.event_log, state, muted, sync=True, quiet=quiet)
+    progress = Progress(state, observe_run(spec, state, handler))
     deps = durable.keywords.deps(recorded, durable.deps)
     effects = _TemporalEffects(durable, run_, spec, state.config, deps, journal, chain)
     effects.listed = recorder.listed
@@ -412,6 +422,7 @@ class _TemporalEffects:
         self.chain = chain
         self.cause: BaseException | None = None
         self.listed = Listed()  # the run's toolsets' tools, as recorded at its start
+        self.streaming = durable.event_log is not None  # its deltas go to the event log
         self._request: tuple[JSON, JSON] | None = None  # (a request's set-up, its reference)
 
     def _ids(self, state: RunState) -> JSON:
