@@ -62,6 +62,24 @@ def _message_tokens(message: Message) -> int:
     return total
 
 
+_COUNTED: dict[int, tuple[Message, int]] = {}
+_COUNTED_LIMIT = 16_384
+
+
+def _counted(message: Message) -> int:
+    """``_message_tokens(message)``, counted once per message object: a run's requests
+    resend its history, and a message is immutable (the entry holds the message, so its
+    ``id`` is not reused while the entry lives; the table is emptied when full)."""
+    hit = _COUNTED.get(id(message))
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    tokens = _message_tokens(message)
+    if len(_COUNTED) >= _COUNTED_LIMIT:
+        _COUNTED.clear()
+    _COUNTED[id(message)] = (message, tokens)
+    return tokens
+
+
 def estimate_usage(request: ModelRequest, answer: Message) -> Usage:
     """A rough, deterministic token count of ``request`` and its ``answer``, for offline
     models whose answer reports none (``FunctionModel``, ``TestModel``; ``ScriptedModel``
@@ -74,7 +92,7 @@ def estimate_usage(request: ModelRequest, answer: Message) -> Usage:
     the request (earlier answers included: they are input to this one), ``output_tokens``
     the answer. Not a tokenizer: plausible numbers for tests, not a bill.
     """
-    sent = sum(_message_tokens(m) for m in request.messages)
+    sent = sum(_counted(m) for m in request.messages)
     instructions = _tokens(request.instructions) if request.instructions else 0
     return Usage(_OVERHEAD + instructions + sent, _message_tokens(answer))
 
