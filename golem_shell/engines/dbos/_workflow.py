@@ -39,7 +39,15 @@ from golem_core.loop import (
     check_resume,
 )
 from golem_shell._errors import UsageError
-from golem_shell.engines._blobs import Chain, MissingBlob
+from golem_shell.engines._blobs import (
+    BlobStore,
+    Chain,
+    MissingBlob,
+    owned_by,
+    stash,
+    unstash,
+    unstash_held,
+)
 from golem_shell.engines._engine import (
     ended,
     foreign_store,
@@ -99,14 +107,16 @@ async def run_workflow(durable: Engine, recorded_input: JSON) -> JSON:
     result's ``steering_left``. A message ``steer`` sent before the event was set is
     drained; one sent after finds the event set and is withdrawn by ``steer`` (or was
     drained first): never lost, never both taken and given back."""
-    record = await _body(durable, recorded_input)
-    if durable.steerable:
-        await DBOS.set_event_async(STEER_CLOSED_EVENT, True, serialization_type=PORTABLE)
-        record = attrs.evolve(record, steering_left=await _drain())
-    return encode(record)
+    store = durable.store()
+    with owned_by(recorded_input["conversationId"]):  # what it stores, the run's conversation holds
+        record = await _body(durable, recorded_input)
+        if durable.steerable:
+            await DBOS.set_event_async(STEER_CLOSED_EVENT, True, serialization_type=PORTABLE)
+            record = attrs.evolve(record, steering_left=await _drain(store))
+        return stash(store, encode(record))  # DBOS records hashes only (ADR 0152)
 
 
-async def _drain() -> tuple[Message, ...]:
+async def _drain(store: BlobStore) -> tuple[Message, ...]:
     """The steering messages sent to the run and not taken yet (each ``recv`` recorded:
     a replay takes the same ones)."""
     taken: list[Message] = []
@@ -114,7 +124,7 @@ async def _drain() -> tuple[Message, ...]:
         sent = await DBOS.recv_async(STEER_TOPIC, timeout_seconds=0)
         if sent is None:
             return tuple(taken)
-        taken.extend(MESSAGES[1](sent, "steering"))
+        taken.extend(MESSAGES[1](unstash_held(store, sent, "steering"), "steering"))
 
 
 async def _body(durable: Engine, recorded_input: JSON) -> RunEnded:
@@ -160,20 +170,22 @@ async def _body(durable: Engine, recorded_input: JSON) -> RunEnded:
 # -- the steps (each output is recorded; none is retried by DBOS; each reads the run's spec)
 
 
-async def _request_step(spec: RunSpec, command: RequestModel, state: RunState) -> JSON:
+async def _request_step(
+    spec: RunSpec, command: RequestModel, state: RunState, store: BlobStore
+) -> JSON:
     effects = AgentEffects(spec, _NO_CONTEXT, None)
-    return encode(await effects.request(command, state))
+    return stash(store, encode(await effects.request(command, state)))
 
 
 async def _tool_step(
-    spec: RunSpec, call: ToolCallPart, state: RunState, context: RunContext[Any]
+    spec: RunSpec, call: ToolCallPart, state: RunState, context: RunContext[Any], store: BlobStore
 ) -> JSON:
     (work,) = AgentEffects(spec, context, None).tools((call,), state)
-    return encode(await work)
+    return stash(store, encode(await work))
 
 
-async def _compact_step(spec: RunSpec, command: CompactHistory) -> JSON:
-    return encode(await compact_once(spec, command))
+async def _compact_step(spec: RunSpec, command: CompactHistory, store: BlobStore) -> JSON:
+    return stash(store, encode(await compact_once(spec, command)))
 
 
 _NO_CONTEXT: RunContext[Any] = RunContext(None, "", "")
@@ -196,12 +208,13 @@ class _DBOSEffects:
             self._steering if durable.steerable else None
         )
         self.cause: BaseException | None = None
+        self.store = durable.store()
 
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
         recorded = await DBOS.run_step_async(
-            step("golem.request"), _request_step, self.spec, command, state
+            step("golem.request"), _request_step, self.spec, command, state, self.store
         )
-        outcome = decode(recorded, "model outcome")
+        outcome = decode(unstash(self.store, recorded, "model outcome"), "model outcome")
         if not isinstance(outcome, ModelResponded | ModelFailed):
             raise CorruptRecord(f"model outcome: got a {type(outcome).__name__}")
         return outcome
@@ -211,9 +224,11 @@ class _DBOSEffects:
 
         async def one(reserved: Any, call: ToolCallPart) -> ToolOutcome:
             recorded = await reserved.run_async(
-                step("golem.tool"), _tool_step, self.spec, call, state, self.context
+                step("golem.tool"), _tool_step, self.spec, call, state, self.context, self.store
             )
-            outcome: ToolOutcome = decode(recorded, "tool outcome")
+            outcome: ToolOutcome = decode(
+                unstash(self.store, recorded, "tool outcome"), "tool outcome"
+            )
             return outcome
 
         return [one(r, c) for r, c in zip(reserved, calls, strict=True)]
@@ -224,7 +239,7 @@ class _DBOSEffects:
     async def _steering(self, state: RunState) -> tuple[Message, ...]:
         """The steering messages sent to the run since it last looked (``recv`` is
         recorded: a replay takes the same ones at the same point)."""
-        return await _drain()
+        return await _drain(self.store)
 
     async def compact(
         self, command: CompactHistory, state: RunState
@@ -232,9 +247,9 @@ class _DBOSEffects:
         """Compact and retry's one compaction (ADR 0141), a step: a summarizing
         processor's model call is made once and replayed from the record."""
         recorded = await DBOS.run_step_async(
-            step("golem.compact"), _compact_step, self.spec, command
+            step("golem.compact"), _compact_step, self.spec, command, self.store
         )
-        outcome = decode(recorded, "compaction")
+        outcome = decode(unstash(self.store, recorded, "compaction"), "compaction")
         if not isinstance(outcome, HistoryCompacted | CompactionDeclined):
             raise CorruptRecord(f"compaction: got a {type(outcome).__name__}")
         return outcome
@@ -243,13 +258,16 @@ class _DBOSEffects:
         """Publish the waiting calls (and why earlier answers were refused), then receive
         answers until some fit this pause; the run goes on in the same workflow."""
         waiting = waiting_of(paused)
-        await DBOS.set_event_async(WAITING_EVENT, encode(waiting), serialization_type=PORTABLE)
+        published = stash(self.store, encode(waiting))
+        await DBOS.set_event_async(WAITING_EVENT, published, serialization_type=PORTABLE)
         while True:
             message = await DBOS.recv_async(ANSWERS_TOPIC, timeout_seconds=WAIT_SECONDS)
             if message is None:
                 continue
             try:
-                sent = decode_as(AnswersSent, message, "answers")
+                sent = decode_as(
+                    AnswersSent, unstash_held(self.store, message, "answers"), "answers"
+                )
             except CorruptRecord as e:
                 reason = f"answers that cannot be read: {e}"
             else:

@@ -22,7 +22,14 @@ from temporalio import activity
 
 from golem_core import Message, ModelRequest, Usage
 from golem_core.loop import CompactHistory, CompactionDeclined, RequestModel, RunConfig, RunState
-from golem_shell.engines._blobs import MESSAGE_CHAIN, load_chain, messages_chain, stash, unstash
+from golem_shell.engines._blobs import (
+    MESSAGE_CHAIN,
+    hold_in_task,
+    load_chain,
+    messages_chain,
+    stash,
+    unstash,
+)
 from golem_shell.engines._engine import recorded_options, resolve_instructions, run_processor
 from golem_shell.engines._records import CALL, MESSAGES, USAGE, encode
 from golem_shell.engines.temporal._common import CONVERTER, JSON, Engine, registered
@@ -42,7 +49,7 @@ __all__ = [
 
 async def _beating(durable: Engine, work: Awaitable[JSON]) -> JSON:
     """Await ``work``, heartbeating meanwhile, so a dead worker is noticed in time; its
-    result crosses stashed when it is large (``STASH_LIMIT``)."""
+    result crosses stashed (ADR 0152: the history holds its hash only)."""
     timeout = activity.info().heartbeat_timeout
     task = asyncio.ensure_future(work)
     if not timeout:
@@ -59,9 +66,11 @@ async def _beating(durable: Engine, work: Awaitable[JSON]) -> JSON:
 
 
 def _arrived(payload: JSON) -> tuple[Engine, JSON]:
-    """The agent an activity's payload names, and the payload (read back if stashed)."""
+    """The agent an activity's payload names, and the payload (read back if stashed);
+    what the activity stores, the run's conversation holds (ADR 0152)."""
     durable = registered(payload["agent"])
-    return durable, unstash(durable.blobs, payload, "activity input")
+    hold_in_task(payload.get("conversationId"))  # this activity's own task
+    return durable, unstash(durable.blobs, payload.get("payload", payload), "activity input")
 
 
 def _history(durable: Engine, payload: JSON) -> tuple[Message, ...]:

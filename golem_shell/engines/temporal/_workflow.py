@@ -50,8 +50,10 @@ from golem_shell.engines._blobs import (
     is_stashed,
     load_chain,
     messages_chain,
+    owned_by,
     stash,
     unstash,
+    unstash_held,
 )
 from golem_shell.engines._engine import (
     ended,
@@ -116,7 +118,8 @@ class GolemRun:
         # carried over a continue-as-new, before any signalled to this execution already
         self.steered[:0] = run.get("steered", ())
         try:
-            return await run_workflow(durable, run, self)
+            with owned_by(run["conversationId"]):  # what it stores, its conversation holds
+                return await run_workflow(durable, run, self)
         except CorruptRecord as e:  # a workflow task failure would be retried without end
             raise ApplicationError(str(e), type=BROKEN, non_retryable=True) from e
 
@@ -138,7 +141,7 @@ class GolemRun:
         the run completed fails, so ``steer`` raises."""
         sent, self.steered = self.steered, []
         return tuple(
-            m for s in sent for m in MESSAGES[1](unstash(store, s, "steering"), "steering")
+            m for s in sent for m in MESSAGES[1](unstash_held(store, s, "steering"), "steering")
         )
 
     @workflow.query(name=WAITING_QUERY)
@@ -253,7 +256,11 @@ async def perform(durable: Engine, name: str, payload: JSON) -> JSON:
         ActivityError: it failed otherwise (timed out, or golem's activity broke).
         MissingBlob: its stashed result is not in this worker's store.
     """
-    payload = stash(durable.blobs, payload)
+    payload = {  # by reference (ADR 0152); the agent names the store to read it from
+        "agent": payload["agent"],
+        "conversationId": payload["conversationId"],
+        "payload": stash(durable.blobs, payload),
+    }
     lost = 0
     while True:
         try:
@@ -329,7 +336,7 @@ class _Journal:
         that runs 2 s without yielding, and retries it, over and over)."""
         number = self.ask()
         if number in self.entries:
-            return self.entries[number]
+            return unstash(self.durable.blobs, self.entries[number], "journal")
         if callable(payload):
             payload = payload()
         result = await perform(self.durable, name, payload)
@@ -491,7 +498,7 @@ class _TemporalEffects:
             messages = tuple(
                 m
                 for s in sent
-                for m in MESSAGES[1](unstash(self.durable.blobs, s, "steering"), "steering")
+                for m in MESSAGES[1](unstash_held(self.durable.blobs, s, "steering"), "steering")
             )
             self.journal.entries[number] = stash(self.durable.blobs, MESSAGES[0](messages))
             return messages
