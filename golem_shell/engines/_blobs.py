@@ -413,6 +413,7 @@ class SQLBlobs:
         with self.engine.connect() as c:
             if not self._postgres:
                 c.exec_driver_sql("PRAGMA secure_delete=ON")  # the freed bytes are zeroed
+                c.commit()
             with c.begin():
                 held: set[str] = set()
                 for batch in _batches(sorted(set(conversations))):
@@ -431,6 +432,7 @@ class SQLBlobs:
                     c.execute(self._insert()(self._erased).on_conflict_do_nothing(), marks)
             if not self._postgres:
                 c.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+                c.commit()
         if self._postgres and removed:
             with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
                 c.exec_driver_sql("VACUUM golem_blobs, golem_blob_owners")
