@@ -629,8 +629,10 @@ def stash(store: BlobStore, value: JSON, limit: int = 0) -> JSON:
     """A reference to ``value`` stored as a blob (``value`` itself when its JSON is at
     most ``limit`` bytes; by default every value goes by reference, so the engine's
     records hold no content: ADR 0152). Deterministic: the same value gives the same
-    reference."""
-    data = _compact(value)
+    reference). Keys keep their order (a message's extra fields are ordered)."""
+    data = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8", "surrogatepass"
+    )
     if len(data) <= limit:
         return value
     key = key_of(data)
