@@ -287,8 +287,13 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         recorded = self.keywords.record(method, options, output_type)
         run_id, conversation_id = options.get("run_id"), options.get("conversation_id")
         payload = run_input(prompt, history, run_id, conversation_id, self.blobs, recorded)
-        with owned_by(payload["conversationId"]):  # the history holds nothing else (ADR 0152)
-            stashed = stash(self.blobs, payload)
+        with owned_by(payload["conversationId"]):  # the history holds no content (ADR 0152)
+            stashed = {
+                "runId": payload["runId"],
+                "conversationId": payload["conversationId"],
+                "blobs": payload["blobs"],  # a worker of another store fails the run readably
+                "input": stash(self.blobs, payload),
+            }
         try:
             return await client.start_workflow(
                 WORKFLOW_NAME,

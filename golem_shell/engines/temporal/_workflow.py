@@ -114,6 +114,11 @@ class GolemRun:
     async def run(self, agent: str, run: JSON) -> JSON:
         durable = registered(agent)
         self.agent = agent
+        if "input" in run:  # the ids and handshake inline, the rest by reference
+            foreign = foreign_store("TemporalAgent", run, durable.blobs)
+            if foreign is not None:  # the input cannot be read here: fail, readably
+                return encode(unreadable(durable.name, run, foreign))
+            run = run["input"]
         run = unstash(durable.blobs, run, "input")
         # carried over a continue-as-new, before any signalled to this execution already
         self.steered[:0] = run.get("steered", ())
@@ -184,7 +189,7 @@ async def run_workflow(durable: Engine, run_input: JSON, run_: GolemRun) -> JSON
     store = durable.blobs
     foreign = foreign_store("TemporalAgent", run_input, store)
     if foreign is not None:  # before anything: a client and a worker of other stores
-        return _end(store, unreadable(durable.name, run_input, foreign), run_)
+        return encode(unreadable(durable.name, run_input, foreign))  # inline: no content
     try:
         recorded = recorded_options(run_input)
         spec = durable.keywords.spec(recorded)
