@@ -54,7 +54,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeAlias, TypeVar
@@ -123,7 +123,8 @@ def owned_by(conversation_id: str | None) -> Iterator[None]:
     try:
         yield
     finally:
-        _OWNER.reset(token)
+        with suppress(ValueError):  # a coroutine closed from another context (evicted)
+            _OWNER.reset(token)
 
 
 def hold_in_task(conversation_id: str | None) -> None:

@@ -113,6 +113,10 @@ async def run_workflow(durable: Engine, recorded_input: JSON) -> JSON:
         if durable.steerable:
             await DBOS.set_event_async(STEER_CLOSED_EVENT, True, serialization_type=PORTABLE)
             record = attrs.evolve(record, steering_left=await _drain(store))
+        if record.stage == "history" and not (
+            record.history or record.messages or record.system or record.steering_left
+        ):
+            return encode(record)  # unreadable here: inline (no content) for any reader
         return stash(store, encode(record))  # DBOS records hashes only (ADR 0152)
 
 

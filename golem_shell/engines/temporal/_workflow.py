@@ -47,10 +47,10 @@ from golem_shell.engines._blobs import (
     BlobStore,
     Chain,
     extend_chain,
+    hold_in_task,
     is_stashed,
     load_chain,
     messages_chain,
-    owned_by,
     stash,
     unstash,
     unstash_held,
@@ -122,9 +122,9 @@ class GolemRun:
         run = unstash(durable.blobs, run, "input")
         # carried over a continue-as-new, before any signalled to this execution already
         self.steered[:0] = run.get("steered", ())
+        hold_in_task(run["conversationId"])  # what it stores, its conversation holds
         try:
-            with owned_by(run["conversationId"]):  # what it stores, its conversation holds
-                return await run_workflow(durable, run, self)
+            return await run_workflow(durable, run, self)
         except CorruptRecord as e:  # a workflow task failure would be retried without end
             raise ApplicationError(str(e), type=BROKEN, non_retryable=True) from e
 
