@@ -316,3 +316,41 @@ async def test_dbos_erasure_leaves_no_byte_of_the_canary(
         await D_ERASE.result(one.run_id)
     assert erased.value.stage is Stage.HISTORY and "was erased" in str(erased.value)
     store.close()
+
+
+@tool(external=True)
+def ask_elsewhere(key: str) -> str:
+    """Answered by a client."""
+    raise AssertionError("an external tool is never executed by the run")
+
+
+def _asks(request: Any) -> Message | str:
+    if request.messages[-1].role is Role.TOOL:
+        return "thanks"
+    return Message(Role.ASSISTANT, (ToolCallPart("e1", "ask_elsewhere", '{"key": "k"}'),))
+
+
+D_ASKS = DurableAgent(Agent(FunctionModel(_asks), tools=[ask_elsewhere]), name="d-erase-asks")
+
+
+@pytest.mark.anyio
+async def test_dbos_an_answer_a_client_sent_is_erased_with_the_conversation(
+    launched: Path, tmp_path: Path
+) -> None:
+    """The client stashes its answer before the run reads it (no conversation holds it
+    yet); the run, reading it, writes it again held by its conversation: the canary in an
+    external result goes with the conversation."""
+    from golem_core import ExternalResult
+
+    store = SQLiteHistoryStore(tmp_path / "store.sqlite", blobs=D_ASKS.store())
+    cid = f"c-{uuid.uuid4()}"
+    run_id = await D_ASKS.start("ask it", conversation_id=cid)
+    waiting = await D_ASKS.waiting(run_id, timeout=30)
+    await D_ASKS.answer(run_id, {"e1": ExternalResult.text(f"{CANARY}-external")}, pause=waiting)
+    result = await D_ASKS.result(run_id)
+    assert any(CANARY in m.text for m in result.messages if m.role is Role.TOOL)
+    await store.append(OWNER, cid, result.messages, 0)
+    assert _has(_sqlite_bytes(launched))
+    await store.delete(OWNER, cid)
+    assert not _has(_sqlite_bytes(launched))
+    store.close()
