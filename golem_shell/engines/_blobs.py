@@ -97,8 +97,8 @@ Row: TypeAlias = tuple[str, str | None, bytes]
 """A stored blob: its key, the key of the chain node before it (or ``None``), its bytes."""
 
 STASH_LIMIT = 256 * 1024
-"""The largest JSON payload (in bytes) Temporal carries inline; larger ones are stashed
-(Temporal refuses a payload over 2 MB and retries the task that sent it without end)."""
+"""The largest JSON payload (in bytes) Temporal carried inline before ADR 0152 (Temporal
+refuses a payload over 2 MB); ``stash`` now stashes every value unless given a limit."""
 _WALK = 32  # chain nodes read one query at a time before reading the rest at once
 _CACHED = 32  # chains kept decoded per kind (by head), for the next step of a run
 _STASH_TAG = "golemBlob"

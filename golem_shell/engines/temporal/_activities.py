@@ -7,7 +7,7 @@ processor, once per run), ``golem.compact`` (compact and retry's one compaction)
 (one tool call). Each finds the run's agent by the name its payload carries, reads the
 conversation by its chain's head in the agent's blob store, heartbeats while it works (a
 dead worker is noticed and the effect scheduled again) and returns its outcome as
-``golem_shell.engines._records`` JSON, stashed in the store when large. A failure is an
+``golem_shell.engines._records`` JSON, stashed in the store (ADR 0152). A failure is an
 outcome, never an activity retry.
 """
 

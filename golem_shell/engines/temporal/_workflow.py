@@ -255,7 +255,7 @@ def payload_of(durable: Engine, run_input: JSON, **more: JSON) -> JSON:
 
 async def perform(durable: Engine, name: str, payload: JSON) -> JSON:
     """Perform the activity ``name``; again when its worker died (up to a limit). The
-    payload crosses stashed when large; the result is read back if it was.
+    payload crosses stashed (ADR 0152); the result is read back.
 
     Raises:
         ActivityError: it failed otherwise (timed out, or golem's activity broke).
