@@ -48,6 +48,7 @@ from golem_shell import (
 dbos = pytest.importorskip("dbos", reason="the dbos extra is not installed")
 
 from golem_shell.durable import DurableAgent  # noqa: E402
+from golem_shell.engines._blobs import unstash  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
 WORKER = TESTS / "durable_worker.py"
@@ -280,7 +281,8 @@ async def test_failures_are_run_errors_with_the_recorded_partial(launched: Path)
         await DURABLE["model-refuses"].run("hi", run_id="unit-model-refuses")
     assert info.value.stage is Stage.REQUEST and "bad key" in info.value.message
     (step,) = await dbos.DBOS.list_workflow_steps_async("unit-model-refuses")
-    assert step["output"]["kind"] == "authentication"  # the error's kind is recorded too
+    recorded = unstash(DURABLE["model-refuses"].store(), step["output"], "step")
+    assert recorded["kind"] == "authentication"  # the error's kind is recorded too
     with pytest.raises(RunError) as info:
         await DURABLE["tool-crashes"].run("hi", run_id="unit-tool-crashes")
     assert info.value.stage is Stage.TOOL
@@ -492,10 +494,13 @@ def test_every_step_output_is_plain_json_in_the_message_contract(launched: Path)
         "golem.request",
     ]
     assert {r[2] for r in rows} == {"portable_json"}
-    answers = [json.loads(r[1])["message"] for r in rows if r[0] == "golem.request"]
+    # each is a reference (ADR 0152) to plain JSON in the blob store: no pickle anywhere
+    store = DURABLE["two-tools"].store()
+    outputs = [unstash(store, json.loads(r[1]), "step") for r in rows]
+    answers = [o["message"] for r, o in zip(rows, outputs, strict=True) if r[0] == "golem.request"]
     decoded = history_from_jsonable(answers).unwrap()
     assert decoded[-1].text == "sum is 11"
-    assert json.loads(stored)["output"] == "sum is 11"
+    assert unstash(store, json.loads(stored), "result")["output"] == "sum is 11"
 
 
 def test_importing_without_dbos_names_the_extra() -> None:

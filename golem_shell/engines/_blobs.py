@@ -1,5 +1,8 @@
 """Content-addressed payload storage for durable engines: blobs, history chains, stashes.
 
+Over 600 lines because its three stores each carry their erasure (owners, release,
+erased keys) beside their reads and writes, one class per backend.
+
 Owns how a durable engine keeps what is large out of what it records (ADR 0125). A
 **blob** is bytes stored under the SHA-256 of those bytes (``key_of``), once, in a
 ``BlobStore`` the engine is given: ``SQLBlobs`` (a ``golem_blobs`` table beside DBOS's own,
@@ -16,12 +19,24 @@ another revision (``BlobStore.get`` checks the hash of what it returns).
   processor's outcome and a run's end hold its head, never the messages; extending a
   chain by one turn stores one node per new message. ``Chain`` keeps the values with
   their keys, so the writer hashes only what is new.
-- A **stash** is a JSON value larger than an engine's payload limit replaced by
-  ``{"type": "golemBlob", "key", "size"}`` (``stash`` / ``unstash``); Temporal stashes
-  every workflow and activity payload above ``STASH_LIMIT``.
+- A **stash** is a JSON value replaced by ``{"type": "golemBlob", "key", "size"}``
+  (``stash`` / ``unstash``): every value an engine records that may hold conversation
+  content (DBOS's step outputs, events, messages and result; every Temporal workflow and
+  activity payload) crosses stashed, so the engine's own records hold hashes only and
+  deleting the blob erases the content (ADR 0152).
 
 ``MissingBlob`` (a ``CorruptRecord``) is raised when a reference names a blob the store
-does not hold (another store than the writer's) or whose bytes do not hash to its key.
+does not hold (another store than the writer's) or whose bytes do not hash to its key;
+``ErasedBlob`` (a ``MissingBlob``) when the store erased it.
+
+**Owners and erasure** (ADR 0152): a blob written while ``owned_by(conversation_id)``
+is in effect (a durable run's whole body, its steps and activities, its start) is
+recorded as held by that conversation (``golem_blob_owners``, keys only). ``release``
+takes conversations' hold away and deletes every blob no other conversation holds
+(``secure_delete`` and a WAL checkpoint on SQLite, ``VACUUM`` on PostgreSQL), remembers
+each deleted key in ``golem_blobs_erased`` (key, time, why: no content), and forgets this
+process's cached chains; a later read of such a key raises ``ErasedBlob`` naming the
+erasure. ``golem_shell.store`` stores call it after ``erase``, ``delete`` and ``prune``.
 
 A **handshake** makes a store that is not shared loud at a run's start: the process that
 starts a run writes a blob of its own (``handshake``, once per store) and the run's input
@@ -35,9 +50,12 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeAlias, TypeVar
 
@@ -50,6 +68,7 @@ __all__ = [
     "BlobStore",
     "Chain",
     "ChainKind",
+    "ErasedBlob",
     "LOG_CHAIN",
     "MESSAGE_CHAIN",
     "MemoryBlobs",
@@ -60,13 +79,16 @@ __all__ = [
     "STASH_LIMIT",
     "extend_chain",
     "handshake",
+    "hold_in_task",
     "is_stashed",
     "key_of",
     "load_chain",
     "messages_chain",
+    "owned_by",
     "shares_store",
     "stash",
     "unstash",
+    "unstash_held",
 ]
 
 JSON: TypeAlias = Any
@@ -75,8 +97,8 @@ Row: TypeAlias = tuple[str, str | None, bytes]
 """A stored blob: its key, the key of the chain node before it (or ``None``), its bytes."""
 
 STASH_LIMIT = 256 * 1024
-"""The largest JSON payload (in bytes) Temporal carries inline; larger ones are stashed
-(Temporal refuses a payload over 2 MB and retries the task that sent it without end)."""
+"""The largest JSON payload (in bytes) Temporal carried inline before ADR 0152 (Temporal
+refuses a payload over 2 MB); ``stash`` now stashes every value unless given a limit."""
 _WALK = 32  # chain nodes read one query at a time before reading the rest at once
 _CACHED = 32  # chains kept decoded per kind (by head), for the next step of a run
 _STASH_TAG = "golemBlob"
@@ -84,6 +106,51 @@ _STASH_TAG = "golemBlob"
 
 class MissingBlob(CorruptRecord):
     """A reference to a blob the store does not hold, or holds with other bytes."""
+
+
+class ErasedBlob(MissingBlob):
+    """A reference to a blob the store erased (``release``: the content is gone)."""
+
+
+_OWNER: ContextVar[str | None] = ContextVar("golem_blob_owner", default=None)
+
+
+@contextmanager
+def owned_by(conversation_id: str | None) -> Iterator[None]:
+    """Within it, every blob a store writes (or is asked to write again) is held by
+    ``conversation_id`` (``None``: by nobody new); asyncio tasks started inside inherit it."""
+    token = _OWNER.set(conversation_id)
+    try:
+        yield
+    finally:
+        with suppress(ValueError):  # a coroutine closed from another context (evicted)
+            _OWNER.reset(token)
+
+
+def hold_in_task(conversation_id: str | None) -> None:
+    """``owned_by`` for the rest of the current task (an activity, which runs in an
+    asyncio task of its own)."""
+    _OWNER.set(conversation_id)
+
+
+def _forget() -> None:
+    """Drop this process's cached chains: after an erasure none may serve erased content."""
+    MESSAGE_CHAIN.cache.clear()
+    LOG_CHAIN.cache.clear()
+
+
+def _missing(store: BlobStore, key: str, where: str, what: str) -> MissingBlob:
+    erased: Callable[[str], str | None] | None = getattr(store, "erased", None)
+    note = None if erased is None else erased(key)
+    if note is not None:
+        return ErasedBlob(
+            f"{where}: {what} {key} was erased from {store!r} ({note}): the content it"
+            " held is gone, and so is every run record that needs it"
+        )
+    return MissingBlob(
+        f"{where}: {what} {key} is not in {store!r}: every process of a run needs the"
+        " same blob store (blobs=)"
+    )
 
 
 def key_of(data: bytes) -> str:
@@ -114,13 +181,38 @@ class MemoryBlobs:
 
     def __init__(self) -> None:
         self._rows: dict[str, tuple[str | None, bytes]] = {}
+        self._owners: dict[str, set[str]] = {}  # by key: the conversations holding it
+        self._erased: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"MemoryBlobs({len(self._rows)} blobs)"
 
     def put(self, rows: Sequence[Row]) -> None:
+        owner = _OWNER.get()
         for key, prev, body in rows:
             self._rows.setdefault(key, (prev, body))
+            if owner is not None:
+                self._owners.setdefault(key, set()).add(owner)
+
+    def release(self, conversations: Sequence[str], note: str) -> tuple[str, ...]:
+        """Take ``conversations``' hold away; delete (and return, sorted) the keys no
+        other conversation holds."""
+        gone = set(conversations)
+        removed = []
+        for key, owners in list(self._owners.items()):
+            if owners & gone:
+                owners -= gone
+                if not owners:
+                    del self._owners[key]
+                    self._rows.pop(key, None)
+                    self._erased[key] = note
+                    removed.append(key)
+        _forget()
+        return tuple(sorted(removed))
+
+    def erased(self, key: str) -> str | None:
+        """Why ``key`` was erased, or ``None``."""
+        return self._erased.get(key)
 
     def get(self, keys: Sequence[str]) -> dict[str, bytes]:
         return {k: self._rows[k][1] for k in keys if k in self._rows}
@@ -146,6 +238,53 @@ WITH RECURSIVE chain(key, prev, body, depth) AS (
 SELECT key, prev, body FROM chain ORDER BY depth
 """
 _NO_LIMIT = 2**62
+_SQLITE_ERASURE = (
+    "CREATE TABLE IF NOT EXISTS golem_blob_owners"
+    " (conversation TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (conversation, key))",
+    "CREATE INDEX IF NOT EXISTS golem_blob_owners_key ON golem_blob_owners (key)",
+    "CREATE TABLE IF NOT EXISTS golem_blobs_erased"
+    " (key TEXT PRIMARY KEY, erased_ms INTEGER NOT NULL, note TEXT NOT NULL)",
+)
+
+
+def _batches(items: Sequence[str]) -> Iterator[list[str]]:
+    for i in range(0, len(items), 500):
+        yield list(items[i : i + 500])
+
+
+def _release_sqlite(
+    db: sqlite3.Connection, conversations: Sequence[str], note: str
+) -> tuple[str, ...]:
+    """``release`` in one SQLite transaction (the caller's)."""
+    held: set[str] = set()
+    for batch in _batches(sorted(set(conversations))):
+        marks = ",".join("?" * len(batch))
+        held.update(
+            k
+            for (k,) in db.execute(
+                f"SELECT key FROM golem_blob_owners WHERE conversation IN ({marks})", batch
+            )
+        )
+        db.execute(f"DELETE FROM golem_blob_owners WHERE conversation IN ({marks})", batch)
+    still: set[str] = set()
+    for batch in _batches(sorted(held)):
+        marks = ",".join("?" * len(batch))
+        still.update(
+            k
+            for (k,) in db.execute(
+                f"SELECT DISTINCT key FROM golem_blob_owners WHERE key IN ({marks})", batch
+            )
+        )
+    removed = sorted(held - still)
+    now = int(time.time() * 1000)
+    for batch in _batches(removed):
+        marks = ",".join("?" * len(batch))
+        db.execute(f"DELETE FROM golem_blobs WHERE key IN ({marks})", batch)
+        db.executemany(
+            "INSERT OR IGNORE INTO golem_blobs_erased (key, erased_ms, note) VALUES (?, ?, ?)",
+            [(k, now, note) for k in batch],
+        )
+    return tuple(removed)
 
 
 class SQLiteBlobs:
@@ -158,20 +297,47 @@ class SQLiteBlobs:
         self._db = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)
         with self._lock, self._db:
             self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA secure_delete=ON")  # an erased blob's bytes are zeroed
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS golem_blobs"
                 " (key TEXT PRIMARY KEY, prev TEXT, body BLOB NOT NULL)"
             )
+            for ddl in _SQLITE_ERASURE:
+                self._db.execute(ddl)
 
     def __repr__(self) -> str:
         return f"SQLiteBlobs({self.path!r})"
 
     def put(self, rows: Sequence[Row]) -> None:
+        owner = _OWNER.get()
         if rows:
             with self._lock, self._db:
                 self._db.executemany(
                     "INSERT OR IGNORE INTO golem_blobs (key, prev, body) VALUES (?, ?, ?)", rows
                 )
+                if owner is not None:
+                    self._db.executemany(
+                        "INSERT OR IGNORE INTO golem_blob_owners (conversation, key) VALUES (?, ?)",
+                        [(owner, r[0]) for r in rows],
+                    )
+
+    def release(self, conversations: Sequence[str], note: str) -> tuple[str, ...]:
+        """Take ``conversations``' hold away; delete (and return, sorted) the keys no
+        other conversation holds; then empty the WAL (``TRUNCATE``)."""
+        with self._lock:
+            with self._db:
+                removed = _release_sqlite(self._db, conversations, note)
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        _forget()
+        return removed
+
+    def erased(self, key: str) -> str | None:
+        """Why ``key`` was erased, or ``None``."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT note FROM golem_blobs_erased WHERE key = ?", (key,)
+            ).fetchone()
+        return None if row is None else str(row[0])
 
     def get(self, keys: Sequence[str]) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
@@ -205,21 +371,81 @@ class SQLBlobs:
             sa.Column("prev", sa.Text, nullable=True),
             sa.Column("body", sa.LargeBinary, nullable=False),
         )
+        self._owners = sa.Table(
+            "golem_blob_owners",
+            self._table.metadata,
+            sa.Column("conversation", sa.Text, primary_key=True),
+            sa.Column("key", sa.Text, primary_key=True, index=True),
+        )
+        self._erased = sa.Table(
+            "golem_blobs_erased",
+            self._table.metadata,
+            sa.Column("key", sa.Text, primary_key=True),
+            sa.Column("erased_ms", sa.BigInteger, nullable=False),
+            sa.Column("note", sa.Text, nullable=False),
+        )
         self._table.metadata.create_all(engine, checkfirst=True)
+        self._postgres = engine.dialect.name == "postgresql"
 
     def __repr__(self) -> str:
         return f"SQLBlobs({self.engine.url.render_as_string(hide_password=True)!r})"
 
+    def _insert(self) -> Any:
+        from sqlalchemy.dialects import postgresql, sqlite
+
+        return postgresql.insert if self._postgres else sqlite.insert
+
     def put(self, rows: Sequence[Row]) -> None:
         if not rows:
             return
-        from sqlalchemy.dialects import postgresql, sqlite
-
-        postgres = self.engine.dialect.name == "postgresql"
-        insert: Any = postgresql.insert if postgres else sqlite.insert
+        owner = _OWNER.get()
+        insert = self._insert()
         values = [{"key": k, "prev": p, "body": b} for k, p, b in rows]
         with self.engine.begin() as c:
             c.execute(insert(self._table).on_conflict_do_nothing(), values)
+            if owner is not None:
+                held = [{"conversation": owner, "key": r[0]} for r in rows]
+                c.execute(insert(self._owners).on_conflict_do_nothing(), held)
+
+    def release(self, conversations: Sequence[str], note: str) -> tuple[str, ...]:
+        """Take ``conversations``' hold away; delete (and return, sorted) the keys no
+        other conversation holds; then empty SQLite's WAL, or vacuum PostgreSQL's tables."""
+        sa, owners, blobs = self._sa, self._owners, self._table
+        with self.engine.connect() as c:
+            if not self._postgres:
+                c.exec_driver_sql("PRAGMA secure_delete=ON")  # the freed bytes are zeroed
+                c.commit()
+            with c.begin():
+                held: set[str] = set()
+                for batch in _batches(sorted(set(conversations))):
+                    where = owners.c.conversation.in_(batch)
+                    held.update(k for (k,) in c.execute(sa.select(owners.c.key).where(where)))
+                    c.execute(owners.delete().where(where))
+                still: set[str] = set()
+                for batch in _batches(sorted(held)):
+                    query = sa.select(owners.c.key).where(owners.c.key.in_(batch))
+                    still.update(k for (k,) in c.execute(query))
+                removed = sorted(held - still)
+                now = int(time.time() * 1000)
+                for batch in _batches(removed):
+                    c.execute(blobs.delete().where(blobs.c.key.in_(batch)))
+                    marks = [{"key": k, "erased_ms": now, "note": note} for k in batch]
+                    c.execute(self._insert()(self._erased).on_conflict_do_nothing(), marks)
+            if not self._postgres:
+                c.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+                c.commit()
+        if self._postgres and removed:
+            with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+                c.exec_driver_sql("VACUUM golem_blobs, golem_blob_owners")
+        _forget()
+        return tuple(removed)
+
+    def erased(self, key: str) -> str | None:
+        """Why ``key`` was erased, or ``None``."""
+        query = self._sa.select(self._erased.c.note).where(self._erased.c.key == key)
+        with self.engine.connect() as c:
+            row = c.execute(query).first()
+        return None if row is None else str(row[0])
 
     def get(self, keys: Sequence[str]) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
@@ -328,10 +554,7 @@ def load_chain(store: BlobStore, kind: ChainKind[V], head: str | None, where: st
     while key is not None:
         rows = store.walk(key, limit)
         if not rows:
-            raise MissingBlob(
-                f"{where}: {kind.name} node {key} is not in {store!r}: every process of a"
-                " run needs the same blob store (blobs=)"
-            )
+            raise _missing(store, key, where, f"{kind.name} node")
         found = False
         for k, prev, body in rows:
             hit = kind.cache.get(k)
@@ -403,10 +626,14 @@ def shares_store(store: BlobStore, key: str) -> bool:
 # -- stashes --------------------------------------------------------------------------------
 
 
-def stash(store: BlobStore, value: JSON, limit: int = STASH_LIMIT) -> JSON:
-    """``value``, or a reference to it stored as a blob when its JSON is over ``limit``
-    bytes (deterministic: the same value gives the same reference)."""
-    data = _compact(value)
+def stash(store: BlobStore, value: JSON, limit: int = 0) -> JSON:
+    """A reference to ``value`` stored as a blob (``value`` itself when its JSON is at
+    most ``limit`` bytes; by default every value goes by reference, so the engine's
+    records hold no content: ADR 0152). Deterministic: the same value gives the same
+    reference). Keys keep their order (a message's extra fields are ordered)."""
+    data = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8", "surrogatepass"
+    )
     if len(data) <= limit:
         return value
     key = key_of(data)
@@ -439,13 +666,22 @@ def unstash(store: BlobStore, value: JSON, where: str) -> JSON:
     key = value["key"]
     data = store.get([key]).get(key)
     if data is None:
-        raise MissingBlob(
-            f"{where}: blob {key} is not in {store!r}: every process of a run needs the"
-            " same blob store (blobs=)"
-        )
+        raise _missing(store, key, where, "blob")
     if key_of(data) != key:
         raise MissingBlob(f"{where}: blob {key} does not hold its content")
     return json.loads(data)
+
+
+def unstash_held(store: BlobStore, value: JSON, where: str) -> JSON:
+    """``unstash`` of a value another process stashed for the run (answers, steering
+    messages a client sent), written again so the run's conversation (``owned_by``)
+    holds it: erasing the conversation then erases it too."""
+    if is_stashed(value) and _OWNER.get() is not None:
+        key = value["key"]
+        data = store.get([key]).get(key)
+        if data is not None and key_of(data) == key:
+            store.put([(key, None, data)])
+    return unstash(store, value, where)
 
 
 def messages_chain(

@@ -46,10 +46,14 @@ from golem_shell.engines._blobs import (
     MESSAGE_CHAIN,
     BlobStore,
     Chain,
+    ErasedBlob,
     handshake,
     load_chain,
     messages_chain,
+    owned_by,
     shares_store,
+    stash,
+    unstash,
 )
 from golem_shell.engines._records import (
     MESSAGES,
@@ -232,15 +236,20 @@ def run_input(
     """The JSON a durable run starts from: ids (checked as ``Agent`` checks them), the
     head of the history's chain (stored in ``store`` here, once per message: a message a previous
     run stored is not written again), the prompt, the time it was submitted (the prompt
-    message's time) and the run's recorded keywords (``golem_shell.engines._keywords``)."""
+    message's time) and the run's recorded keywords (``golem_shell.engines._keywords``).
+    The history and the prompt are stored held by the conversation; the input holds
+    their references only."""
     history = check_history(history)
     parts = prompt_parts(prompt)
     run_id, conversation_id = run_ids(history, run_id, conversation_id)
+    with owned_by(conversation_id):  # erasing the conversation erases them (ADR 0152)
+        head = messages_chain(store, history).head
+        prompt = None if parts is None else stash(store, PARTS[0](parts))
     return {
         "runId": run_id,
         "conversationId": conversation_id,
-        "historyHead": messages_chain(store, history).head,
-        "prompt": None if parts is None else PARTS[0](parts),
+        "historyHead": head,
+        "prompt": prompt,
         "now": datetime.now(UTC).isoformat(),
         "options": encode(options),
         "blobs": handshake(store),
@@ -337,6 +346,12 @@ def processed_of(recorded: JSON, store: BlobStore) -> Processed:
 def missing_blob(wrapper: str, run_id: str, error: Exception) -> RunError:
     """What a caller reading the run ``run_id`` gets when a blob of it is not in this
     process's store: the run's records cannot be read here (stage ``history``)."""
+    if isinstance(error, ErasedBlob):
+        return RunError(
+            Stage.HISTORY,
+            f"the durable run {run_id!r} cannot be read: content it needs was erased: {error}",
+            cause=error,
+        )
     return RunError(
         Stage.HISTORY,
         f"the durable run {run_id!r} cannot be read with this {wrapper}'s blob store: {error}"
@@ -419,7 +434,7 @@ async def set_up(
     ``history`` is the run's input history (``input_history``).
 
     Raises:
-        MissingBlob: the processed history is not in ``store``.
+        MissingBlob: the processed history or the prompt is not in ``store``.
     """
     text = static_instructions(spec)
     if spec.dynamic_instructions is not None:
@@ -435,7 +450,10 @@ async def set_up(
     processed: Processed = None
     if spec.processor is not None:  # once per run: a summarizing one calls a model
         processed = processed_of(await processor(), store)
-    return first_state(spec, run_input, text, processed, history, listed.specs)
+    prompt = unstash(store, run_input["prompt"], "prompt")  # inline before ADR 0152
+    return first_state(
+        spec, {**run_input, "prompt": prompt}, text, processed, history, listed.specs
+    )
 
 
 def static_instructions(spec: RunSpec) -> str | None:

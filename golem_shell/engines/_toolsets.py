@@ -68,6 +68,12 @@ class Listed:
             return None
         return {"toolset": found[0], "spec": _CONVERTER.unstructure(found[1])}
 
+    def carried(self, name: str) -> dict[str, JSON]:
+        """What a tool activity's payload carries of the tool ``name``: ``{"toolset":
+        <its entry>}`` for a toolset's tool, nothing for the agent's own."""
+        entry = self.entry(name)
+        return {} if entry is None else {"toolset": entry}
+
     @classmethod
     def of(cls, recorded: JSON) -> Listed:
         """The record ``list_toolsets`` returned, read back.

@@ -64,6 +64,7 @@ from golem_shell.store._streams import StreamBusy, StreamLog, StreamRecord, Stre
 from golem_shell.store._tombstone import ERASED_RESULT_TEXT, ERASED_TEXT, PartFilter, erase_message
 from golem_shell.store._values import (
     MAIN,
+    BlobsErased,
     BranchInfo,
     BranchVerdict,
     Erased,
@@ -77,6 +78,7 @@ from golem_shell.store._values import (
 )
 
 __all__ = [
+    "BlobsErased",
     "BranchInfo",
     "BranchVerdict",
     "CorruptHistoryError",

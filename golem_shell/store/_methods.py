@@ -7,10 +7,13 @@ found", never that owner's data, because the owner is the first column of every 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Protocol, Self, TypeVar
+
+import attrs
 
 from golem_core import Message
 from golem_shell._errors import UsageError
@@ -31,6 +34,7 @@ from golem_shell.store._sql import Dialect, Operation
 from golem_shell.store._tombstone import PartFilter
 from golem_shell.store._values import (
     MAIN,
+    BlobsErased,
     BranchInfo,
     Head,
     Page,
@@ -41,7 +45,7 @@ from golem_shell.store._values import (
 from golem_shell.store._verify import verify_op
 from golem_shell.store._window import window_op
 
-__all__ = ["HistoryStore", "StoreMethods"]
+__all__ = ["ErasableBlobs", "HistoryStore", "StoreMethods", "blob_stores"]
 
 T = TypeVar("T")
 
@@ -62,6 +66,34 @@ def _ms(older_than: datetime | None) -> int | None:
     if not isinstance(older_than, datetime) or older_than.tzinfo is None:
         raise UsageError(f"older_than must be a timezone-aware datetime, got {older_than!r}")
     return int(older_than.timestamp() * 1000)
+
+
+class ErasableBlobs(Protocol):
+    """A durable engine's blob store (``golem_shell.durable.SQLBlobs`` and friends) as
+    erasure reaches it (ADR 0152)."""
+
+    def release(self, conversations: Sequence[str], note: str) -> tuple[str, ...]:
+        """Take the conversations' hold on their blobs away; delete the blobs no other
+        conversation holds; the deleted keys."""
+        ...
+
+
+def blob_stores(blobs: ErasableBlobs | Sequence[ErasableBlobs] | None) -> tuple[ErasableBlobs, ...]:
+    """A store's ``blobs=`` argument, checked.
+
+    Raises:
+        UsageError: an item has no ``release`` (not a golem blob store).
+    """
+    if blobs is None:
+        return ()
+    found = tuple(blobs) if isinstance(blobs, list | tuple) else (blobs,)
+    for b in found:
+        if not callable(getattr(b, "release", None)):
+            raise UsageError(
+                f"blobs= takes durable blob stores (SQLBlobs, SQLiteBlobs, MemoryBlobs),"
+                f" got {type(b).__name__}"
+            )
+    return found
 
 
 class HistoryStore(Protocol):
@@ -144,9 +176,24 @@ class StoreMethods:
 
     _config: Config
     _dialect: Dialect
+    _blobs: tuple[ErasableBlobs, ...] = ()
 
     def _run(self, op: Operation[T]) -> T:
         raise NotImplementedError
+
+    def _reach(self, receipt: Receipt) -> Receipt:
+        """After an erasure committed: take the touched conversations' durable runs'
+        blobs away from every blob store given (``blobs=``), the receipt listing them."""
+        cids = receipt.conversations
+        if not cids or not self._blobs:
+            return receipt
+        note = f"{receipt.action} of {', '.join(map(repr, cids))} at {receipt.at.isoformat()}"
+        found = tuple(BlobsErased(repr(b), cids, tuple(b.release(cids, note))) for b in self._blobs)
+        return attrs.evolve(receipt, blobs=found)
+
+    async def _erasing(self, op: Operation[Receipt]) -> Receipt:
+        receipt = await self._run_async(op)
+        return await asyncio.to_thread(self._reach, receipt)
 
     async def _run_async(self, op: Operation[T]) -> T:
         raise NotImplementedError
@@ -482,14 +529,15 @@ class StoreMethods:
             UsageError: a position past the end.
         """
         op = erase_op(self._config, owner, conversation_id, select, branch, parts)
-        return await self._run_async(op)
+        return await self._erasing(op)
 
     def erase_sync(
         self, owner: str, conversation_id: str, select: Selection, *, branch: str = MAIN,
         parts: PartFilter | None = None,
     ) -> Receipt:  # fmt: skip
         """``erase`` for code without an event loop."""
-        return self._run(erase_op(self._config, owner, conversation_id, select, branch, parts))
+        op = erase_op(self._config, owner, conversation_id, select, branch, parts)
+        return self._reach(self._run(op))
 
     async def delete(self, owner: str, conversation_id: str) -> Receipt:
         """Erase the conversation and every branch of it from the database.
@@ -497,11 +545,11 @@ class StoreMethods:
         Forks in other conversations keep their own copy of what they shared with it.
         A conversation not stored (another owner's id too) gives an empty receipt.
         """
-        return await self._run_async(delete_op(self._config, owner, conversation_id))
+        return await self._erasing(delete_op(self._config, owner, conversation_id))
 
     def delete_sync(self, owner: str, conversation_id: str) -> Receipt:
         """``delete`` for code without an event loop."""
-        return self._run(delete_op(self._config, owner, conversation_id))
+        return self._reach(self._run(delete_op(self._config, owner, conversation_id)))
 
     async def prune(
         self, *, owner: str | None = None, older_than: datetime | None = None,
@@ -510,14 +558,14 @@ class StoreMethods:
         """Delete conversations last written before ``older_than``, and all but the
         ``keep_newest`` most recently written per owner (one owner, or every owner)."""
         op = prune_op(self._config, owner, _ms(older_than), keep_newest)
-        return await self._run_async(op)
+        return await self._erasing(op)
 
     def prune_sync(
         self, *, owner: str | None = None, older_than: datetime | None = None,
         keep_newest: int | None = None,
     ) -> Receipt:  # fmt: skip
         """``prune`` for code without an event loop."""
-        return self._run(prune_op(self._config, owner, _ms(older_than), keep_newest))
+        return self._reach(self._run(prune_op(self._config, owner, _ms(older_than), keep_newest)))
 
     async def verify(
         self, owner: str, conversation_id: str, *, branch: str | None = None,

@@ -7,7 +7,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -15,7 +15,7 @@ from golem_core import SigningKeys
 from golem_shell._errors import UsageError
 from golem_shell.store._crypto import Cipher, EncryptionKeys, Sealer
 from golem_shell.store._errors import DuplicateKey, HistoryStoreError
-from golem_shell.store._methods import StoreMethods
+from golem_shell.store._methods import ErasableBlobs, StoreMethods, blob_stores
 from golem_shell.store._rows import Config
 from golem_shell.store._sql import (
     Operation,
@@ -89,6 +89,10 @@ class PostgresHistoryStore(StoreMethods):
         signing_keys: the agent's signing keys for the hash chain and signed heads.
         encryption: ``EncryptionKeys`` to encrypt message content at rest.
         clock: seconds since the epoch (``time.time``): conversation times, receipts.
+        blobs: the blob stores of the durable runs of these conversations (a
+            ``DurableAgent``'s or ``TemporalAgent``'s ``blobs``, ``SQLBlobs`` of DBOS's
+            system database): ``erase``, ``delete`` and ``prune`` delete the touched
+            conversations' durable run content there too (ADR 0152).
 
     Raises:
         UsageError: psycopg is not installed.
@@ -102,10 +106,12 @@ class PostgresHistoryStore(StoreMethods):
         signing_keys: SigningKeys | None = None,
         encryption: EncryptionKeys | None = None,
         clock: Callable[[], float] = time.time,
+        blobs: ErasableBlobs | Sequence[ErasableBlobs] | None = None,
     ) -> None:
         _psycopg()
         if not isinstance(url, str) or not url:
             raise UsageError(f"url must be a non-empty connection string, got {url!r}")
+        self._blobs = blob_stores(blobs)
         self._url = url
         self._where = _redact(url)
         self._dialect = dialect(table, postgres=True)

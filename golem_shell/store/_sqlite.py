@@ -7,7 +7,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import TypeVar
 
@@ -15,7 +15,7 @@ from golem_core import SigningKeys
 from golem_shell._errors import UsageError
 from golem_shell.store._crypto import Cipher, EncryptionKeys, Sealer
 from golem_shell.store._errors import DuplicateKey, HistoryStoreError
-from golem_shell.store._methods import StoreMethods
+from golem_shell.store._methods import ErasableBlobs, StoreMethods, blob_stores
 from golem_shell.store._rows import Config
 from golem_shell.store._sql import Operation, Query, Row, dialect, schema_steps, transact
 
@@ -47,6 +47,10 @@ class SQLiteHistoryStore(StoreMethods):
             accidents, not an attacker (``verify`` says ``signed=False``).
         encryption: ``EncryptionKeys`` to encrypt message content at rest.
         clock: seconds since the epoch (``time.time``): conversation times, receipts.
+        blobs: the blob stores of the durable runs of these conversations (a
+            ``DurableAgent``'s or ``TemporalAgent``'s ``blobs``, ``SQLBlobs`` of DBOS's
+            system database): ``erase``, ``delete`` and ``prune`` delete the touched
+            conversations' durable run content there too (ADR 0152).
 
     Raises:
         HistoryStoreError: the database cannot be opened.
@@ -61,7 +65,9 @@ class SQLiteHistoryStore(StoreMethods):
         signing_keys: SigningKeys | None = None,
         encryption: EncryptionKeys | None = None,
         clock: Callable[[], float] = time.time,
+        blobs: ErasableBlobs | Sequence[ErasableBlobs] | None = None,
     ) -> None:
+        self._blobs = blob_stores(blobs)
         self._path = os.fspath(path)
         self._dialect = dialect(table, postgres=False)
         self._config = Config(Sealer(signing_keys), Cipher(encryption), clock)

@@ -16,6 +16,7 @@ from golem_core import Message
 
 __all__ = [
     "MAIN",
+    "BlobsErased",
     "BranchInfo",
     "BranchVerdict",
     "Erased",
@@ -66,18 +67,35 @@ class Erased:
 
 
 @frozen
+class BlobsErased:
+    """What an erasure removed from one durable engine's blob store (ADR 0152).
+
+    ``store`` is the store's repr (never a password); ``conversations`` the ids whose
+    hold on their durable runs' blobs was taken away; ``keys`` the blobs deleted (the
+    SHA-256 of their bytes): those no other conversation's runs hold.
+    """
+
+    store: str
+    conversations: tuple[str, ...]
+    keys: tuple[str, ...]
+
+
+@frozen
 class Receipt:
     """What an ``erase``, ``delete`` or ``prune`` erased, and when (the store's clock, UTC).
 
     ``summaries`` lists, per view, the stored summaries the operation made stale because
     they were built from what it erased (ADR 0143): their text is gone, their compaction
     record says ``"stale": true``; ``bytes`` of an entry there are the summary rows' size.
+    ``blobs`` lists, per durable engine blob store the store was given (``blobs=``),
+    the blobs of the touched conversations' durable runs it deleted (ADR 0152).
     """
 
     action: str
     at: datetime
     erased: tuple[Erased, ...]
     summaries: tuple[Erased, ...] = field(default=(), kw_only=True)
+    blobs: tuple[BlobsErased, ...] = field(default=(), kw_only=True)
 
     @property
     def bytes(self) -> int:

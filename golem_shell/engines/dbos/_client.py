@@ -34,7 +34,7 @@ from golem_core import DeferredAnswer, Message, Part
 from golem_shell._agent import Agent
 from golem_shell._errors import RunError, Stage, UsageError
 from golem_shell._results import RunResult
-from golem_shell.engines._blobs import BlobStore, MissingBlob
+from golem_shell.engines._blobs import BlobStore, MissingBlob, stash, unstash
 from golem_shell.engines._engine import (
     WaitingCalls,
     answers_to_send,
@@ -334,7 +334,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         key = f"golem-steer-{uuid.uuid4()}"
         await DBOS.send_async(
             run_id,
-            MESSAGES[0]((message,)),
+            stash(self.store(), MESSAGES[0]((message,))),  # the run holds it once it reads it
             STEER_TOPIC,
             idempotency_key=key,
             serialization_type=PORTABLE,
@@ -363,7 +363,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         value = await DBOS.get_event_async(run_id, WAITING_EVENT, timeout)
         if not value:
             return WaitingCalls()
-        waiting = decode_as(Waiting, value, "waiting")
+        waiting = decode_as(Waiting, unstash(self.store(), value, "waiting"), "waiting")
         return WaitingCalls.of(waiting)
 
     async def answer(
@@ -395,10 +395,13 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 is sent then.
         """
         sent = answers_to_send(run_id, answers, await self.waiting(run_id), pause)
-        await DBOS.send_async(run_id, encode(sent), ANSWERS_TOPIC, serialization_type=PORTABLE)
+        sent_ref = stash(self.store(), encode(sent))  # the run holds it once it reads it
+        await DBOS.send_async(run_id, sent_ref, ANSWERS_TOPIC, serialization_type=PORTABLE)
 
     def _decode_result(self, value: JSON) -> RunResult[Any]:
-        return result_of("DurableAgent", self.name, self.keywords.output_of, value, self.store())
+        store = self.store()
+        value = unstash(store, value, "result")
+        return result_of("DurableAgent", self.name, self.keywords.output_of, value, store)
 
 
 async def _run_ended(run_id: str) -> bool:

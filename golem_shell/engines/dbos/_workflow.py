@@ -40,7 +40,15 @@ from golem_core.loop import (
     check_resume,
 )
 from golem_shell._errors import UsageError
-from golem_shell.engines._blobs import Chain, MissingBlob
+from golem_shell.engines._blobs import (
+    BlobStore,
+    Chain,
+    MissingBlob,
+    owned_by,
+    stash,
+    unstash,
+    unstash_held,
+)
 from golem_shell.engines._engine import (
     ended,
     foreign_store,
@@ -109,15 +117,21 @@ async def run_workflow(durable: Engine, recorded_input: JSON) -> JSON:
     result's ``steering_left``. A message ``steer`` sent before the event was set is
     drained; one sent after finds the event set and is withdrawn by ``steer`` (or was
     drained first): never lost, never both taken and given back."""
-    record = await _body(durable, recorded_input)
-    if durable.steerable:
-        await DBOS.set_event_async(STEER_CLOSED_EVENT, True, serialization_type=PORTABLE)
-        record = attrs.evolve(record, steering_left=await _drain())
-    await close_run(durable.event_log, recorded_input["runId"])
-    return encode(record)
+    store = durable.store()
+    with owned_by(recorded_input["conversationId"]):  # what it stores, the run's conversation holds
+        record = await _body(durable, recorded_input)
+        if durable.steerable:
+            await DBOS.set_event_async(STEER_CLOSED_EVENT, True, serialization_type=PORTABLE)
+            record = attrs.evolve(record, steering_left=await _drain(store))
+        await close_run(durable.event_log, recorded_input["runId"])
+        if record.stage == "history" and not (
+            record.history or record.messages or record.system or record.steering_left
+        ):
+            return encode(record)  # unreadable here: inline (no content) for any reader
+        return stash(store, encode(record))  # DBOS records hashes only (ADR 0152)
 
 
-async def _drain() -> tuple[Message, ...]:
+async def _drain(store: BlobStore) -> tuple[Message, ...]:
     """The steering messages sent to the run and not taken yet (each ``recv`` recorded:
     a replay takes the same ones)."""
     taken: list[Message] = []
@@ -125,7 +139,7 @@ async def _drain() -> tuple[Message, ...]:
         sent = await DBOS.recv_async(STEER_TOPIC, timeout_seconds=0)
         if sent is None:
             return tuple(taken)
-        taken.extend(MESSAGES[1](sent, "steering"))
+        taken.extend(MESSAGES[1](unstash_held(store, sent, "steering"), "steering"))
 
 
 async def _body(durable: Engine, recorded_input: JSON) -> RunEnded:
@@ -177,24 +191,33 @@ async def _body(durable: Engine, recorded_input: JSON) -> RunEnded:
 
 
 async def _request_step(
-    spec: RunSpec, command: RequestModel, state: RunState, log: StreamLog | None = None
+    spec: RunSpec,
+    command: RequestModel,
+    state: RunState,
+    store: BlobStore,
+    log: StreamLog | None = None,
 ) -> JSON:
     if log is not None:  # streamed: its deltas go to the run's event stream (ADR 0151)
-        return encode(await request_streamed(log, spec, command, state))
+        return stash(store, encode(await request_streamed(log, spec, command, state)))
     effects = AgentEffects(spec, _NO_CONTEXT, None)
-    return encode(await effects.request(command, state))
+    return stash(store, encode(await effects.request(command, state)))
 
 
 async def _tool_step(
-    spec: RunSpec, call: ToolCallPart, state: RunState, context: RunContext[Any], entry: JSON
+    spec: RunSpec,
+    call: ToolCallPart,
+    state: RunState,
+    context: RunContext[Any],
+    entry: JSON,
+    store: BlobStore,
 ) -> JSON:
     await toolset_tool(spec, context, call.name, entry)  # a toolset's: from the record
     (work,) = AgentEffects(spec, context, None).tools((call,), state)
-    return encode(await work)
+    return stash(store, encode(await work))
 
 
-async def _compact_step(spec: RunSpec, command: CompactHistory) -> JSON:
-    return encode(await compact_once(spec, command))
+async def _compact_step(spec: RunSpec, command: CompactHistory, store: BlobStore) -> JSON:
+    return stash(store, encode(await compact_once(spec, command)))
 
 
 _NO_CONTEXT: RunContext[Any] = RunContext(None, "", "")
@@ -221,12 +244,19 @@ class _DBOSEffects:
         )
         self.cause: BaseException | None = None
         self.streaming = durable.event_log is not None  # its deltas go to the event log
+        self.store = durable.store()
 
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
         recorded = await DBOS.run_step_async(
-            step("golem.request"), _request_step, self.spec, command, state, self.durable.event_log
+            step("golem.request"),
+            _request_step,
+            self.spec,
+            command,
+            state,
+            self.store,
+            self.durable.event_log,
         )
-        outcome = decode(recorded, "model outcome")
+        outcome = decode(unstash(self.store, recorded, "model outcome"), "model outcome")
         if not isinstance(outcome, ModelResponded | ModelFailed):
             raise CorruptRecord(f"model outcome: got a {type(outcome).__name__}")
         return outcome
@@ -243,8 +273,11 @@ class _DBOSEffects:
                 state,
                 self.context,
                 self.listed.entry(call.name),
+                self.store,
             )
-            outcome: ToolOutcome = decode(recorded, "tool outcome")
+            outcome: ToolOutcome = decode(
+                unstash(self.store, recorded, "tool outcome"), "tool outcome"
+            )
             return outcome
 
         return [one(r, c) for r, c in zip(reserved, calls, strict=True)]
@@ -255,7 +288,7 @@ class _DBOSEffects:
     async def _steering(self, state: RunState) -> tuple[Message, ...]:
         """The steering messages sent to the run since it last looked (``recv`` is
         recorded: a replay takes the same ones at the same point)."""
-        return await _drain()
+        return await _drain(self.store)
 
     async def compact(
         self, command: CompactHistory, state: RunState
@@ -263,9 +296,9 @@ class _DBOSEffects:
         """Compact and retry's one compaction (ADR 0141), a step: a summarizing
         processor's model call is made once and replayed from the record."""
         recorded = await DBOS.run_step_async(
-            step("golem.compact"), _compact_step, self.spec, command
+            step("golem.compact"), _compact_step, self.spec, command, self.store
         )
-        outcome = decode(recorded, "compaction")
+        outcome = decode(unstash(self.store, recorded, "compaction"), "compaction")
         if not isinstance(outcome, HistoryCompacted | CompactionDeclined):
             raise CorruptRecord(f"compaction: got a {type(outcome).__name__}")
         return outcome
@@ -274,13 +307,16 @@ class _DBOSEffects:
         """Publish the waiting calls (and why earlier answers were refused), then receive
         answers until some fit this pause; the run goes on in the same workflow."""
         waiting = waiting_of(paused)
-        await DBOS.set_event_async(WAITING_EVENT, encode(waiting), serialization_type=PORTABLE)
+        published = stash(self.store, encode(waiting))
+        await DBOS.set_event_async(WAITING_EVENT, published, serialization_type=PORTABLE)
         while True:
             message = await DBOS.recv_async(ANSWERS_TOPIC, timeout_seconds=WAIT_SECONDS)
             if message is None:
                 continue
             try:
-                sent = decode_as(AnswersSent, message, "answers")
+                sent = decode_as(
+                    AnswersSent, unstash_held(self.store, message, "answers"), "answers"
+                )
             except CorruptRecord as e:
                 reason = f"answers that cannot be read: {e}"
             else:

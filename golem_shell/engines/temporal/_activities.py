@@ -8,7 +8,7 @@ processor, once per run), ``golem.compact`` (compact and retry's one compaction)
 (one tool call). Each finds the run's agent by the name its payload carries, reads the
 conversation by its chain's head in the agent's blob store, heartbeats while it works (a
 dead worker is noticed and the effect scheduled again) and returns its outcome as
-``golem_shell.engines._records`` JSON, stashed in the store when large. A failure is an
+``golem_shell.engines._records`` JSON, stashed in the store (ADR 0152). A failure is an
 outcome, never an activity retry.
 """
 
@@ -23,7 +23,14 @@ from temporalio import activity
 
 from golem_core import Message, ModelRequest, Usage
 from golem_core.loop import CompactHistory, CompactionDeclined, RequestModel, RunConfig, RunState
-from golem_shell.engines._blobs import MESSAGE_CHAIN, load_chain, messages_chain, stash, unstash
+from golem_shell.engines._blobs import (
+    MESSAGE_CHAIN,
+    hold_in_task,
+    load_chain,
+    messages_chain,
+    stash,
+    unstash,
+)
 from golem_shell.engines._engine import recorded_options, resolve_instructions, run_processor
 from golem_shell.engines._events import request_streamed
 from golem_shell.engines._records import CALL, MESSAGES, USAGE, encode
@@ -46,7 +53,7 @@ __all__ = [
 
 async def _beating(durable: Engine, work: Awaitable[JSON]) -> JSON:
     """Await ``work``, heartbeating meanwhile, so a dead worker is noticed in time; its
-    result crosses stashed when it is large (``STASH_LIMIT``)."""
+    result crosses stashed (ADR 0152: the history holds its hash only)."""
     timeout = activity.info().heartbeat_timeout
     task = asyncio.ensure_future(work)
     if not timeout:
@@ -63,9 +70,11 @@ async def _beating(durable: Engine, work: Awaitable[JSON]) -> JSON:
 
 
 def _arrived(payload: JSON) -> tuple[Engine, JSON]:
-    """The agent an activity's payload names, and the payload (read back if stashed)."""
+    """The agent an activity's payload names, and the payload (read back if stashed);
+    what the activity stores, the run's conversation holds (ADR 0152)."""
     durable = registered(payload["agent"])
-    return durable, unstash(durable.blobs, payload, "activity input")
+    hold_in_task(payload.get("conversationId"))  # this activity's own task
+    return durable, unstash(durable.blobs, payload.get("payload", payload), "activity input")
 
 
 def _history(durable: Engine, payload: JSON) -> tuple[Message, ...]:

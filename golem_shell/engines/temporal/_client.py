@@ -33,7 +33,7 @@ from golem_core import DeferredAnswer, Message, Part
 from golem_shell._agent import Agent
 from golem_shell._errors import DeferredResultsError, RunError, Stage, UsageError
 from golem_shell._results import RunResult
-from golem_shell.engines._blobs import BlobStore, MissingBlob, stash, unstash
+from golem_shell.engines._blobs import BlobStore, MissingBlob, owned_by, stash, unstash
 from golem_shell.engines._engine import (
     WaitingCalls,
     answers_to_send,
@@ -342,10 +342,17 @@ class TemporalAgent(Generic[DepsT, OutputT]):
         recorded = self.keywords.record(method, options, output_type)
         run_id, conversation_id = options.get("run_id"), options.get("conversation_id")
         payload = run_input(prompt, history, run_id, conversation_id, self.blobs, recorded)
+        with owned_by(payload["conversationId"]):  # the history holds no content (ADR 0152)
+            stashed = {
+                "runId": payload["runId"],
+                "conversationId": payload["conversationId"],
+                "blobs": payload["blobs"],  # a worker of another store fails the run readably
+                "input": stash(self.blobs, payload),
+            }
         try:
             return await client.start_workflow(
                 WORKFLOW_NAME,
-                args=[self.name, stash(self.blobs, payload)],
+                args=[self.name, stashed],
                 id=payload["runId"],
                 task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,

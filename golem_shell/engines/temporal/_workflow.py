@@ -47,11 +47,13 @@ from golem_shell.engines._blobs import (
     BlobStore,
     Chain,
     extend_chain,
+    hold_in_task,
     is_stashed,
     load_chain,
     messages_chain,
     stash,
     unstash,
+    unstash_held,
 )
 from golem_shell.engines._engine import (
     ended,
@@ -114,9 +116,15 @@ class GolemRun:
     async def run(self, agent: str, run: JSON) -> JSON:
         durable = registered(agent)
         self.agent = agent
+        if "input" in run:  # the ids and handshake inline, the rest by reference
+            foreign = foreign_store("TemporalAgent", run, durable.blobs)
+            if foreign is not None:  # the input cannot be read here: fail, readably
+                return encode(unreadable(durable.name, run, foreign))
+            run = run["input"]
         run = unstash(durable.blobs, run, "input")
         # carried over a continue-as-new, before any signalled to this execution already
         self.steered[:0] = run.get("steered", ())
+        hold_in_task(run["conversationId"])  # what it stores, its conversation holds
         try:
             result = await run_workflow(durable, run, self)
         except CorruptRecord as e:  # a workflow task failure would be retried without end
@@ -143,7 +151,7 @@ class GolemRun:
         the run completed fails, so ``steer`` raises."""
         sent, self.steered = self.steered, []
         return tuple(
-            m for s in sent for m in MESSAGES[1](unstash(store, s, "steering"), "steering")
+            m for s in sent for m in MESSAGES[1](unstash_held(store, s, "steering"), "steering")
         )
 
     @workflow.query(name=WAITING_QUERY)
@@ -186,7 +194,7 @@ async def run_workflow(durable: Engine, run_input: JSON, run_: GolemRun) -> JSON
     store = durable.blobs
     foreign = foreign_store("TemporalAgent", run_input, store)
     if foreign is not None:  # before anything: a client and a worker of other stores
-        return _end(store, unreadable(durable.name, run_input, foreign), run_)
+        return encode(unreadable(durable.name, run_input, foreign))  # inline: no content
     try:
         recorded = recorded_options(run_input)
         spec = durable.keywords.spec(recorded)
@@ -196,8 +204,7 @@ async def run_workflow(durable: Engine, run_input: JSON, run_: GolemRun) -> JSON
     chain = input_chain(run_input, store)
 
     async def instructions() -> JSON:
-        try:
-            # the payload is made only if performed (never in a replay of the journal)
+        try:  # the payload is made only if performed (never in a replay of the journal)
             return await journal.effect(
                 "golem.instructions", lambda: payload_of(durable, run_input)
             )
@@ -251,12 +258,6 @@ def _end(store: BlobStore, record: RunEnded, run_: GolemRun) -> JSON:
     return stash(store, encode(attrs.evolve(record, steering_left=run_.left(store))))
 
 
-def _toolset_entry(listed: Listed, name: str) -> JSON:
-    """What a tool activity's payload carries of a toolset's tool: its recorded entry."""
-    entry = listed.entry(name)
-    return {} if entry is None else {"toolset": entry}
-
-
 def payload_of(durable: Engine, run_input: JSON, **more: JSON) -> JSON:
     """An activity's payload: the agent's name, the run's ids, its recorded keywords
     (every activity builds the run's spec from them) and ``more``."""
@@ -272,13 +273,17 @@ def payload_of(durable: Engine, run_input: JSON, **more: JSON) -> JSON:
 
 async def perform(durable: Engine, name: str, payload: JSON) -> JSON:
     """Perform the activity ``name``; again when its worker died (up to a limit). The
-    payload crosses stashed when large; the result is read back if it was.
+    payload crosses stashed (ADR 0152); the result is read back.
 
     Raises:
         ActivityError: it failed otherwise (timed out, or golem's activity broke).
         MissingBlob: its stashed result is not in this worker's store.
     """
-    payload = stash(durable.blobs, payload)
+    payload = {  # by reference (ADR 0152); the agent names the store to read it from
+        "agent": payload["agent"],
+        "conversationId": payload["conversationId"],
+        "payload": stash(durable.blobs, payload),
+    }
     lost = 0
     while True:
         try:
@@ -354,7 +359,7 @@ class _Journal:
         that runs 2 s without yielding, and retries it, over and over)."""
         number = self.ask()
         if number in self.entries:
-            return self.entries[number]
+            return unstash(self.durable.blobs, self.entries[number], "journal")
         if callable(payload):
             payload = payload()
         result = await perform(self.durable, name, payload)
@@ -497,7 +502,7 @@ class _TemporalEffects:
                     lambda: {
                         **shared(),
                         "call": CALL[0](call),
-                        **_toolset_entry(self.listed, call.name),
+                        **self.listed.carried(call.name),
                     },
                 )
             except ActivityError as e:
@@ -523,7 +528,7 @@ class _TemporalEffects:
             messages = tuple(
                 m
                 for s in sent
-                for m in MESSAGES[1](unstash(self.durable.blobs, s, "steering"), "steering")
+                for m in MESSAGES[1](unstash_held(self.durable.blobs, s, "steering"), "steering")
             )
             self.journal.entries[number] = stash(self.durable.blobs, MESSAGES[0](messages))
             return messages
