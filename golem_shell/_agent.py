@@ -53,7 +53,7 @@ from golem_shell.run._setup import (
 )
 from golem_shell.tools._output import Output, OutputMode
 from golem_shell.tools._registry import Registry
-from golem_shell.tools._tools import RunContext, Tool, Toolset
+from golem_shell.tools._tools import ContextFunction, RunContext, Tool, Toolset
 
 if TYPE_CHECKING:
     from golem_shell.observe._observe import EventHandler
@@ -83,7 +83,8 @@ class Agent(Registry[DepsT, OutputT]):
         instructions: static instructions.
         dynamic_instructions: a function (sync or async) of the ``RunContext`` whose
             result joins the static instructions (static first, a blank line between).
-        tools: functions or ``Tool`` values the model may call.
+        tools: functions or ``Tool`` values the model may call (mypy holds a ``Tool``'s
+            context to ``deps_type``; without ``deps_type`` the tools' context is taken).
         output_type: ``str`` (the default) or any type the model must produce: a class
             (attrs, dataclass, TypedDict, pydantic model, ...), ``Literal[...]``, a union
             such as ``int | None``; a type checker reads it as a type form (PEP 747), so
@@ -124,7 +125,7 @@ class Agent(Registry[DepsT, OutputT]):
         output_mode: OutputMode = "tool",
         instructions: str | None = None,
         dynamic_instructions: InstructionsFunction | None = None,
-        tools: Sequence[Tool[Any] | Callable[..., Any]] = (),
+        tools: Sequence[Tool[DepsT] | ContextFunction[DepsT] | Callable[..., Any]] = (),
         history_processor: HistoryProcessor | AsyncHistoryProcessor | None = None,
         max_requests: int = 50,
         output_retries: int = 2,
@@ -199,7 +200,7 @@ class Agent(Registry[DepsT, OutputT]):
         settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
         deps: DepsT = KEEP,
-        tools: Sequence[Tool[Any] | Callable[..., Any]] = KEEP,
+        tools: Sequence[Tool[DepsT] | ContextFunction[DepsT] | Callable[..., Any]] = KEEP,
         instructions: str | None = KEEP,
     ) -> Iterator[None]:
         """Run with another model (settings, limits, deps, tools, instructions) within a

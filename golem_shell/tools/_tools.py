@@ -76,6 +76,7 @@ from golem_shell.tools._schema import (
 
 __all__ = [
     "Canceled",
+    "ContextFunction",
     "ModelRetry",
     "RunContext",
     "Tool",
@@ -442,6 +443,15 @@ def to_parts(value: object) -> tuple[Part, ...]:
 
 
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
+
+ContextFunction = Callable[Concatenate[RunContext[DepsT], ...], Any]
+"""A function taking a ``RunContext[DepsT]`` first. ``Agent(tools=...)`` takes
+``Tool[DepsT] | ContextFunction[DepsT] | Callable[..., Any]``: a ``Tool`` is not callable,
+so a standalone ``@tool`` of another context is an error (issue 49 item 9). A bare
+function of another context still passes as the plain ``Callable`` (no type says "its
+first parameter is not a RunContext"); this member is there for mypy's inference: with it
+``deps_type=`` decides ``DepsT`` (without it a list holding a ``Tool[Any]`` made ``DepsT``
+``Any``, and a mismatching ``Tool`` passed)."""
 
 
 class ToolDecorator(Protocol):

@@ -112,6 +112,24 @@ assert_type(refund, Tool[Deps])
 assert_type(shout, Tool[Any])  # no context: any agent may take it
 Agent(TestModel(), deps_type=Deps, tools=[greet, refund, shout])
 
+
+def no_context(a: int) -> int:
+    """A plain function."""
+    return a
+
+
+# an agent takes a standalone tool of its own context beside tools of none (plain
+# functions, Tool[Any]); one without deps_type takes its DepsT from its tools (issue 49 item 9)
+served = Agent(
+    TestModel(), deps_type=Deps, tools=[greet, shout, no_context, Tool.from_function(add)]
+)
+assert_type(served, Agent[Deps, str])
+assert_type(Agent(TestModel(), tools=[greet]), Agent[Deps, str])
+assert_type(Agent(TestModel(), tools=[no_context]), Agent[None, str])
+quiet: Agent[None] = Agent(TestModel(), tools=[shout])  # Tool[Any] alone: Agent[Any] unless told
+with served.override(tools=[refund, shout, no_context]):
+    pass
+
 if TYPE_CHECKING:  # what mypy refuses (strict: an ignore that is not needed is an error)
 
     def plain(a: int) -> int:
@@ -129,6 +147,22 @@ if TYPE_CHECKING:  # what mypy refuses (strict: an ignore that is not needed is 
     Agent(TestModel(), defer_model_check=True)  # type: ignore[arg-type]
     agent.tool_plain(retries=2)  # type: ignore[call-overload]  # golem: max_retries=
     tool(retries=2)  # type: ignore[call-overload]
+
+    # a standalone tool of another context: in Agent(tools=...), mixed with a tool of no
+    # context, and in override(tools=...) (issue 49 item 9)
+    @attrs.frozen
+    class Other:
+        n: int
+
+    Agent(TestModel(), deps_type=Other, tools=[greet])  # type: ignore[list-item]
+    Agent(TestModel(), deps_type=Other, tools=[shout, refund])  # type: ignore[list-item]
+
+    @tool
+    def count(context: RunContext[Other]) -> int:
+        """Count."""
+        return context.deps.n
+
+    agent.override(tools=[count])  # type: ignore[list-item]
 
 
 # iter_stream takes a run's own output_type=, typed as run's is (issue 49 item 9)
