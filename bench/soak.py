@@ -124,12 +124,16 @@ async def run_phase(
     every: tuple[float, float] = (2.0, 6.0),
     min_kills: int = 0,
     turns: int = 8,
+    turn_timeout: float = 90.0,
 ) -> dict[str, Any]:
     """``users`` users chatting for ``seconds`` (and until ``min_kills`` kills of each
     kind, with chaos); then the invariants. Returns the phase's figures."""
     oracle = Oracle()
     steering = deploy.config == "plain"
-    people = [User(f"u{k}", deploy.url, oracle, steering=steering) for k in range(users)]
+    people = [
+        User(f"u{k}", deploy.url, oracle, steering=steering, turn_timeout=turn_timeout)
+        for k in range(users)
+    ]
     await asyncio.gather(*(p.open() for p in people))
     stop = asyncio.Event()
     kills: dict[str, list[int]] = {}
@@ -158,12 +162,12 @@ async def run_phase(
     stop.set()
     if chaotic is not None:
         await chaotic
-    await asyncio.wait(talkers, timeout=180)
+    await asyncio.wait(talkers, timeout=2 * turn_timeout)
     elapsed = time.monotonic() - began
     for t in talkers:
         if not t.done():
             t.cancel()
-            oracle.errors.append("a user was still in a turn 180 s after the end")
+            oracle.errors.append(f"a user was still in a turn {2 * turn_timeout:g} s after the end")
         elif t.exception() is not None:
             oracle.errors.append(f"a user failed: {t.exception()!r}")
     await sampler
@@ -216,7 +220,7 @@ def _round(value: float | None) -> float | None:
 async def check(deploy: Deployment, oracle: Oracle, *, durable: bool) -> dict[str, Any]:
     """The invariants, against the store (read directly) and the effect log."""
     from golem_core import Role
-    from golem_shell.store import MAIN, HistoryNotFound, PostgresHistoryStore
+    from golem_shell.store import MAIN, HistoryNotFound, PostgresHistoryStore, StreamLog
 
     store = PostgresHistoryStore(deploy.db, signing_keys=deploy.key_file.read_bytes())
     faults: dict[str, list[str]] = {"stored_once": [], "answered": [], "effects_once": []}
@@ -250,7 +254,8 @@ async def check(deploy: Deployment, oracle: Oracle, *, durable: bool) -> dict[st
                 if p["acked"] and not answered:
                     unanswered += 1
                     if durable and p["kind"] != "steer":
-                        faults["answered"].append(f"{cid}: no answer to {p['text']!r}")
+                        why = await _diagnose(deploy, StreamLog(store), f"{uid}/{cid}/{MAIN}")
+                        faults["answered"].append(f"{cid}: no answer to {p['text']!r} ({why})")
     finally:
         await store.aclose()
     effects: dict[str, int] = {}
@@ -285,6 +290,26 @@ async def check(deploy: Deployment, oracle: Oracle, *, durable: bool) -> dict[st
         "conversations": len(oracle.conversations),
     }
     return result
+
+
+async def _diagnose(deploy: Deployment, log: Any, key: str) -> str:
+    """Where an unanswered turn stands: its newest stream and, on DBOS, its workflow."""
+    record = await log.latest(key)
+    if record is None:
+        return "no stream"
+    found = f"stream {record.state}, {record.frames} frames, run {record.run_id}"
+    if deploy.config == "dbos" and record.run_id:
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(deploy.db) as conn:
+            row = await (
+                await conn.execute(
+                    "SELECT status, executor_id FROM dbos.workflow_status WHERE workflow_uuid = %s",
+                    (record.run_id,),
+                )
+            ).fetchone()
+        found += f"; workflow {row[0]} on {row[1]}" if row else "; no DBOS workflow"
+    return found
 
 
 def rss_summary(samples: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
