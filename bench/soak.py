@@ -15,7 +15,9 @@ checks the invariants against the oracle log the clients kept:
 - ``effects_once``: every tool result stored ran its tool exactly once (the tools log
   each execution, by call id);
 - ``frames``: no stream delivered a frame twice or skipped one (frame numbers);
-- ``isolation``: no user could read, list or stream another user's conversation.
+- ``isolation``: no user could read, list or stream another user's conversation;
+- ``resume``: a turn answered and stored before its stream dropped does not keep the
+  resuming client waiting (15 s or more) where turns run in the server's own process.
 
 Figures, per configuration and phase: turns per second, p50 / p99 turn latency and the
 part of it golem adds (the latency less the scripted model's own time for that turn),
@@ -275,6 +277,11 @@ async def check(deploy: Deployment, oracle: Oracle, *, durable: bool) -> dict[st
         "faults": oracle.frame_faults[:10],
         "count": len(oracle.frame_faults),
     }
+    result["resume"] = {
+        "ok": not oracle.slow_resumes,
+        "faults": oracle.slow_resumes[:10],
+        "count": len(oracle.slow_resumes),
+    }
     result["isolation"] = {
         "ok": not oracle.isolation_faults and oracle.isolation_probes > 0,
         "faults": oracle.isolation_faults[:10],
@@ -339,6 +346,7 @@ async def soak(
     """Every configuration, every phase (``False``: calm, ``True``: chaos)."""
     runs: list[dict[str, Any]] = []
     root = Path(where or tempfile.mkdtemp(prefix="golem-soak-"))
+    print(f"bench.soak: the deployment's files (logs, effect log) are in {root}", file=sys.stderr)
     for config in configs:
         deploy = Deployment(config, root / config, servers=servers)
         try:

@@ -70,6 +70,7 @@ def _log_effect(path: str, call: str | None, tool: str, **what: Any) -> None:
 
 def logging_tools(example: Any, effects: str) -> None:
     """Give the example tools that log each execution to ``effects`` (same contract)."""
+
     @tool
     def get_weather(ctx: RunContext[None], city: str) -> str:
         """The weather of a city.

@@ -76,7 +76,7 @@ class Proc:
     def start(self) -> None:
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                self.argv, stdout=out, stderr=subprocess.STDOUT, env=self.env, cwd=ROOT
+                self.argv, stdout=out, stderr=subprocess.STDOUT, env=self.env, cwd=self.log.parent
             )
 
     @property
@@ -207,19 +207,22 @@ class Deployment:
         self.effects.touch()
         self.postgres = postgres or await asyncio.to_thread(start_postgres)
         self._own_postgres = postgres is None
+        if self._own_postgres:  # with the options it will crash with (synchronous commits)
+            await self.restart_postgres(down=0, mode="fast")
         name = f"soak_{self.config}_{secrets.token_hex(3)}"
         self.db = await asyncio.to_thread(create_database, self.postgres.url, name)
         model_port = free_port()
         self.model = Proc(
             "model",
             [sys.executable, "-m", "bench.soak_model", str(model_port)],
-            dict(os.environ),
+            {**os.environ, "PYTHONPATH": str(ROOT)},
             self.where / "model.log",
         )
         self.model.start()
         env = {
             **os.environ,
             "PYTHONUNBUFFERED": "1",
+            "PYTHONPATH": str(ROOT),  # bench.soak_app, from the deployment's directory
             "OPENAI_API_KEY": "sk-soak",
             "OPENAI_BASE_URL": f"http://127.0.0.1:{model_port}/v1",
             "OPENAI_MODEL": "scripted",
@@ -275,18 +278,22 @@ class Deployment:
         proc.start()
         await proc.ready()
 
-    async def restart_postgres(self, *, down: float = 0.5) -> None:
-        """Stop PostgreSQL as a crash does (``-m immediate``), then start it again on its
-        port and data directory."""
+    async def restart_postgres(self, *, down: float = 0.5, mode: str = "immediate") -> None:
+        """Stop PostgreSQL as a crash does (``-m immediate``: its processes die, the
+        machine does not), then start it again on its port and data directory.
+
+        It comes back with ``synchronous_commit=on``: the test server's ``off`` lets a
+        crash of the server lose transactions it acknowledged, which no deployment
+        accepts (``fsync=off`` stays: the machine never crashes here)."""
         pg = self.postgres
         pg_ctl = str(pg.bindir / "pg_ctl")
         data = str(pg.data_dir)
-        await asyncio.to_thread(pg._runner.run, [pg_ctl, "stop", "-D", data, "-m", "immediate"])
+        await asyncio.to_thread(pg._runner.run, [pg_ctl, "stop", "-D", data, "-m", mode, "-w"])
         await asyncio.sleep(down)
         log = str(pg.root / "server.log")
         options = (
             f"-c listen_addresses=127.0.0.1 -c port={pg.port} -c unix_socket_directories=''"
-            " -c max_connections=200 -c fsync=off -c synchronous_commit=off"
+            " -c max_connections=300 -c fsync=off -c synchronous_commit=on"
         )
         started = await asyncio.to_thread(
             pg._runner.run,

@@ -63,7 +63,7 @@ def answer_chunks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     call_id = "call_" + digest[:20]
     lower = text.lower().strip()
     if lower.startswith("weather"):
-        city = (text.split() + ["Paris", "Paris"])[1]
+        city = [*text.split(), "Paris", "Paris"][1]
         args = json.dumps({"city": city})
         return [
             {"content": "Let me check. "},
@@ -115,7 +115,11 @@ async def _sse(body: dict[str, Any]) -> AsyncIterator[bytes]:
             await asyncio.sleep(CHUNK)
         yield frame({"role": "assistant", **delta} if k == 0 else delta, None)
     finish = "tool_calls" if any("tool_calls" in c for c in chunks) else "stop"
-    usage = {"prompt_tokens": 10, "completion_tokens": len(chunks), "total_tokens": 10 + len(chunks)}
+    usage = {
+        "prompt_tokens": 10,
+        "completion_tokens": len(chunks),
+        "total_tokens": 10 + len(chunks),
+    }
     yield frame({}, finish, usage=usage)
     yield b"data: [DONE]\n\n"
 

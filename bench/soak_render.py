@@ -11,7 +11,7 @@ from typing import Any
 
 __all__ = ["render"]
 
-INVARIANTS = ("stored_once", "answered", "effects_once", "frames", "isolation")
+INVARIANTS = ("stored_once", "answered", "effects_once", "frames", "isolation", "resume")
 
 
 def _ms(value: float | None) -> str:
@@ -23,8 +23,9 @@ def render(data: dict[str, Any]) -> str:
     p = data.get("parameters", {})
     m = data.get("machine", {})
     kills = sum(k["killed"] for r in runs for k in r["kills"].values())
+    command = data.get("command", "python -m bench.soak")
     lines = [
-        f"## Many users, processes dying: the soak (`{data.get('command', 'python -m bench.soak')}`)",
+        f"## Many users, processes dying: the soak (`{command}`)",
         "",
         f"{p.get('users', '?')} users, {p.get('minutes', '?')} minutes a phase, {kills} kills"
         f" in all; {m.get('nproc', '?')} cores, Python {m.get('python', '?')}, load"
@@ -67,7 +68,11 @@ def render(data: dict[str, Any]) -> str:
         )
     rss = [(r["config"], r["rss_kib"]) for r in runs if "rss_kib" in r]
     if rss:
-        lines += ["", "| config | process | RSS first MiB | highest | last |", "|---|---|---:|---:|---:|"]
+        lines += [
+            "",
+            "| config | process | RSS first MiB | highest | last |",
+            "|---|---|---:|---:|---:|",
+        ]
         for config, table in rss:
             for name, v in table.items():
                 lines.append(

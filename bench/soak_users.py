@@ -35,6 +35,11 @@ from bench.soak_model import model_seconds
 __all__ = ["Oracle", "User"]
 
 RETRYABLE = (httpx.TransportError, httpx.HTTPStatusError)
+SLOW_RESUME = 15.0
+
+
+def _text(message: dict[str, Any]) -> str:
+    return "".join(p.get("text", "") for p in message["parts"] if p.get("type") == "text")
 
 
 @dataclass
@@ -46,12 +51,17 @@ class Oracle:
     frame_faults: list[str] = field(default_factory=list)
     isolation_faults: list[str] = field(default_factory=list)
     isolation_probes: int = 0
+    slow_resumes: list[str] = field(default_factory=list)  # a stored turn resumed slowly
     conversations: list[tuple[str, str]] = field(default_factory=list)  # (uid, cid)
     errors: list[str] = field(default_factory=list)  # client-side surprises (not invariants)
 
 
 def _user_message(text: str) -> dict[str, Any]:
-    return {"id": f"u-{random.getrandbits(40):x}", "role": "user", "parts": [{"type": "text", "text": text}]}
+    return {
+        "id": f"u-{random.getrandbits(40):x}",
+        "role": "user",
+        "parts": [{"type": "text", "text": text}],
+    }
 
 
 class Stream:
@@ -63,6 +73,7 @@ class Stream:
         self.chunks: list[dict[str, Any]] = []
         self.done = False
         self.resumes = 0
+        self.dropped_at: float | None = None  # when the first connection was lost
 
     def _frame(self, n: int, data: str) -> None:
         if n != self.last + 1:
@@ -103,6 +114,8 @@ class Stream:
                     return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{self.name}: no end of stream in {self.cid}")
+            if self.dropped_at is None:
+                self.dropped_at = time.monotonic()
             self.resumes += 1
             headers = {"Last-Event-ID": str(self.last)}
             try:
@@ -216,7 +229,25 @@ class User:
             await response.aclose()
             await asyncio.sleep(0.3 if response.status_code >= 500 else 0.1)
         self._record(kind, start, model_s, stream)
+        await self._resumed_in_time(cid, text, stream)
         return stream
+
+    async def _resumed_in_time(self, cid: str, text: str, stream: Stream) -> None:
+        """A turn stored before its stream dropped must not keep a resuming client
+        waiting for the stale limit (``SLOW_RESUME`` s; checked where turns run in the
+        process that took them: a durable turn waits for its worker, legitimately)."""
+        if self.steering is False or stream.dropped_at is None:
+            return
+        waited = time.monotonic() - stream.dropped_at
+        if waited < SLOW_RESUME:
+            return
+        view = await self._view(cid)
+        roles = [(m["role"], _text(m)) for m in view["messages"]]
+        at = next((i for i, (r, t) in enumerate(roles) if r == "user" and text in t), None)
+        if at is not None and any(r == "assistant" for r, _ in roles[at + 1 : at + 2]):
+            self.oracle.slow_resumes.append(
+                f"{cid}: {text!r} was answered and stored, its resume took {waited:.0f} s"
+            )
 
     def _record(self, kind: str, start: float, model_s: float | None, stream: Stream) -> None:
         failed = any(c.get("type") == "error" for c in stream.chunks)
