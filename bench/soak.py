@@ -250,9 +250,8 @@ async def check(deploy: Deployment, oracle: Oracle, *, durable: bool) -> dict[st
                 if p["acked"] and where[0] < at:
                     faults["stored_once"].append(f"{cid}: {p['text']!r} out of order")
                 at = max(at, where[0])
-                i = where[0]
-                later = history[i + 1 :]
-                answered = any(m.role is Role.ASSISTANT for m in later)
+                i = where[0]  # answered: the turn's answer follows, not a later turn's
+                answered = i + 1 < len(history) and history[i + 1].role is Role.ASSISTANT
                 if p["acked"] and not answered:
                     unanswered += 1
                     if durable and p["kind"] != "steer":

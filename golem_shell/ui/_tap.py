@@ -103,8 +103,17 @@ class StreamTap:
         return stream
 
     async def request(self, request: ModelRequest) -> Message:
-        """Answer ``request``, writing its chunks to its run's open stream as they come."""
-        record = await self.runs.log.of_run(request.run_id) if request.run_id else None
+        """Answer ``request``, writing its chunks to its run's open stream as they come.
+
+        A stream that cannot be looked up (its database is unreachable for a moment) is
+        written no more than a stream whose write fails: the request is answered, the
+        run goes on, the failure is logged."""
+        record = None
+        if request.run_id:
+            try:
+                record = await self.runs.log.of_run(request.run_id)
+            except Exception:
+                _log.exception("finding the stream of run %r failed", request.run_id)
         if record is None:
             message: Message = await self.model.request(request)
             return message
