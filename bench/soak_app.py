@@ -100,7 +100,15 @@ def logging_tools(example: Any, effects: str) -> None:
 
 class TemporalTurns:
     """``DurableAgent``'s methods the example calls (``start``, ``result``, ``waiting``,
-    ``answer``, ``steer``), on a ``TemporalAgent`` and its client."""
+    ``answer``, ``steer``), on a ``TemporalAgent`` and its client.
+
+    ``waiting`` and ``result`` ride out what a worker restart does to them: a query no
+    worker answers yet (``RPCError``: no poller, timed out) counts as "not waiting now",
+    and ``result`` asks again. The example's ``ChatServer.finish`` polls ``waiting``
+    every quarter second and ends with ``result``, and gives up its stream for good on
+    the first error either raises (the stream then stays open until that server
+    restarts): the soak found that (issue 50); this adapter is not where it is fixed.
+    """
 
     def __init__(self, agent: Any, client: Any) -> None:
         self.agent, self.client = agent, client
@@ -109,16 +117,46 @@ class TemporalTurns:
         return str(await self.agent.start(self.client, prompt, **options))
 
     async def result(self, run_id: str) -> Any:
-        return await self.agent.result(self.client, run_id)
+        while True:
+            try:
+                return await self.agent.result(self.client, run_id)
+            except Exception as e:
+                if not _transient(e):
+                    raise
+                await asyncio.sleep(0.5)
 
     async def waiting(self, run_id: str, *, timeout: float = 0.0) -> Any:
-        return await self.agent.waiting(self.client, run_id, timeout=timeout)
+        from golem_shell.temporal import WaitingCalls
+
+        try:
+            return await self.agent.waiting(self.client, run_id, timeout=timeout)
+        except Exception as e:
+            if not _transient(e):
+                raise
+            return WaitingCalls()
 
     async def answer(self, run_id: str, answers: Mapping[str, Any], *, pause: Any = None) -> None:
         await self.agent.answer(self.client, run_id, answers, pause=pause)
 
     async def steer(self, run_id: str, prompt: Any) -> None:
         await self.agent.steer(self.client, run_id, prompt)
+
+
+def _transient(error: BaseException | None) -> bool:
+    """Whether ``error`` (or what caused it) is Temporal or the database not answering
+    for a moment."""
+    import sqlalchemy.exc
+    from temporalio.client import WorkflowQueryFailedError
+    from temporalio.service import RPCError
+
+    from golem_shell.store import HistoryStoreError
+
+    kinds = (RPCError, WorkflowQueryFailedError, sqlalchemy.exc.DBAPIError, HistoryStoreError)
+    while error is not None:
+        if isinstance(error, kinds):
+            return not (isinstance(error, RPCError) and "not found" in str(error).lower())
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def temporal_agent(example: Any, db: str, key: bytes, delay: float, runs: Any) -> Any:

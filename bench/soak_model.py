@@ -1,6 +1,6 @@
 """The soak's model: one scripted OpenAI-compatible server with realistic latency.
 
-Owns ``POST /v1/chat/completions`` (streamed only: ``"stream": true``) for
+Owns ``POST /v1/chat/completions`` (streamed with ``"stream": true``, else whole) for
 ``bench.soak``: every answer is chosen by the newest user (or tool) message, so a
 request sent again (a durable step performed again after a crash) gets the same answer
 and the same call ids. The script, by the text of the person's message:
@@ -124,6 +124,28 @@ async def _sse(body: dict[str, Any]) -> AsyncIterator[bytes]:
     yield b"data: [DONE]\n\n"
 
 
+async def _whole(body: dict[str, Any]) -> dict[str, Any]:
+    chunks = answer_chunks(body.get("messages") or [])
+    await asyncio.sleep(model_seconds(len(chunks)))
+    calls = [c["tool_calls"][0] for c in chunks if "tool_calls" in c]
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": "".join(c.get("content", "") for c in chunks) or None,
+    }
+    if calls:
+        message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in calls]
+    return {
+        "id": "chatcmpl-soak",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": str(body.get("model", "scripted")),
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": len(chunks), "total_tokens": 10},
+    }
+
+
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """The ASGI app: the scripted completions, 404 elsewhere."""
     if scope["type"] != "http":
@@ -139,6 +161,12 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await send({"type": "http.response.body", "body": b"{}"})
         return
     request = json.loads(body or b"{}")
+    if not request.get("stream"):  # the whole answer at once, after the same time
+        data = json.dumps(await _whole(request)).encode()
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": data})
+        return
     headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     async for data in _sse(request):
