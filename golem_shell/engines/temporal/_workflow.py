@@ -84,6 +84,8 @@ from golem_shell.engines.temporal._common import (
     LOST_LIMIT,
     RETRIES,
     STEER_SIGNAL,
+    UNREACHABLE,
+    UNREACHABLE_LIMIT,
     WAITING_QUERY,
     WORKFLOW_NAME,
     Engine,
@@ -246,7 +248,8 @@ def payload_of(durable: Engine, run_input: JSON, **more: JSON) -> JSON:
 
 
 async def perform(durable: Engine, name: str, payload: JSON) -> JSON:
-    """Perform the activity ``name``; again when its worker died (up to a limit). The
+    """Perform the activity ``name``; again when its worker died (up to a limit), and
+    when it could not reach the blob store (a second later, up to a limit). The
     payload crosses stashed when large; the result is read back if it was.
 
     Raises:
@@ -254,7 +257,7 @@ async def perform(durable: Engine, name: str, payload: JSON) -> JSON:
         MissingBlob: its stashed result is not in this worker's store.
     """
     payload = stash(durable.blobs, payload)
-    lost = 0
+    lost = away = 0
     while True:
         try:
             result = await workflow.execute_activity(
@@ -266,7 +269,13 @@ async def perform(durable: Engine, name: str, payload: JSON) -> JSON:
             )
             return unstash(durable.blobs, result, name)
         except ActivityError as e:
-            died = isinstance(e.cause, TemporalTimeout) and e.cause.type is TimeoutType.HEARTBEAT
+            cause = e.cause
+            unreachable = isinstance(cause, ApplicationError) and cause.type == UNREACHABLE
+            if unreachable and away < UNREACHABLE_LIMIT:  # the blob store's database restarts
+                away += 1
+                await workflow.sleep(1)
+                continue
+            died = isinstance(cause, TemporalTimeout) and cause.type is TimeoutType.HEARTBEAT
             if not died or lost >= LOST_LIMIT:
                 raise
             lost += 1
