@@ -22,11 +22,11 @@ from golem_shell import Agent, FunctionModel
 
 pytest.importorskip("temporalio", reason="the temporal extra is not installed")
 
-from temporalio import activity  # noqa: E402
-from temporalio.client import Client  # noqa: E402
+from temporalio import activity
+from temporalio.client import Client
 
-from golem_shell.engines._blobs import MemoryBlobs  # noqa: E402
-from golem_shell.temporal import TemporalAgent  # noqa: E402
+from golem_shell.engines._blobs import MemoryBlobs
+from golem_shell.temporal import TemporalAgent
 
 pytestmark = pytest.mark.anyio
 
