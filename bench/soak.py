@@ -36,6 +36,7 @@ import argparse
 import asyncio
 import json
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -371,7 +372,7 @@ async def soak(
             runs[-1]["commands"] = deploy.commands()
         finally:
             await deploy.close()
-    return {"runs": runs}
+    return {"runs": runs, "where": str(root)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -396,6 +397,10 @@ def main(argv: Sequence[str] | None = None) -> int:
              min_kills=args.min_kills)
     )  # fmt: skip
     ok = all(v["ok"] for r in data["runs"] for k, v in r["invariants"].items() if k != "counts")
+    if ok:  # the logs are kept when an invariant broke
+        shutil.rmtree(data.pop("where"), ignore_errors=True)
+    else:
+        print(f"bench.soak: the logs are in {data.pop('where')}", file=sys.stderr)
     if args.write is not None:
         from bench.report import machine, recorded_command, write_section
 

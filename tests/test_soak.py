@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -49,7 +50,7 @@ async def _soak(config: str) -> dict[str, Any]:
             _unavailable(e, "GOLEM_REQUIRE_POSTGRES")
         except TemporalUnavailable as e:
             _unavailable(e, "GOLEM_REQUIRE_TEMPORAL")
-        return await run_phase(
+        phase = await run_phase(
             deploy,
             users=3,
             seconds=8,
@@ -59,6 +60,8 @@ async def _soak(config: str) -> dict[str, Any]:
             turns=6,
             turn_timeout=45,
         )
+        phase["where"] = str(where)  # the logs, kept when an invariant broke
+        return phase
     finally:
         await deploy.close()
 
@@ -67,13 +70,17 @@ def _assert_held(phase: dict[str, Any], config: str) -> None:
     failed = {
         k: v["faults"] for k, v in phase["invariants"].items() if k != "counts" and not v["ok"]
     }
-    assert not failed, f"{config}: invariants broken: {failed}; errors: {phase['client_errors']}"
+    assert not failed, (
+        f"{config}: invariants broken: {failed}; errors: {phase['client_errors']};"
+        f" logs in {phase['where']}"
+    )
     for kind in KINDS[config]:
         assert phase["kills"][kind]["killed"] >= 1, phase["kills"]
         assert phase["kills"][kind]["survived"] == phase["kills"][kind]["killed"], phase["kills"]
     counts = phase["invariants"]["counts"]
     assert counts["prompts_acked"] >= 6 and counts["tool_results"] >= 1, counts
     assert phase["invariants"]["isolation"]["probes"] > 0
+    shutil.rmtree(phase["where"], ignore_errors=True)
 
 
 def test_the_stack_on_dbos_survives_a_kill_of_each_kind() -> None:
