@@ -36,6 +36,7 @@ import argparse
 import asyncio
 import json
 import random
+import secrets
 import shutil
 import sys
 import tempfile
@@ -137,8 +138,9 @@ async def run_phase(
     kind, with chaos); then the invariants. Returns the phase's figures."""
     oracle = Oracle()
     steering = deploy.config == "plain"
+    phase = secrets.token_hex(2)  # tags (and so call ids) never repeat across phases
     people = [
-        User(f"u{k}", deploy.url, oracle, steering=steering, turn_timeout=turn_timeout)
+        User(f"u{k}{phase}", deploy.url, oracle, steering=steering, turn_timeout=turn_timeout)
         for k in range(users)
     ]
     await asyncio.gather(*(p.open() for p in people))
@@ -265,9 +267,11 @@ async def check(deploy: Deployment, oracle: Oracle, *, durable: bool) -> dict[st
     finally:
         await store.aclose()
     effects: dict[str, int] = {}
+    ours = {cid for _, cid in oracle.conversations}
     for line in deploy.effects.read_text().splitlines():
-        call = json.loads(line)["call"]
-        effects[call] = effects.get(call, 0) + 1
+        effect = json.loads(line)
+        if effect.get("conversation") in ours:  # this phase's (the log is the deployment's)
+            effects[effect["call"]] = effects.get(effect["call"], 0) + 1
     for call in sorted(stored_results):
         if effects.get(call, 0) != 1:
             faults["effects_once"].append(f"{call}: ran {effects.get(call, 0)}x")
