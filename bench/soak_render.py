@@ -74,7 +74,7 @@ def render(data: dict[str, Any]) -> str:
             "|---|---|---:|---:|---:|",
         ]
         for config, table in rss:
-            for name, v in table.items():
+            for name, v in sorted(table.items()):
                 lines.append(
                     f"| {config} | {name} | {v['first'] / 1024:.0f} | {v['max'] / 1024:.0f}"
                     f" | {v['last'] / 1024:.0f} |"
