@@ -114,13 +114,22 @@ class StreamTap:
         return stream
 
     async def request(self, request: ModelRequest) -> Message:
-        """Answer ``request``, writing its chunks to its run's open stream as they come."""
+        """Answer ``request``, writing its chunks to its run's open stream as they come.
+
+        A stream that cannot be looked up (its database is unreachable for a moment) is
+        written no more than a stream whose write fails: the request is answered, the
+        run goes on, the failure is logged."""
         run_id, cid = request.run_id or "", request.conversation_id or ""
-        record = await self.runs.log.of_run(run_id) if run_id else None
+        record = None
         prefix = ""
-        if record is None and run_id:
-            owner, prefix = _turn_run(run_id)
-            record = await self.runs.log.of_run(owner) if prefix else None
+        try:
+            record = await self.runs.log.of_run(run_id) if run_id else None
+            if record is None and run_id:
+                owner, prefix = _turn_run(run_id)
+                record = await self.runs.log.of_run(owner) if prefix else None
+        except Exception:
+            _log.exception("finding the stream of run %r failed", run_id)
+            record = None
         if record is None:
             message: Message = await self.model.request(request)
             return message

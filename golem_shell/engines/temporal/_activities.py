@@ -9,17 +9,20 @@ processor, once per run), ``golem.compact`` (compact and retry's one compaction)
 conversation by its chain's head in the agent's blob store, heartbeats while it works (a
 dead worker is noticed and the effect scheduled again) and returns its outcome as
 ``golem_shell.engines._records`` JSON, stashed in the store (ADR 0152). A failure is an
-outcome, never an activity retry.
+outcome, never an activity retry; but a blob store that cannot be reached (its database
+restarting) is no outcome of the effect: the activity fails with ``UNREACHABLE`` and the
+workflow performs it again.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 import attrs
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from golem_core import Message, ModelRequest, Usage
 from golem_core.loop import CompactHistory, CompactionDeclined, RequestModel, RunConfig, RunState
@@ -33,9 +36,9 @@ from golem_shell.engines._blobs import (
 )
 from golem_shell.engines._engine import recorded_options, resolve_instructions, run_processor
 from golem_shell.engines._events import request_streamed
-from golem_shell.engines._records import CALL, MESSAGES, USAGE, encode
+from golem_shell.engines._records import CALL, MESSAGES, USAGE, CorruptRecord, encode
 from golem_shell.engines._toolsets import TOOLSETS_STEP, list_toolsets, toolset_tool
-from golem_shell.engines.temporal._common import CONVERTER, JSON, Engine, registered
+from golem_shell.engines.temporal._common import CONVERTER, JSON, UNREACHABLE, Engine, registered
 from golem_shell.run._asyncio import AgentEffects
 from golem_shell.run._setup import RunSpec, compact_once
 from golem_shell.tools._tools import RunContext
@@ -51,18 +54,34 @@ __all__ = [
 ]
 
 
+T = TypeVar("T")
+
+
+def _reaching(step: Callable[[], T]) -> T:
+    """``step()`` (it reads or writes the blob store); a store it cannot reach fails the
+    activity as ``UNREACHABLE`` (performed again), a record that is not there or not
+    readable stays what it is."""
+    try:
+        return step()
+    except CorruptRecord:
+        raise
+    except Exception as e:
+        raise ApplicationError(f"the blob store cannot be reached: {e!r}", type=UNREACHABLE) from e
+
+
 async def _beating(durable: Engine, work: Awaitable[JSON]) -> JSON:
     """Await ``work``, heartbeating meanwhile, so a dead worker is noticed in time; its
     result crosses stashed (ADR 0152: the history holds its hash only)."""
     timeout = activity.info().heartbeat_timeout
     task = asyncio.ensure_future(work)
     if not timeout:
-        return stash(durable.blobs, await task)
+        result = await task
+        return _reaching(lambda: stash(durable.blobs, result))
     try:
         while True:
             done, _ = await asyncio.wait({task}, timeout=timeout.total_seconds() / 3)
             if done:
-                return stash(durable.blobs, task.result())
+                return _reaching(lambda: stash(durable.blobs, task.result()))
             activity.heartbeat()
     finally:
         if not task.done():
@@ -74,12 +93,14 @@ def _arrived(payload: JSON) -> tuple[Engine, JSON]:
     what the activity stores, the run's conversation holds (ADR 0152)."""
     durable = registered(payload["agent"])
     hold_in_task(payload.get("conversationId"))  # this activity's own task
-    return durable, unstash(durable.blobs, payload.get("payload", payload), "activity input")
+    inner = payload.get("payload", payload)
+    return durable, _reaching(lambda: unstash(durable.blobs, inner, "activity input"))
 
 
 def _history(durable: Engine, payload: JSON) -> tuple[Message, ...]:
     """The conversation an activity's payload names by its chain's head."""
-    return load_chain(durable.blobs, MESSAGE_CHAIN, payload["history"], "history").values
+    head = payload["history"]
+    return _reaching(lambda: load_chain(durable.blobs, MESSAGE_CHAIN, head, "history")).values
 
 
 def _context(durable: Engine, payload: JSON) -> RunContext[Any]:
@@ -122,7 +143,7 @@ async def request_activity(payload: JSON) -> JSON:
     """Send one model request (its messages named by their chain's head); a failure
     comes back as a recorded ``ModelFailed``."""
     durable, payload = _arrived(payload)
-    set_up = unstash(durable.blobs, payload["request"], "model request")
+    set_up = _reaching(lambda: unstash(durable.blobs, payload["request"], "model request"))
     request = CONVERTER.structure({**set_up, "messages": []}, ModelRequest)
     request = attrs.evolve(request, messages=_history(durable, payload))
     spec = _spec(durable, payload)

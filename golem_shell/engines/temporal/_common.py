@@ -33,6 +33,8 @@ __all__ = [
     "RETRIES",
     "STEER_SIGNAL",
     "TASK_QUEUE",
+    "UNREACHABLE",
+    "UNREACHABLE_LIMIT",
     "WAITING_QUERY",
     "WORKFLOW_NAME",
     "Engine",
@@ -57,6 +59,11 @@ LOST_LIMIT = 5
 CONVERTER = make_converter()
 RETRIES = RetryPolicy(maximum_attempts=1)
 """Golem's adapters retry; Temporal never does."""
+UNREACHABLE = "GolemBlobsUnreachable"
+"""The failure type of an activity that could not reach the blob store (the database
+restarting): the workflow performs it again, a second later, up to ``UNREACHABLE_LIMIT``
+times, as it does an effect whose worker died."""
+UNREACHABLE_LIMIT = 120
 BROKEN = "GolemRecord"
 """The failure type of a run whose records cannot be read."""
 PROCESS_BLOBS = MemoryBlobs()

@@ -18,8 +18,7 @@ from typing import Any
 
 import attrs
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
-from temporalio.exceptions import TimeoutError as TemporalTimeout
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from golem_core import CompactionRecord, Message, ToolCallPart, failed_outcome
 from golem_core.loop import (
@@ -85,20 +84,19 @@ from golem_shell.engines.temporal._common import (
     BROKEN,
     CONVERTER,
     JSON,
-    LOST_LIMIT,
-    RETRIES,
     STEER_SIGNAL,
     WAITING_QUERY,
     WORKFLOW_NAME,
     Engine,
     registered,
 )
+from golem_shell.engines.temporal._perform import perform
 from golem_shell.observe._observe import EventHandler, observe_run
 from golem_shell.run._driver import Progress, ToolBatch, run
 from golem_shell.run._setup import RunSpec, validate_output
 from golem_shell.tools._tools import RunContext
 
-__all__ = ["GolemRun", "payload_of", "perform", "run_workflow"]
+__all__ = ["GolemRun", "payload_of", "run_workflow"]
 
 
 @workflow.defn(name=WORKFLOW_NAME, sandboxed=False)
@@ -269,37 +267,6 @@ def payload_of(durable: Engine, run_input: JSON, **more: JSON) -> JSON:
         **carried,
         **more,
     }
-
-
-async def perform(durable: Engine, name: str, payload: JSON) -> JSON:
-    """Perform the activity ``name``; again when its worker died (up to a limit). The
-    payload crosses stashed (ADR 0152); the result is read back.
-
-    Raises:
-        ActivityError: it failed otherwise (timed out, or golem's activity broke).
-        MissingBlob: its stashed result is not in this worker's store.
-    """
-    payload = {  # by reference (ADR 0152); the agent names the store to read it from
-        "agent": payload["agent"],
-        "conversationId": payload["conversationId"],
-        "payload": stash(durable.blobs, payload),
-    }
-    lost = 0
-    while True:
-        try:
-            result = await workflow.execute_activity(
-                name,
-                payload,
-                start_to_close_timeout=durable.activity_timeout,
-                heartbeat_timeout=durable.heartbeat_timeout,
-                retry_policy=RETRIES,
-            )
-            return unstash(durable.blobs, result, name)
-        except ActivityError as e:
-            died = isinstance(e.cause, TemporalTimeout) and e.cause.type is TimeoutType.HEARTBEAT
-            if not died or lost >= LOST_LIMIT:
-                raise
-            lost += 1
 
 
 class _Journal:
