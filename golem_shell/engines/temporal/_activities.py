@@ -14,6 +14,7 @@ outcome, never an activity retry.
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
@@ -22,7 +23,14 @@ from temporalio import activity
 
 from golem_core import Message, ModelRequest, Usage
 from golem_core.loop import CompactHistory, CompactionDeclined, RequestModel, RunConfig, RunState
-from golem_shell.engines._blobs import MESSAGE_CHAIN, load_chain, messages_chain, stash, unstash
+from golem_shell.engines._blobs import (
+    MESSAGE_CHAIN,
+    is_stashed,
+    load_chain,
+    messages_chain,
+    stash,
+    unstash,
+)
 from golem_shell.engines._engine import recorded_options, resolve_instructions, run_processor
 from golem_shell.engines._records import CALL, MESSAGES, USAGE, encode
 from golem_shell.engines.temporal._common import CONVERTER, JSON, Engine, registered
@@ -65,8 +73,11 @@ def _arrived(payload: JSON) -> tuple[Engine, JSON]:
 
 
 def _history(durable: Engine, payload: JSON) -> tuple[Message, ...]:
-    """The conversation an activity's payload names by its chain's head."""
-    return load_chain(durable.blobs, MESSAGE_CHAIN, payload["history"], "history").values
+    """The conversation an activity's payload names by its chain's head (and the
+    messages added since, inline: a tool batch's)."""
+    stored = load_chain(durable.blobs, MESSAGE_CHAIN, payload["history"], "history").values
+    added = payload.get("added")
+    return stored + MESSAGES[1](added, "added") if added else stored
 
 
 def _context(durable: Engine, payload: JSON) -> RunContext[Any]:
@@ -84,6 +95,26 @@ def _seen(payload: JSON, messages: Sequence[Message] = ()) -> RunState:
     config = RunConfig(run_id=payload["runId"], conversation_id=payload["conversationId"])
     usage = USAGE[1](payload["usage"], "usage") if "usage" in payload else Usage()
     return RunState(config, tuple(messages), usage=usage, requests=payload.get("requests", 0))
+
+
+_SET_UPS: OrderedDict[str, ModelRequest] = OrderedDict()
+"""Requests without their messages, read back by their blob's key (a key names one
+content): a run's steps send the same one, read and structured once per worker."""
+_CACHED = 32
+
+
+def _set_up(durable: Engine, sent: JSON) -> ModelRequest:
+    """The request (without messages) a request activity's payload names."""
+    key = sent.get("key") if is_stashed(sent) else None
+    request = None if key is None else _SET_UPS.get(key)
+    if request is None:
+        set_up = unstash(durable.blobs, sent, "model request")
+        request = CONVERTER.structure({**set_up, "messages": []}, ModelRequest)
+        if key is not None:
+            _SET_UPS[key] = request
+            while len(_SET_UPS) > _CACHED:
+                _SET_UPS.popitem(last=False)
+    return request
 
 
 @activity.defn(name="golem.instructions")
@@ -109,9 +140,9 @@ async def request_activity(payload: JSON) -> JSON:
     """Send one model request (its messages named by their chain's head); a failure
     comes back as a recorded ``ModelFailed``."""
     durable, payload = _arrived(payload)
-    set_up = unstash(durable.blobs, payload["request"], "model request")
-    request = CONVERTER.structure({**set_up, "messages": []}, ModelRequest)
-    request = attrs.evolve(request, messages=_history(durable, payload))
+    request = attrs.evolve(
+        _set_up(durable, payload["request"]), messages=_history(durable, payload)
+    )
     effects = AgentEffects(_spec(durable, payload), _context(durable, payload), None)
 
     async def once() -> JSON:
