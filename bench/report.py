@@ -13,7 +13,8 @@ the JSON renders to.
 
 Sections, in this order: ``run`` (``bench.run``), ``cache`` (``bench.cache``), ``store``
 (``bench.store --window``), ``store_pages`` (``bench.store_pages``), ``durable``
-(``bench.durable``), ``durable_peers`` (``bench.durable_peers``), ``decode``
+(``bench.durable``), ``durable_peers`` (``bench.durable_peers``), ``durable_temporal``
+(``bench.durable_temporal``), ``decode``
 (``bench.decode``), ``compaction`` (``bench.compaction``), ``pyodide``
 (``bench.pyodide``). Each section's module has its
 ``render(data) -> str`` (``run``, ``durable`` and ``durable_peers`` import theirs from a
@@ -60,6 +61,7 @@ SECTIONS = (
     "store_pages",
     "durable",
     "durable_peers",
+    "durable_temporal",
     "decode",
     "compaction",
     "pyodide",
