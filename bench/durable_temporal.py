@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -294,6 +295,11 @@ async def _measure(address: str, runs: int, rounds: int, where: str) -> dict[str
         for _ in range(5):  # warm-up: imports, connections, caches
             for op in ops.values():
                 assert (await op()) == "finished: step 2 done"
+        # as bench/timing.py does: what is alive now is frozen, so a collection scans
+        # what the runs allocate, not the libraries' imports (a full collection of
+        # those in one library's round would be charged to it)
+        gc.collect()
+        gc.freeze()
         steps = {
             "golem": await _activities(golem_client, f"{prefix}g0"),
             "pydantic_ai": await _activities(pai_client, f"{prefix}p1"),
