@@ -437,7 +437,8 @@ def render(data: dict[str, Any]) -> str:
     lines += [
         "",
         f"Target: golem's CPU overhead per step at most {TARGET}x pydantic-ai's:"
-        f" {ratio:.2f}x, {verdict}.",
+        f" {ratio:.2f}x (the ratio of the medians), {verdict}; the median of the rounds'"
+        f" own ratios is {statistics.median(r['cpu']['round_ratios']):.2f}x.",
         "",
         "Where a golem step's CPU time goes (one more round of golem's durable runs,"
         " instrumented: the exclusive CPU time of each kind of work, by the thread's clock,"
