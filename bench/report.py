@@ -13,8 +13,8 @@ the JSON renders to.
 
 Sections, in this order: ``run`` (``bench.run``), ``cache`` (``bench.cache``), ``store``
 (``bench.store --window``), ``store_pages`` (``bench.store_pages``), ``storage``
-(``bench.storage``), ``durable``
-(``bench.durable``), ``durable_peers`` (``bench.durable_peers``), ``decode``
+(``bench.storage``), ``durable`` (``bench.durable``), ``durable_peers``
+(``bench.durable_peers``), ``durable_temporal`` (``bench.durable_temporal``), ``decode``
 (``bench.decode``), ``compaction`` (``bench.compaction``), ``pyodide``
 (``bench.pyodide``), ``soak`` (``bench.soak``). Each section's module has its
 ``render(data) -> str`` (``run``, ``durable`` and ``durable_peers`` import theirs from a
@@ -62,6 +62,7 @@ SECTIONS = (
     "storage",
     "durable",
     "durable_peers",
+    "durable_temporal",
     "decode",
     "compaction",
     "pyodide",

@@ -4,9 +4,10 @@ Rooms: ``_common`` (the names a run is recorded under, the registry of agents by
 the engine's settings), ``_workflow`` (the workflow ``golem.run``: the driver replayed
 from its history, its journal, its effects), ``_perform`` (how the workflow performs an
 activity, again when its worker died or its blob store was unreachable), ``_activities``
-(the effects, each an activity) and ``_client`` (``TemporalAgent``: starting runs, answering and steering them,
-reading their results, and the worker). The workflow and the activities agree on
-payloads through ``golem_shell.engines._records`` and the run's blob store.
+(the effects, each an activity) and ``_client`` (``TemporalAgent``: starting runs,
+answering and steering them, reading their results, and the worker). The workflow and
+the activities agree on payloads through ``golem_shell.engines._records`` and the run's
+blob store.
 
 ``temporalio`` is an optional dependency: importing the engine without it raises
 ``UsageError`` naming the extra.

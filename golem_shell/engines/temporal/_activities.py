@@ -17,6 +17,7 @@ workflow performs it again.
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -29,6 +30,7 @@ from golem_core.loop import CompactHistory, CompactionDeclined, RequestModel, Ru
 from golem_shell.engines._blobs import (
     MESSAGE_CHAIN,
     hold_in_task,
+    is_stashed,
     load_chain,
     messages_chain,
     stash,
@@ -98,9 +100,12 @@ def _arrived(payload: JSON) -> tuple[Engine, JSON]:
 
 
 def _history(durable: Engine, payload: JSON) -> tuple[Message, ...]:
-    """The conversation an activity's payload names by its chain's head."""
+    """The conversation an activity's payload names by its chain's head (and the
+    messages added since, inline: a tool batch's)."""
     head = payload["history"]
-    return _reaching(lambda: load_chain(durable.blobs, MESSAGE_CHAIN, head, "history")).values
+    stored = _reaching(lambda: load_chain(durable.blobs, MESSAGE_CHAIN, head, "history")).values
+    added = payload.get("added")
+    return stored + MESSAGES[1](added, "added") if added else stored
 
 
 def _context(durable: Engine, payload: JSON) -> RunContext[Any]:
@@ -118,6 +123,26 @@ def _seen(payload: JSON, messages: Sequence[Message] = ()) -> RunState:
     config = RunConfig(run_id=payload["runId"], conversation_id=payload["conversationId"])
     usage = USAGE[1](payload["usage"], "usage") if "usage" in payload else Usage()
     return RunState(config, tuple(messages), usage=usage, requests=payload.get("requests", 0))
+
+
+_SET_UPS: OrderedDict[str, ModelRequest] = OrderedDict()
+"""Requests without their messages, read back by their blob's key (a key names one
+content): a run's steps send the same one, read and structured once per worker."""
+_CACHED = 32
+
+
+def _set_up(durable: Engine, sent: JSON) -> ModelRequest:
+    """The request (without messages) a request activity's payload names."""
+    key = sent.get("key") if is_stashed(sent) else None
+    request = None if key is None else _SET_UPS.get(key)
+    if request is None:
+        set_up = _reaching(lambda: unstash(durable.blobs, sent, "model request"))
+        request = CONVERTER.structure({**set_up, "messages": []}, ModelRequest)
+        if key is not None:
+            _SET_UPS[key] = request
+            while len(_SET_UPS) > _CACHED:
+                _SET_UPS.popitem(last=False)
+    return request
 
 
 @activity.defn(name="golem.instructions")
@@ -143,9 +168,9 @@ async def request_activity(payload: JSON) -> JSON:
     """Send one model request (its messages named by their chain's head); a failure
     comes back as a recorded ``ModelFailed``."""
     durable, payload = _arrived(payload)
-    set_up = _reaching(lambda: unstash(durable.blobs, payload["request"], "model request"))
-    request = CONVERTER.structure({**set_up, "messages": []}, ModelRequest)
-    request = attrs.evolve(request, messages=_history(durable, payload))
+    request = attrs.evolve(
+        _set_up(durable, payload["request"]), messages=_history(durable, payload)
+    )
     spec = _spec(durable, payload)
     effects = AgentEffects(spec, _context(durable, payload), None)
     log = durable.event_log

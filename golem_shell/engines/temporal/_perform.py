@@ -19,18 +19,29 @@ from golem_shell.engines.temporal._common import (
     Engine,
 )
 
-__all__ = ["perform"]
+__all__ = ["perform", "performed"]
 
 
 async def perform(durable: Engine, name: str, payload: JSON) -> JSON:
-    """Perform the activity ``name``; again when its worker died (up to a limit), and
-    when it could not reach the blob store (a second later, up to a limit). The payload
-    crosses stashed (ADR 0152); the result is read back.
+    """The result of the activity ``name`` performed (``performed``), read back.
 
     Raises:
         ActivityError: it failed otherwise (timed out, or golem's activity broke).
         MissingBlob: its stashed result is not in this worker's store.
     """
+    return unstash(durable.blobs, await performed(durable, name, payload), name)
+
+
+async def performed(durable: Engine, name: str, payload: JSON) -> JSON:
+    """Perform the activity ``name``; again when its worker died (up to a limit), and
+    when it could not reach the blob store (a second later, up to a limit). The payload
+    crosses stashed (ADR 0152); the result is returned as the activity returned it (a
+    reference: the journal keeps it so, not encoded again).
+
+    Raises:
+        ActivityError: it failed otherwise (timed out, or golem's activity broke).
+    """
+
     payload = {  # by reference (ADR 0152); the agent names the store to read it from
         "agent": payload["agent"],
         "conversationId": payload["conversationId"],
@@ -39,14 +50,14 @@ async def perform(durable: Engine, name: str, payload: JSON) -> JSON:
     lost = away = 0
     while True:
         try:
-            result = await workflow.execute_activity(
+            result: JSON = await workflow.execute_activity(
                 name,
                 payload,
                 start_to_close_timeout=durable.activity_timeout,
                 heartbeat_timeout=durable.heartbeat_timeout,
                 retry_policy=RETRIES,
             )
-            return unstash(durable.blobs, result, name)
+            return result
         except ActivityError as e:
             cause = e.cause
             unreachable = isinstance(cause, ApplicationError) and cause.type == UNREACHABLE

@@ -20,7 +20,7 @@ import attrs
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from golem_core import CompactionRecord, Message, ToolCallPart, failed_outcome
+from golem_core import CompactionRecord, Message, ModelRequest, ToolCallPart, failed_outcome
 from golem_core.loop import (
     Answered,
     CompactHistory,
@@ -90,7 +90,7 @@ from golem_shell.engines.temporal._common import (
     Engine,
     registered,
 )
-from golem_shell.engines.temporal._perform import perform
+from golem_shell.engines.temporal._perform import performed
 from golem_shell.observe._observe import EventHandler, observe_run
 from golem_shell.run._driver import Progress, ToolBatch, run
 from golem_shell.run._setup import RunSpec, validate_output
@@ -329,9 +329,11 @@ class _Journal:
             return unstash(self.durable.blobs, self.entries[number], "journal")
         if callable(payload):
             payload = payload()
-        result = await perform(self.durable, name, payload)
-        self.entries[number] = stash(self.durable.blobs, result)
-        return result
+        # journaled as the activity returned it: stashed (by the same rule) when large,
+        # so the result is not encoded again to be measured
+        recorded = await performed(self.durable, name, payload)
+        self.entries[number] = recorded
+        return unstash(self.durable.blobs, recorded, name)
 
     def recorded(self, number: int) -> JSON | None:
         """The journaled entry ``number`` (read back if stashed), or ``None``."""
@@ -395,7 +397,8 @@ class _TemporalEffects:
         self.cause: BaseException | None = None
         self.listed = Listed()  # the run's toolsets' tools, as recorded at its start
         self.streaming = durable.event_log is not None  # its deltas go to the event log
-        self._request: tuple[JSON, JSON] | None = None  # (a request's set-up, its reference)
+        # (a request's set-up, without its messages; its reference)
+        self._request: tuple[ModelRequest, JSON] | None = None
 
     def _ids(self, state: RunState) -> JSON:
         config = state.config
@@ -410,13 +413,26 @@ class _TemporalEffects:
         self.chain = run_chain(self.durable.blobs, state, self.chain)
         return self.chain.head
 
-    def _set_up(self, request: JSON) -> JSON:
+    def _since(self, state: RunState) -> JSON:
+        """The run's conversation as the stored head of the last request's and the
+        messages added since (the step's response), inline: a tool batch's payload
+        stores nothing, and the next request stores the step's messages in one write."""
+        known = self.chain.values
+        messages = state.history + state.added
+        if len(messages) < len(known) or messages[: len(known)] != known:
+            return {"history": self._head(state)}  # not a continuation: stored
+        added = messages[len(known) :]
+        return {"history": self.chain.head, **({"added": MESSAGES[0](added)} if added else {})}
+
+    def _set_up(self, request: ModelRequest) -> JSON:
         """A request without its messages (instructions, tool definitions, settings, the
         output schema), by reference: stored once as a blob, since it is the same at
         every step of a run, so an activity's input is bounded by what a step adds, not
-        by the size of the agent's tools (ADR 0125)."""
+        by the size of the agent's tools (ADR 0125). Unstructured only when it changed."""
         if self._request is None or self._request[0] != request:
-            self._request = (request, stash(self.durable.blobs, request, limit=0))
+            unstructured = CONVERTER.unstructure(request)
+            del unstructured["messages"]
+            self._request = (request, stash(self.durable.blobs, unstructured, limit=0))
         return self._request[1]
 
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
@@ -426,12 +442,10 @@ class _TemporalEffects:
         def payload() -> JSON:
             # the messages are named by the chain's head: never unstructured here (that
             # was the one cost of a step that grew with the conversation)
-            request = CONVERTER.unstructure(attrs.evolve(command.request, messages=()))
-            del request["messages"]
             return payload_of(
                 self.durable,
                 self._ids(state),
-                request=self._set_up(request),
+                request=self._set_up(attrs.evolve(command.request, messages=())),
                 history=self._head(state),
                 requests=state.requests,
             )
@@ -455,7 +469,7 @@ class _TemporalEffects:
                         self.durable,
                         self._ids(state),
                         system=MESSAGES[0](state.system),
-                        history=self._head(state),
+                        **self._since(state),
                         usage=USAGE[0](state.usage),
                         requests=state.requests,
                     )

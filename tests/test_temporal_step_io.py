@@ -1,0 +1,98 @@
+"""Issue 46 item 7: what a Temporal step costs the blob store.
+
+A step of a run (a model request, then its tool batch) writes the run's blob store once:
+the tool batch's payload names the conversation by the head the request stored and
+carries the step's response inline, so the next request stores the step's messages in
+one write (each write is a SQLite transaction, flushed to disk). A worker reads a
+request's set-up (instructions, tool definitions) from the store once, not once per
+request. The tools still see the whole conversation, the step's response included.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from golem_core import Message, Role, ToolCallPart
+from golem_shell import Agent, FunctionModel, RunContext, tool
+from golem_shell.engines._blobs import MemoryBlobs, Row
+
+temporal = pytest.importorskip("temporalio", reason="the temporal extra is not installed")
+from temporalio.client import Client  # noqa: E402
+
+from golem_shell.temporal import TemporalAgent  # noqa: E402
+
+STEPS = 4
+SEEN: list[int] = []  # the messages each tool call saw
+
+
+class CountingBlobs(MemoryBlobs):
+    """Blobs in memory, counting writes (with rows) and reads by key."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+        self.reads: Counter[str] = Counter()
+
+    def put(self, rows: Sequence[Row]) -> None:
+        if rows:
+            self.writes += 1
+        super().put(rows)
+
+    def get(self, keys: Sequence[str]) -> dict[str, bytes]:
+        self.reads.update(keys)
+        return super().get(keys)
+
+
+def _steps(request: Any) -> Message | str:
+    done = sum(1 for m in request.messages if m.role is Role.TOOL)
+    if done >= STEPS:
+        return f"done {done}"
+    call = ToolCallPart(f"c{done}", "look", json.dumps({"n": done}))
+    return Message(Role.ASSISTANT, (call,))
+
+
+@tool
+def look(ctx: RunContext[None], n: int) -> str:
+    """Look at step n."""
+    SEEN.append(len(ctx.messages))
+    last = ctx.messages[-1]
+    assert last.role is Role.ASSISTANT and last.tool_calls[0].id == f"c{n}"  # its call
+    return f"step {n}"
+
+
+STORE = CountingBlobs()
+AGENT = TemporalAgent(
+    Agent(FunctionModel(_steps), tools=[look], instructions="Look at every step."),
+    name="t-step-io",
+    task_queue="golem-step-io",
+    blobs=STORE,
+)
+
+
+@pytest.mark.anyio
+async def test_a_step_writes_the_store_once_and_reads_the_set_up_once(
+    temporal_server: Any,
+) -> None:
+    client = await Client.connect(temporal_server.address)
+    SEEN.clear()
+    async with AGENT.worker(client):
+        before = STORE.writes
+        result = await AGENT.run(client, "go", run_id=f"io-{uuid.uuid4()}")
+        writes = STORE.writes - before
+    assert result.output == f"done {STEPS}"
+    # the tools saw the conversation up to their call: the instructions, the prompt,
+    # then per step a call and a result
+    expected = [3 + 2 * n for n in range(STEPS)]
+    assert expected == SEEN, SEEN
+    requests = STEPS + 1
+    # one write per request (its history), the request's set-up, the starter's handshake
+    # and the run's end; none for a tool batch (there was one per batch too)
+    assert writes <= requests + 3, writes
+    set_up_reads = [n for key, n in STORE.reads.items() if n >= requests]
+    assert not set_up_reads, STORE.reads  # the set-up was read once, not per request
