@@ -31,6 +31,7 @@ from golem_shell.store._ops import (
 from golem_shell.store._pages import page_op
 from golem_shell.store._rows import Config
 from golem_shell.store._sql import Dialect, Operation
+from golem_shell.store._streamerase import erase_streams_op, streams_exist_op
 from golem_shell.store._tombstone import PartFilter
 from golem_shell.store._values import (
     MAIN,
@@ -182,8 +183,16 @@ class StoreMethods:
         raise NotImplementedError
 
     def _reach(self, receipt: Receipt) -> Receipt:
-        """After an erasure committed: take the touched conversations' durable runs'
-        blobs away from every blob store given (``blobs=``), the receipt listing them."""
+        """After an erasure committed: delete the frames of the touched conversations'
+        streams in the store's ``StreamLog`` (ADR 0153), and take their durable runs'
+        blobs away from every blob store given (``blobs=``), the receipt listing both."""
+        touched = sorted(
+            {(e.owner, e.conversation_id) for e in (*receipt.erased, *receipt.summaries)}
+        )
+        logged: bool = bool(touched) and self._run(streams_exist_op())
+        if logged:  # a store whose database has a stream log
+            streams = self._run(erase_streams_op(self._dialect, touched))
+            receipt = attrs.evolve(receipt, streams=streams)
         cids = receipt.conversations
         if not cids or not self._blobs:
             return receipt
