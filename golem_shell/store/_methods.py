@@ -31,7 +31,7 @@ from golem_shell.store._ops import (
 from golem_shell.store._pages import page_op
 from golem_shell.store._rows import Config
 from golem_shell.store._sql import Dialect, Operation
-from golem_shell.store._streamerase import erase_streams_op, streams_exist_op
+from golem_shell.store._streamerase import erase_streams
 from golem_shell.store._tombstone import PartFilter
 from golem_shell.store._values import (
     MAIN,
@@ -186,13 +186,7 @@ class StoreMethods:
         """After an erasure committed: delete the frames of the touched conversations'
         streams in the store's ``StreamLog`` (ADR 0153), and take their durable runs'
         blobs away from every blob store given (``blobs=``), the receipt listing both."""
-        touched = sorted(
-            {(e.owner, e.conversation_id) for e in (*receipt.erased, *receipt.summaries)}
-        )
-        logged: bool = bool(touched) and self._run(streams_exist_op())
-        if logged:  # a store whose database has a stream log
-            streams = self._run(erase_streams_op(self._dialect, touched))
-            receipt = attrs.evolve(receipt, streams=streams)
+        receipt = erase_streams(self._run, self._dialect, receipt)
         cids = receipt.conversations
         if not cids or not self._blobs:
             return receipt

@@ -13,11 +13,21 @@ owner) belongs to that conversation id under every owner, as its blobs do (ADR 0
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
 
 from golem_shell.store._sql import Dialect, Operation, Query, Steps, _lock_key
+from golem_shell.store._values import Receipt
 
-__all__ = ["add_columns", "erase_streams_op", "stream_tables", "streams_exist_op"]
+__all__ = [
+    "add_columns",
+    "erase_streams",
+    "erase_streams_op",
+    "stream_tables",
+    "streams_exist_op",
+]
 
 
 def stream_tables(d: Dialect) -> tuple[str, str]:
@@ -97,3 +107,14 @@ def erase_streams_op(
         return tuple(sorted(reached))
 
     return Operation(steps, write=True, erases=True, vacuum=stream_tables(d))
+
+
+def erase_streams(run: Callable[[Operation[Any]], Any], d: Dialect, receipt: Receipt) -> Receipt:
+    """After an erasure committed (``run``: the store's, ``d``: its dialect): delete the
+    streams of every conversation the receipt touched (erased views, stale summaries,
+    deleted conversations), the receipt naming them in ``streams``."""
+    touched = sorted({(e.owner, e.conversation_id) for e in (*receipt.erased, *receipt.summaries)})
+    if not touched or not run(streams_exist_op()):  # no stream log in this database
+        return receipt
+    streams: tuple[str, ...] = run(erase_streams_op(d, touched))
+    return attrs.evolve(receipt, streams=streams)
