@@ -895,7 +895,9 @@ class ChatServer:
             yield DONE
 
         key = f"{uid}/{cid}/{branch}"
-        run = await self.runs.start(key, frames, info={"base": len(history)}, steering=turn)
+        run = await self.runs.start(
+            key, frames, info={"base": len(history)}, steering=turn, owner=uid, conversation_id=cid
+        )
         return self._follow(run, 0)
 
     def _store_turn(
@@ -938,7 +940,11 @@ class ChatServer:
         message = f"m{len(history)}"
         info = {"uid": uid, "cid": cid, "branch": branch, "base": len(history)}
         run = await self.runs.open(
-            f"{uid}/{cid}/{branch}", run_id=run_id, info={**info, "message": message}
+            f"{uid}/{cid}/{branch}",
+            run_id=run_id,
+            info={**info, "message": message},
+            owner=uid,
+            conversation_id=cid,
         )
         opening = [{"type": "start", "messageId": message}, *first]
         await self.runs.write(
@@ -1093,7 +1099,9 @@ class ChatServer:
             )
         denied = sorted(k for k, v in answers.items() if not isinstance(v, Approved))
         info = {**paused.info, "denied": denied, "after_pause": waiting.pause}
-        run = await self.runs.open(paused.key, run_id=paused.run_id, info=info)
+        run = await self.runs.open(
+            paused.key, run_id=paused.run_id, info=info, owner=uid, conversation_id=cid
+        )
         try:
             await self.durable.answer(paused.run_id, answers, pause=waiting)
         except BaseException:
@@ -1158,6 +1166,24 @@ class ChatServer:
         return StreamingResponse(body_frames(), media_type="text/event-stream")
 
 
+class LaunchedBlobs:
+    """The ``DurableAgent``'s blob store as the history store's ``blobs=`` (ADR 0152):
+    DBOS launches with the app, after the store is made, so it is looked up when an
+    erasure releases a conversation's blobs."""
+
+    def __init__(self) -> None:
+        self.agent: Any = None
+
+    def __repr__(self) -> str:
+        return f"LaunchedBlobs({self.agent!r})"
+
+    def release(self, conversations: Sequence[str], note: str) -> tuple[str, ...]:
+        """``release`` on the agent's blob store (DBOS's system database)."""
+        if self.agent is None:
+            return ()
+        return tuple(self.agent.store().release(conversations, note))
+
+
 def make_app(
     db: str = "web_chat.db",
     *,
@@ -1183,10 +1209,11 @@ def make_app(
     """
     key = key or secrets.token_bytes(32)
     postgres = db.startswith(("postgresql://", "postgres://"))
+    blobs = LaunchedBlobs() if durable else None  # erasure reaches the DBOS runs' blobs
     store: SQLiteHistoryStore | PostgresHistoryStore = (
-        PostgresHistoryStore(db, signing_keys=key)
+        PostgresHistoryStore(db, signing_keys=key, blobs=blobs)
         if postgres
-        else SQLiteHistoryStore(db, signing_keys=key)
+        else SQLiteHistoryStore(db, signing_keys=key, blobs=blobs)
     )
     runs = StoredRuns(StreamLog(store))
     durable_agent: Any = None
@@ -1199,6 +1226,8 @@ def make_app(
             delay, key, lambda model: StreamTap(model, runs, position=lambda _: DBOS.step_id)
         )
         durable_agent = DurableAgent(agent, name="web-chat", steerable=True)
+        assert blobs is not None
+        blobs.agent = durable_agent
         DBOS(
             config={
                 "name": "golem-web-chat",

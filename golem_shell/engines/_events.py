@@ -173,23 +173,28 @@ def decode_event(data: str) -> RunEvent:
 # -- writing --------------------------------------------------------------------------------
 
 
-async def _opened(log: StreamLog, run_id: str) -> str:
-    """The run's stream, opened if it is not yet (by whichever writer comes first)."""
+async def _opened(log: StreamLog, run_id: str, conversation_id: str = "") -> str:
+    """The run's stream, opened if it is not yet (by whichever writer comes first), as
+    the conversation's (any owner's: its erasure deletes the frames, ADR 0153)."""
     stream = stream_of(run_id)
     if await log.get(stream) is None:
         try:
-            await log.open(stream, stream, run_id=run_id, durable=True)
+            await log.open(
+                stream, stream, run_id=run_id, durable=True, conversation_id=conversation_id
+            )
         except Exception:
             if await log.get(stream) is None:
                 raise
     return stream
 
 
-def _opened_sync(log: StreamLog, run_id: str) -> str:
+def _opened_sync(log: StreamLog, run_id: str, conversation_id: str = "") -> str:
     stream = stream_of(run_id)
     if log.get_sync(stream) is None:
         try:
-            log.open_sync(stream, stream, run_id=run_id, durable=True)
+            log.open_sync(
+                stream, stream, run_id=run_id, durable=True, conversation_id=conversation_id
+            )
         except Exception:
             if log.get_sync(stream) is None:
                 raise
@@ -234,7 +239,7 @@ def body_handler(
     execution wrote already (the keys are still counted, nothing is written)."""
     if log is None:
         return on_event
-    run_id = state.config.run_id
+    run_id, cid = state.config.run_id, state.config.conversation_id or ""
     keys = _Keys()
     opened: list[str] = []
 
@@ -244,7 +249,7 @@ def body_handler(
             key = keys(event)
             if key is not None and (quiet is None or not quiet()):
                 if not opened:
-                    opened.append(_opened_sync(log, run_id))
+                    opened.append(_opened_sync(log, run_id, cid))
                 log.append_sync(opened[0], [(key, encode_event(event))])
             return None if on_event is None else on_event(event)
 
@@ -254,7 +259,7 @@ def body_handler(
         key = keys(event)
         if key is not None:
             if not opened:
-                opened.append(await _opened(log, run_id))
+                opened.append(await _opened(log, run_id, cid))
             await log.append(opened[0], [(key, encode_event(event))])
         if on_event is not None:
             delivered = on_event(event)
@@ -312,7 +317,7 @@ async def request_streamed(
 
     started = RequestStarted(config.run_id, config.conversation_id, number, spec.model.name, True)
     try:
-        await _opened(log, config.run_id)
+        await _opened(log, config.run_id, config.conversation_id or "")
         await log.append(stream, [(f"RequestStarted/{number}/{attempt}", encode_event(started))])
         outcome = await AgentEffects(spec, _NO_CONTEXT, on_delta).request(command, state)
         if writing:

@@ -31,6 +31,7 @@ from golem_shell.store._ops import (
 from golem_shell.store._pages import page_op
 from golem_shell.store._rows import Config
 from golem_shell.store._sql import Dialect, Operation
+from golem_shell.store._streamerase import erase_streams
 from golem_shell.store._tombstone import PartFilter
 from golem_shell.store._values import (
     MAIN,
@@ -182,8 +183,10 @@ class StoreMethods:
         raise NotImplementedError
 
     def _reach(self, receipt: Receipt) -> Receipt:
-        """After an erasure committed: take the touched conversations' durable runs'
-        blobs away from every blob store given (``blobs=``), the receipt listing them."""
+        """After an erasure committed: delete the frames of the touched conversations'
+        streams in the store's ``StreamLog`` (ADR 0153), and take their durable runs'
+        blobs away from every blob store given (``blobs=``), the receipt listing both."""
+        receipt = erase_streams(self._run, self._dialect, receipt)
         cids = receipt.conversations
         if not cids or not self._blobs:
             return receipt

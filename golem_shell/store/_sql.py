@@ -93,7 +93,13 @@ class Dialect:
         its store checkpoints the WAL without waiting for readers)."""
         if not self.postgres:
             return ()
-        return tuple(Query(f"VACUUM {t}") for t in self.tables)
+        return self.vacuum(self.tables)
+
+    def vacuum(self, tables: tuple[str, ...]) -> tuple[Query, ...]:
+        """``after_erasure`` for these tables."""
+        if not self.postgres:
+            return ()
+        return tuple(Query(f"VACUUM {t}") for t in tables)
 
     def q(self, sql: str, *params: Any) -> Query:
         return Query(_format(self.prefix, self.postgres, sql), params)
@@ -228,6 +234,7 @@ class Operation(Generic[T]):
     write: bool = False
     guards: tuple[Callable[[Dialect], Steps[int]], HistoryConflict] | None = None
     erases: bool = False
+    vacuum: tuple[str, ...] = ()  # the tables an erasure vacuums (default: the store's)
 
 
 def transact(op: Operation[T], d: Dialect, execute: Callable[[Query], list[Row]]) -> T:
@@ -251,7 +258,7 @@ def transact(op: Operation[T], d: Dialect, execute: Callable[[Query], list[Row]]
         with suppress(Exception):
             execute(Query("ROLLBACK"))
         raise
-    for query in d.after_erasure if op.erases else ():
+    for query in _after(op, d):
         execute(query)
     return result
 
@@ -279,9 +286,15 @@ async def transact_async(
         with suppress(Exception):
             await execute(Query("ROLLBACK"))
         raise
-    for query in d.after_erasure if op.erases else ():
+    for query in _after(op, d):
         await execute(query)
     return result
+
+
+def _after(op: Operation[Any], d: Dialect) -> tuple[Query, ...]:
+    if not op.erases:
+        return ()
+    return d.vacuum(op.vacuum) if op.vacuum else d.after_erasure
 
 
 def _lost(conflict: HistoryConflict, actual: int) -> HistoryConflict:

@@ -6,7 +6,8 @@ store can serve a stream, after a restart too. Two tables (``prefix`` = the stor
 ``table``)::
 
     {prefix}_streams        stream -> slot key, run id, info (JSON), frame count,
-                            state (open, done, paused, abandoned), durable, heartbeat
+                            state (open, done, paused, abandoned), durable, heartbeat,
+                            the owner and conversation whose content it carries
     {prefix}_stream_frames  (stream, n) -> frame key, data; (stream, frame key) unique
 
 Promises:
@@ -20,6 +21,9 @@ Promises:
   the same slot key (a conversation's branch) is open, in one transaction: two processes
   racing to start a turn cannot both win. A non-durable stream whose writer stopped
   beating for ``stale_after`` seconds (its process died) is marked ``abandoned`` then.
+- **Erasure reaches it** (ADR 0153). A stream opened with the ``owner`` and
+  ``conversation_id`` it carries loses its frames when the history store erases,
+  deletes or prunes that conversation (a stream still open ends ``abandoned``).
 
 Operations are written once as steps (``_sql``) and run on the store's own connection,
 sync or async; PostgreSQL serializes appends to one stream by locking its row, and
@@ -41,6 +45,7 @@ from golem_shell._errors import UsageError
 from golem_shell.store._errors import HistoryStoreError
 from golem_shell.store._methods import StoreMethods
 from golem_shell.store._sql import Dialect, Operation, Query, Row, Steps, _lock_key
+from golem_shell.store._streamerase import add_columns
 
 __all__ = ["StreamBusy", "StreamLog", "StreamRecord", "StreamState"]
 
@@ -50,7 +55,10 @@ on later under another stream), or left by a writer that died (never finished)."
 
 _STATES: tuple[StreamState, ...] = ("open", "done", "paused", "abandoned")
 _Read: TypeAlias = "tuple[list[tuple[int, str]], StreamRecord | None]"
-_COLUMNS = "stream, skey, run_id, info, frames, state, durable, beat_ms, created_ms"
+_COLUMNS = (
+    "stream, skey, run_id, info, frames, state, durable, beat_ms, created_ms,"
+    " owner, conversation_id"
+)
 
 
 @frozen
@@ -66,6 +74,10 @@ class StreamRecord:
         state: ``open``, ``done``, ``paused`` or ``abandoned``.
         durable: its run survives its process (no heartbeat needed).
         beat_ms: when its writer last wrote or beat (ms since the epoch).
+        owner: the owner of the conversation it carries ('' when none was named, or
+            any owner: a durable run's event stream).
+        conversation_id: the conversation it carries ('' when none was named): the
+            history store's erasure of it deletes the stream's frames.
     """
 
     stream: str
@@ -76,6 +88,8 @@ class StreamRecord:
     state: StreamState
     durable: bool
     beat_ms: int
+    owner: str = ""
+    conversation_id: str = ""
 
     @property
     def open(self) -> bool:
@@ -92,12 +106,13 @@ class StreamBusy(HistoryStoreError):
 
 
 def _record(row: Row) -> StreamRecord:
-    stream, key, run_id, info, frames, state, durable, beat_ms, _ = row
+    stream, key, run_id, info, frames, state, durable, beat_ms, _, owner, cid = row
     if state not in _STATES:
         raise HistoryStoreError(f"stream {stream!r}: unknown state {state!r}")
     return StreamRecord(
-        stream, key, run_id, json.loads(info), int(frames), state, bool(durable), int(beat_ms)
-    )
+        stream, key, run_id, json.loads(info), int(frames), state, bool(durable), int(beat_ms),
+        owner, cid,
+    )  # fmt: skip
 
 
 class _Tables:
@@ -120,8 +135,10 @@ class _Tables:
             "CREATE TABLE IF NOT EXISTS {S} (stream TEXT PRIMARY KEY, skey TEXT NOT NULL,"
             f" run_id TEXT NOT NULL, info TEXT NOT NULL, frames {big} NOT NULL,"
             f" state TEXT NOT NULL, durable INTEGER NOT NULL, beat_ms {big} NOT NULL,"
-            f" created_ms {big} NOT NULL)"
+            f" created_ms {big} NOT NULL, owner TEXT NOT NULL DEFAULT '',"
+            " conversation_id TEXT NOT NULL DEFAULT '')"
         )
+        yield from add_columns(self.d)  # a table made before ADR 0153
         yield self.q("CREATE INDEX IF NOT EXISTS {S}_skey ON {S} (skey, created_ms)")
         yield self.q("CREATE INDEX IF NOT EXISTS {S}_run ON {S} (run_id, created_ms)")
         yield self.q(
@@ -143,6 +160,7 @@ class _Tables:
         durable: bool,
         now_ms: int,
         stale_ms: int,
+        of: tuple[str, str] = ("", ""),
     ) -> Steps[StreamRecord]:
         if self.d.postgres:
             yield Query("SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"{self.streams}/{key}"),))
@@ -153,7 +171,7 @@ class _Tables:
                 continue
             raise StreamBusy(current)
         yield self.q(
-            f"INSERT INTO {{S}} ({_COLUMNS}) VALUES (?, ?, ?, ?, 0, 'open', ?, ?, ?)",
+            f"INSERT INTO {{S}} ({_COLUMNS}) VALUES (?, ?, ?, ?, 0, 'open', ?, ?, ?, ?, ?)",
             stream,
             key,
             run_id,
@@ -161,8 +179,9 @@ class _Tables:
             int(durable),
             now_ms,
             now_ms,
+            *of,
         )
-        return StreamRecord(stream, key, run_id, json.loads(info), 0, "open", durable, now_ms)
+        return StreamRecord(stream, key, run_id, json.loads(info), 0, "open", durable, now_ms, *of)
 
     def append(
         self, stream: str, frames: Sequence[tuple[str, str]], now_ms: int, end: str | None
@@ -249,11 +268,22 @@ class StreamLog:
             self._ready = True
         return self.store._run(Operation(steps, write=write))
 
-    def open_sync(self, key: str, stream: str, *, run_id: str = "", durable: bool = False) -> None:
+    def open_sync(
+        self,
+        key: str,
+        stream: str,
+        *,
+        run_id: str = "",
+        durable: bool = False,
+        owner: str = "",
+        conversation_id: str = "",
+    ) -> None:
         """``open`` (no info, the default staleness) for a caller that may not await."""
         now = self._now()
+        of = (owner, conversation_id)
         self._run_sync(
-            lambda _: self._t.open(key, stream, run_id, "{}", durable, now, 30_000), write=True
+            lambda _: self._t.open(key, stream, run_id, "{}", durable, now, 30_000, of),
+            write=True,
         )
 
     def append_sync(
@@ -282,8 +312,15 @@ class StreamLog:
         info: Mapping[str, Any] | None = None,
         durable: bool = False,
         stale_after: float = 30.0,
+        owner: str = "",
+        conversation_id: str = "",
     ) -> StreamRecord:
         """Open stream ``stream`` in slot ``key`` (its ``run_id`` and ``info`` kept with it).
+
+        ``owner`` and ``conversation_id`` name the conversation whose content it carries:
+        the history store's ``erase``, ``delete`` and ``prune`` of that conversation
+        delete its frames (ADR 0153; ``owner=''``: the conversation id under any owner).
+        ``info`` is kept after that: put ids in it, never content.
 
         Raises:
             StreamBusy: another stream of ``key`` is open (and, if not durable, its
@@ -292,8 +329,9 @@ class StreamLog:
         text = json.dumps(dict(info or {}))
         stale = int(stale_after * 1000)
         now = self._now()
+        of = (owner, conversation_id)
         record: StreamRecord = await self._run(
-            lambda _: self._t.open(key, stream, run_id, text, durable, now, stale), write=True
+            lambda _: self._t.open(key, stream, run_id, text, durable, now, stale, of), write=True
         )
         return record
 

@@ -89,6 +89,8 @@ class Receipt:
     record says ``"stale": true``; ``bytes`` of an entry there are the summary rows' size.
     ``blobs`` lists, per durable engine blob store the store was given (``blobs=``),
     the blobs of the touched conversations' durable runs it deleted (ADR 0152).
+    ``streams`` names the streams of the store's ``StreamLog`` that carried a touched
+    conversation and lost their frames (ADR 0153).
     """
 
     action: str
@@ -96,6 +98,7 @@ class Receipt:
     erased: tuple[Erased, ...]
     summaries: tuple[Erased, ...] = field(default=(), kw_only=True)
     blobs: tuple[BlobsErased, ...] = field(default=(), kw_only=True)
+    streams: tuple[str, ...] = field(default=(), kw_only=True)
 
     @property
     def bytes(self) -> int:

@@ -181,8 +181,12 @@ class StoredRuns:
         info: Mapping[str, Any] | None = None,
         durable: bool = True,
         stream: str | None = None,
+        owner: str = "",
+        conversation_id: str = "",
     ) -> StoredRun:
-        """Open a stream of ``key`` whose frames some writer adds with ``write``.
+        """Open a stream of ``key`` whose frames some writer adds with ``write``;
+        ``owner`` and ``conversation_id`` name the conversation it carries (the store's
+        erasure of it deletes the stream's frames, ADR 0153).
 
         Raises:
             Refused: another stream of ``key`` is open (409: resume it instead).
@@ -195,6 +199,8 @@ class StoredRuns:
                 info=info,
                 durable=durable,
                 stale_after=self.stale_after,
+                owner=owner,
+                conversation_id=conversation_id,
             )
         except StreamBusy:
             raise Refused(
@@ -225,16 +231,21 @@ class StoredRuns:
         *,
         info: dict[str, Any] | None = None,
         steering: TurnSteering | None = None,
+        owner: str = "",
+        conversation_id: str = "",
     ) -> StoredRun:
         """Stream ``frames(run)`` from a task of this process into a new stream of ``key``
         (frame keys are their numbers; the stream ends with its ``[DONE]`` frame, in
         the same write); the writer beats every ``stale_after / 3`` s. ``steering`` is
-        the turn's (``running(key).steering`` in this process while it streams).
+        the turn's (``running(key).steering`` in this process while it streams);
+        ``owner`` and ``conversation_id`` as for ``open``.
 
         Raises:
             Refused: a stream of ``key`` is open (409).
         """
-        run = await self.open(key, info=info, durable=False)
+        run = await self.open(
+            key, info=info, durable=False, owner=owner, conversation_id=conversation_id
+        )
         if steering is not None:
             self._steerings[run.stream] = run.steering = steering
 
