@@ -36,7 +36,7 @@ from golem_shell._agent import Agent
 from golem_shell._errors import RunError, Stage, UsageError
 from golem_shell._results import RunResult
 from golem_shell.engines._blobs import BlobStore, MissingBlob, stash, unstash
-from golem_shell.engines._collect import GRACE
+from golem_shell.engines._collect import GRACE, KEEP_NOTES
 from golem_shell.engines._engine import (
     WaitingCalls,
     answers_to_send,
@@ -310,20 +310,27 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 return await DBOS.start_workflow_async(durable_run, self.name, payload)
             return await DBOS.enqueue_workflow_async(queue, durable_run, self.name, payload)
 
-    async def forget(self, older_than: timedelta | float, *, grace: float = GRACE) -> Forgotten:
+    async def forget(
+        self,
+        older_than: timedelta | float,
+        *,
+        grace: float = GRACE,
+        keep_notes: float = KEEP_NOTES,
+    ) -> Forgotten:
         """Delete DBOS's records of this agent's runs that finished more than
         ``older_than`` ago (a ``timedelta`` or seconds), and the blobs only they held.
 
         A conversation none of whose runs (of any agent) is still recorded stops holding
         its blobs; ``collect`` then deletes the blobs no conversation has held for
         ``grace`` seconds (so a run of it starting meanwhile, which writes its history
-        again, keeps what it reads). Call it from a periodic job in any process that
-        launched DBOS (ADR 0153). A forgotten run's ``result`` is gone with it.
+        again, keeps what it reads), and the erasure notes older than ``keep_notes``
+        seconds. Call it from a periodic job in any process that launched DBOS (ADR
+        0153). A forgotten run's ``result`` is gone with it.
 
         Raises:
             UsageError: a negative age or grace.
         """
-        return await forget_runs(self.name, self.store(), older_than, grace)
+        return await forget_runs(self.name, self.store(), older_than, grace, keep_notes)
 
     async def steer(self, run_id: str, prompt: str | Sequence[Part]) -> None:
         """Send the running run ``run_id`` a message (steering): it joins the run at its

@@ -19,7 +19,7 @@ from dbos import DBOS
 
 from golem_shell._errors import UsageError
 from golem_shell.engines._blobs import BlobStore
-from golem_shell.engines._collect import GRACE, Collected, collect, unhold
+from golem_shell.engines._collect import GRACE, KEEP_NOTES, Collected, collect, unhold
 from golem_shell.engines.dbos._common import WORKFLOW_NAME
 
 __all__ = ["Forgotten", "forget_runs"]
@@ -46,7 +46,11 @@ def _conversation(status: Any) -> tuple[str | None, str | None]:
 
 
 async def forget_runs(
-    agent: str, store: BlobStore, older_than: timedelta | float, grace: float = GRACE
+    agent: str,
+    store: BlobStore,
+    older_than: timedelta | float,
+    grace: float = GRACE,
+    keep_notes: float = KEEP_NOTES,
 ) -> Forgotten:
     """``DurableAgent.forget`` (see there)."""
     age = older_than if isinstance(older_than, timedelta) else timedelta(seconds=older_than)
@@ -71,7 +75,9 @@ async def forget_runs(
     kept = await _recorded_conversations(conversations)
     released = sorted(conversations - kept)
     unhold(store, released)
-    return Forgotten(tuple(sorted(runs)), tuple(released), collect(store, grace=grace))
+    return Forgotten(
+        tuple(sorted(runs)), tuple(released), collect(store, grace=grace, keep_notes=keep_notes)
+    )
 
 
 async def _recorded_conversations(wanted: set[str]) -> set[str]:
