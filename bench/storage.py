@@ -586,15 +586,17 @@ def _render_durable(d: dict[str, Any]) -> list[str]:
     lines = [
         "",
         f"golem durable (DBOS), at its own size (a turn is a durable run: {d['live']}"
-        f" conversations live, {d['total']} in all, {d['turns']} turns each, so the command"
-        " ends in a few minutes on 2 busy cores): each turn a `DurableAgent` run on DBOS"
+        f" conversations live, {d['total']} in all, {d['turns']} turns each, scaled down so"
+        " this part takes minutes on 2 busy cores; LangGraph's churn takes most of the"
+        " command's time): each turn a `DurableAgent` run on DBOS"
         " (SQLite system database) whose model and tools play the workload's turn back,"
         " blobs in a `SQLiteBlobs` file, the new messages appended to a"
         " `SQLiteHistoryStore(..., blobs=)`; a conversation is deleted from the store"
         f" (releasing its blobs) after its turns, and every {d['forget_every']} turns"
         f" `forget(older_than={d['age']:g} s, grace={d['age']:g} s, keep_notes={d['age']:g}"
         " s)` deletes finished runs' records and collects. Used bytes are the three files'"
-        f" together (at the end, after the last deletion: {parts}).",
+        f" together (at the end, after the last deletion: {parts}; the runs of the last"
+        " seconds are not forgotten yet, nor the blobs unheld within the grace).",
         "",
         "| turns | used KiB | file KiB |",
         "|---:|---:|---:|",
