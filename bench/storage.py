@@ -1,6 +1,9 @@
 """Storage that stays bounded: bytes per stored message beside the peers, and the bytes of a
 database over a steady churn of conversations (issue 47 item 2).
 
+Over 600 lines because each of the five ways of keeping a conversation (four libraries and
+golem's durable runs) is a class here, beside the one churn they all go through.
+
 ``python -m bench.storage`` stores the same conversations (``bench.workload``: 5-message
 turns, a user message, an assistant message calling two tools, their results and an
 answer) four ways, each in its own SQLite file in a temporary directory, as each library
@@ -32,7 +35,13 @@ Two measures, both read from SQLite itself after ``PRAGMA wal_checkpoint(TRUNCAT
    library's own: golem ``delete``, LangGraph ``SqliteSaver.delete_thread``, the Agents
    SDK ``clear_session``, pydantic-ai's rows deleted.
 
-``--quick`` (the smoke test): 4 conversations x 5 turns, churn of 3 live, 9 in all.
+3. **Durable churn** (``--durable-live``, ``--durable-total``, ``--durable-turns``, smaller:
+   each turn is a durable run): ``DurableGolem``, golem's durable storage (DBOS's system
+   database, the blob store, the history store) under the same churn, finished runs
+   forgotten by age (``DurableAgent.forget``) every ``--forget-every`` turns.
+
+``--quick`` (the smoke test): 4 conversations x 5 turns, churn of 3 live, 9 in all
+(durable: 3 live, 6 in all, 4 turns).
 ``--write PATH`` records the section ``storage`` of ``PATH``'s JSON and renders ``PATH``.
 """
 
@@ -51,7 +60,10 @@ from typing import Any, Protocol
 from bench.convert import to_golem
 from bench.workload import NeutralMessage, conversation
 
-__all__ = ["SYSTEMS", "Make", "Stored", "churn", "main", "per_message", "render"]
+__all__ = [
+    "SYSTEMS", "DurableGolem", "Make", "Stored", "churn", "durable_churn", "main", "per_message",
+    "render",
+]  # fmt: skip
 
 FLAT_LIMIT = 1.2
 TURN = 5  # messages per workload turn
@@ -281,7 +293,19 @@ def churn(live: int, total: int, turns: int, samples: int) -> list[dict[str, Any
     """Bytes over a steady churn, per library: ``live`` conversations at a time, each
     deleted after ``turns`` turns, ``total`` in all; the first generation staggered."""
     scripts = [_turns(seed, turns) for seed in range(min(total, 16))]  # texts repeat
-    # slot k's first conversation ends early, so the live set's size is steady from the start
+    plan = _plan(live, total, turns)
+    steps = sum(n for slot in plan for _, n in slot)
+    every = max(1, steps // samples)
+    out = []
+    with tempfile.TemporaryDirectory() as folder:
+        for system in _systems(Path(folder), "churn"):
+            out.append(_churn_one(system, plan, scripts, every, turns * live))
+    return out
+
+
+def _plan(live: int, total: int, turns: int) -> list[list[tuple[int, int]]]:
+    """Per slot of the live set, its conversations and their turns: slot k's first one
+    ends early, so the live set's size is steady from the start."""
     plan = [[(k, turns * (k + 1) // live)] for k in range(live)]
     started = live
     while started < total:
@@ -289,45 +313,156 @@ def churn(live: int, total: int, turns: int, samples: int) -> list[dict[str, Any
             if started < total:
                 plan[k].append((started, turns))
                 started += 1
-    steps = sum(n for slot in plan for _, n in slot)
-    every = max(1, steps // samples)
-    out = []
-    with tempfile.TemporaryDirectory() as folder:
-        for system in _systems(Path(folder), "churn"):
-            curve: list[dict[str, int]] = []
-            positions = [0] * live  # which conversation of the slot, and its turn
-            done = [0] * live
-            step = 0
-            try:
-                while any(positions[k] < len(plan[k]) for k in range(live)):
-                    for k in range(live):
-                        if positions[k] >= len(plan[k]):
-                            continue
-                        conv, length = plan[k][positions[k]]
-                        script = scripts[conv % len(scripts)]
-                        system.append_turn(f"c{conv}", script[done[k]])
-                        done[k] += 1
-                        if done[k] == length:
-                            system.delete(f"c{conv}")
-                            positions[k] += 1
-                            done[k] = 0
-                        step += 1
-                        if step % every == 0:
-                            used, file = _sizes(system.path)
-                            curve.append({"turns": step, "used": used, "file": file})
-                if not curve or curve[-1]["turns"] != step:  # the end, always sampled
-                    used, file = _sizes(system.path)
+    return plan
+
+
+def _churn_one(
+    system: Stored, plan: list[list[tuple[int, int]]], scripts: list[Any], every: int, warm: int
+) -> dict[str, Any]:
+    """One library's curve over the churn ``plan`` (sampled every ``every`` turns); the
+    steady state starts after ``warm`` turns."""
+    sizes: Callable[[], tuple[int, int]] = getattr(system, "sizes", lambda: _sizes(system.path))
+    live = len(plan)
+    curve: list[dict[str, int]] = []
+    positions = [0] * live  # which conversation of the slot, and its turn
+    done = [0] * live
+    step = 0
+    try:
+        while any(positions[k] < len(plan[k]) for k in range(live)):
+            for k in range(live):
+                if positions[k] >= len(plan[k]):
+                    continue
+                conv, length = plan[k][positions[k]]
+                script = scripts[conv % len(scripts)]
+                system.append_turn(f"c{conv}", script[done[k]])
+                done[k] += 1
+                if done[k] == length:
+                    system.delete(f"c{conv}")
+                    positions[k] += 1
+                    done[k] = 0
+                step += 1
+                if step % every == 0:
+                    used, file = sizes()
                     curve.append({"turns": step, "used": used, "file": file})
-            finally:
-                system.close()
-            steady = [p for p in curve if p["turns"] >= turns * live]
-            first = steady[0]["used"] if steady else None
-            peak = max((p["used"] for p in steady), default=None)
-            ratio = peak / first if first else None
-            out.append({"library": system.name, "curve": curve, "steady_first": first,
-                        "steady_peak": peak, "ratio": ratio,
-                        "flat": ratio is not None and ratio <= FLAT_LIMIT})  # fmt: skip
-    return out
+        if not curve or curve[-1]["turns"] != step:  # the end, always sampled
+            used, file = sizes()
+            curve.append({"turns": step, "used": used, "file": file})
+    finally:
+        system.close()
+    steady = [p for p in curve if p["turns"] >= warm]
+    first = steady[0]["used"] if steady else None
+    peak = max((p["used"] for p in steady), default=None)
+    ratio = peak / first if first else None
+    return {"library": system.name, "curve": curve, "steady_first": first,
+            "steady_peak": peak, "ratio": ratio,
+            "flat": ratio is not None and ratio <= FLAT_LIMIT}  # fmt: skip
+
+
+class DurableGolem:
+    """Each turn a durable run on DBOS (SQLite system database; blobs in a ``SQLiteBlobs``
+    file), its new messages appended to a ``SQLiteHistoryStore`` given the blobs; a
+    deletion is the store's ``delete`` (which releases the conversation's blobs); every
+    ``forget_every`` turns, ``DurableAgent.forget`` of the runs finished ``age`` seconds
+    ago. Its bytes are the three files' together."""
+
+    name = "golem durable (DBOS)"
+
+    def __init__(self, folder: Path, forget_every: int = 20, age: float = 2.0) -> None:
+        import dbos
+
+        from golem_shell.durable import SQLiteBlobs
+        from golem_shell.store import SQLiteHistoryStore
+
+        self.paths = [folder / "dbos.sqlite", folder / "blobs.sqlite", folder / "store.sqlite"]
+        self.path = self.paths[0]
+        self.blobs = SQLiteBlobs(self.paths[1])
+        self._store = SQLiteHistoryStore(self.paths[2], blobs=self.blobs)
+        self._agent = _durable_agent()
+        self._agent.blobs = self.blobs
+        self._forget_every, self._age, self._turns = forget_every, age, 0
+        self._history: dict[str, list[Any]] = {}
+        self._loop = asyncio.new_event_loop()
+        dbos.DBOS(config={"name": "golem-bench-storage", "log_level": "WARNING",
+                          "system_database_url": f"sqlite:///{self.path}",
+                          "serializer": dbos.DBOSPortableJSONSerializer()})  # fmt: skip
+        dbos.DBOS.launch()
+
+    def append_turn(self, cid: str, turn: Sequence[NeutralMessage]) -> None:
+        messages = to_golem(turn)
+        history = self._history.get(cid, [])
+        if messages[0].role.value == "system":
+            history, messages = [messages[0]], messages[1:]
+        _SCRIPT[:] = messages[1:]
+        run = self._agent.run(messages[0].text, history=history, conversation_id=cid)
+        result = self._loop.run_until_complete(run)
+        assert not _SCRIPT, "the scripted turn was not consumed"
+        self._store.append_sync("bench", cid, result.messages[len(self._history.get(cid, [])) :],
+                                len(self._history.get(cid, [])))  # fmt: skip
+        self._history[cid] = list(result.messages)
+        self._turns += 1
+        if self._turns % self._forget_every == 0:
+            forget = self._agent.forget(self._age, grace=self._age, keep_notes=self._age)
+            self._loop.run_until_complete(forget)
+
+    def delete(self, cid: str) -> None:
+        self._store.delete_sync("bench", cid)
+        self._history.pop(cid, None)
+
+    def sizes(self) -> tuple[int, int]:
+        both = [_sizes(p) for p in self.paths]
+        self.parts = {"dbos": both[0][0], "blobs": both[1][0], "store": both[2][0]}
+        return sum(u for u, _ in both), sum(f for _, f in both)
+
+    def close(self) -> None:
+        import dbos
+
+        dbos.DBOS.destroy()
+        self._store.close()
+        self._loop.close()
+
+
+_SCRIPT: list[Any] = []  # the rest of the turn a durable run plays back
+_AGENT: list[Any] = []
+
+
+def _durable_agent() -> Any:
+    """The bench's ``DurableAgent`` (one per process: DBOS registers it by name): its model
+    answers with the scripted turn's messages, its tools with the scripted results."""
+    if _AGENT:
+        return _AGENT[0]
+    from golem_shell import Agent, FunctionModel, tool
+    from golem_shell.durable import DurableAgent
+
+    def model(request: Any) -> Any:
+        return _SCRIPT.pop(0)
+
+    @tool
+    def get_weather(city: str, unit: str) -> str:
+        """The weather in ``city``."""
+        return str(_SCRIPT.pop(0).text)
+
+    @tool
+    def search(query: str, limit: int) -> str:
+        """Search for ``query``."""
+        return str(_SCRIPT.pop(0).text)
+
+    agent = Agent(FunctionModel(model), tools=[get_weather, search])
+    _AGENT.append(DurableAgent(agent, name="bench-storage"))
+    return _AGENT[0]
+
+
+def durable_churn(
+    live: int, total: int, turns: int, samples: int, forget_every: int, age: float
+) -> dict[str, Any]:
+    """``churn`` of ``DurableGolem`` (its own, smaller sizes: a turn is a durable run)."""
+    scripts = [_turns(seed, turns) for seed in range(min(total, 16))]
+    plan = _plan(live, total, turns)
+    every = max(1, sum(n for slot in plan for _, n in slot) // samples)
+    with tempfile.TemporaryDirectory() as folder:
+        system = DurableGolem(Path(folder), forget_every, age)
+        row = _churn_one(system, plan, scripts, every, turns * live)
+    return {**row, "live": live, "total": total, "turns": turns, "forget_every": forget_every,
+            "age": age, "parts": system.parts}  # fmt: skip
 
 
 def _versions() -> dict[str, str]:
@@ -353,10 +488,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--live", type=int, default=50, help="churn: conversations at once")
     parser.add_argument("--total", type=int, default=400, help="churn: conversations in all")
     parser.add_argument("--samples", type=int, default=20)
+    parser.add_argument("--durable-live", type=int, default=20, help="durable churn: live")
+    parser.add_argument("--durable-total", type=int, default=80, help="durable churn: in all")
+    parser.add_argument("--durable-turns", type=int, default=30, help="durable churn: turns")
+    parser.add_argument("--forget-every", type=int, default=20, help="durable: turns a forget")
+    parser.add_argument("--age", type=float, default=2.0, help="durable: forget's age (s)")
     add_write_option(parser)
     args = parser.parse_args(argv)
     if args.quick:
         args.conversations, args.turns, args.live, args.total = 4, 5, 3, 9
+        args.durable_live, args.durable_total, args.durable_turns = 3, 6, 4
+    durable = (args.durable_live, args.durable_total, args.durable_turns)
     data = {
         "conversations": args.conversations,
         "turns": args.turns,
@@ -365,10 +507,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "versions": _versions(),
         "per_message": per_message(args.conversations, args.turns),
         "churn": churn(args.live, args.total, args.turns, args.samples),
+        "durable": durable_churn(*durable, args.samples, args.forget_every, args.age),
     }
     for row in data["per_message"]:
         print(json.dumps({"kind": "per_message", **row}))
-    for row in data["churn"]:
+    for row in [*data["churn"], data["durable"]]:
         print(json.dumps({"kind": "churn", **{k: v for k, v in row.items() if k != "curve"}}))
     if args.write is not None:
         from bench.report import machine, recorded_command, write_section
@@ -418,7 +561,8 @@ def render(data: dict[str, Any]) -> str:
         " the end |",
         "|---|---:|---:|---:|---|---:|",
     ]
-    for r in data["churn"]:
+    durable = data.get("durable")
+    for r in [*data["churn"], *([durable] if durable else [])]:
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
         end = r["curve"][-1]["file"] if r["curve"] else None
         lines.append(
@@ -432,7 +576,33 @@ def render(data: dict[str, Any]) -> str:
     for i, point in enumerate(curves[0]):
         cells = [_kib(c[i]["used"]) if i < len(c) else "-" for c in curves]
         lines.append(f"| {point['turns']:,} | " + " | ".join(cells) + " |")
+    if durable:
+        lines += _render_durable(durable)
     return "\n".join(lines) + "\n"
+
+
+def _render_durable(d: dict[str, Any]) -> list[str]:
+    parts = ", ".join(f"{k} {_kib(v)} KiB" for k, v in d["parts"].items())
+    lines = [
+        "",
+        f"golem durable (DBOS), at its own size (a turn is a durable run: {d['live']}"
+        f" conversations live, {d['total']} in all, {d['turns']} turns each, scaled down so"
+        " this part takes minutes on 2 busy cores; LangGraph's churn takes most of the"
+        " command's time): each turn a `DurableAgent` run on DBOS"
+        " (SQLite system database) whose model and tools play the workload's turn back,"
+        " blobs in a `SQLiteBlobs` file, the new messages appended to a"
+        " `SQLiteHistoryStore(..., blobs=)`; a conversation is deleted from the store"
+        f" (releasing its blobs) after its turns, and every {d['forget_every']} turns"
+        f" `forget(older_than={d['age']:g} s, grace={d['age']:g} s, keep_notes={d['age']:g}"
+        " s)` deletes finished runs' records and collects. Used bytes are the three files'"
+        f" together (at the end, after the last deletion: {parts}; the runs of the last"
+        " seconds are not forgotten yet, nor the blobs unheld within the grace).",
+        "",
+        "| turns | used KiB | file KiB |",
+        "|---:|---:|---:|",
+    ]
+    lines += [f"| {p['turns']:,} | {_kib(p['used'])} | {_kib(p['file'])} |" for p in d["curve"]]
+    return lines
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ extra.
 from __future__ import annotations
 
 from golem_shell.engines._blobs import BlobStore, MemoryBlobs, SQLBlobs, SQLiteBlobs
+from golem_shell.engines._collect import Collected, collect, unhold
 from golem_shell.engines._engine import WaitingCalls
 from golem_shell.engines.dbos._client import DurableAgent
 from golem_shell.engines.dbos._common import (
@@ -20,23 +21,28 @@ from golem_shell.engines.dbos._common import (
     WORKFLOW_NAME,
     system_blobs,
 )
+from golem_shell.engines.dbos._retention import Forgotten
 
 __all__ = [
     "STEER_TOPIC",
     "ANSWERS_TOPIC",
     "BlobStore",
+    "Collected",
     "DurableAgent",
+    "Forgotten",
     "MemoryBlobs",
     "SQLBlobs",
     "SQLiteBlobs",
     "WAITING_EVENT",
     "WORKFLOW_NAME",
     "WaitingCalls",
+    "collect",
     "system_blobs",
+    "unhold",
 ]
 
 from golem_core.public import claim_public_names as _claim_public_names
 
 # the DBOS engine's own names say this path; the blob stores and ``WaitingCalls``, shared
 # with golem_shell.temporal, keep their room's (neither face needs the other's extra)
-_claim_public_names({**globals(), "__all__": ["DurableAgent", "system_blobs"]})
+_claim_public_names({**globals(), "__all__": ["DurableAgent", "Forgotten", "system_blobs"]})

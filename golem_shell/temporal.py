@@ -13,6 +13,7 @@ store. ``temporalio`` is optional: importing this module without it raises
 from __future__ import annotations
 
 from golem_shell.engines._blobs import BlobStore, MemoryBlobs, SQLiteBlobs
+from golem_shell.engines._collect import Collected, collect, unhold
 from golem_shell.engines._engine import WaitingCalls
 from golem_shell.engines.temporal._activities import (  # noqa: F401  (the activities by name)
     ACTIVITIES,
@@ -37,6 +38,7 @@ __all__ = [
     "ACTIVITIES",
     "ANSWER_UPDATE",
     "BlobStore",
+    "Collected",
     "GolemRun",
     "MemoryBlobs",
     "SQLiteBlobs",
@@ -45,6 +47,8 @@ __all__ = [
     "WAITING_QUERY",
     "WORKFLOW_NAME",
     "WaitingCalls",
+    "collect",
+    "unhold",
 ]
 
 from golem_core.public import claim_public_names as _claim_public_names

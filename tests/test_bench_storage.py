@@ -98,3 +98,25 @@ def test_a_churn_is_measured_and_the_section_renders() -> None:
     text = storage.render(data)
     assert text.startswith("## Storage per message and over a churn")
     assert "| LangGraph |" in text and "| golem | 22 |" in text
+
+
+def test_a_durable_churn_stays_flat_and_renders() -> None:
+    """golem's durable storage (DBOS's system database, the blob store, the history store)
+    over a churn with finished runs forgotten by age and conversations deleted: the runs
+    happen (each turn a DBOS run) and forgetting keeps the system database smaller than
+    the same churn never forgetting."""
+    pytest.importorskip("dbos", reason="the dbos extra is not installed")
+    row = storage.durable_churn(live=2, total=6, turns=3, samples=6, forget_every=3, age=0.2)
+    assert row["library"] == "golem durable (DBOS)" and row["curve"][-1]["turns"] == 16
+    kept = storage.durable_churn(live=2, total=6, turns=3, samples=6, forget_every=10**6,
+                                 age=0.2)  # fmt: skip
+    # what forget bounds: finished runs' records (the store's delete releases the blobs)
+    assert 0 < row["parts"]["dbos"] < kept["parts"]["dbos"], (row["parts"], kept["parts"])
+    data = {
+        "conversations": 2, "turns": 2, "live": 3, "total": 12,
+        "versions": storage._versions(), "per_message": storage.per_message(2, 2),
+        "churn": storage.churn(live=2, total=4, turns=2, samples=4), "durable": row,
+        "command": "python -m bench.storage --quick", "machine": {"nproc": 2, "python": "3.11"},
+    }  # fmt: skip
+    text = storage.render(data)
+    assert "| golem durable (DBOS) |" in text and "`forget(older_than=0.2 s" in text

@@ -66,6 +66,7 @@ from golem_shell.engines._records import CorruptRecord
 
 __all__ = [
     "BlobStore",
+    "COLLECT_LOCK",
     "Chain",
     "ChainKind",
     "ErasedBlob",
@@ -102,6 +103,7 @@ refuses a payload over 2 MB); ``stash`` now stashes every value unless given a l
 _WALK = 32  # chain nodes read one query at a time before reading the rest at once
 _CACHED = 32  # chains kept decoded per kind (by head), for the next step of a run
 _STASH_TAG = "golemBlob"
+COLLECT_LOCK = 0x676F6C656D  # PostgreSQL advisory lock: puts share it, collect takes it
 
 
 class MissingBlob(CorruptRecord):
@@ -402,6 +404,8 @@ class SQLBlobs:
         insert = self._insert()
         values = [{"key": k, "prev": p, "body": b} for k, p, b in rows]
         with self.engine.begin() as c:
+            if self._postgres:  # a collection in flight ends first (engines._collect)
+                c.exec_driver_sql(f"SELECT pg_advisory_xact_lock_shared({COLLECT_LOCK})")
             c.execute(insert(self._table).on_conflict_do_nothing(), values)
             if owner is not None:
                 held = [{"conversation": owner, "key": r[0]} for r in rows]
@@ -612,7 +616,8 @@ def handshake(store: BlobStore) -> str:
             return known[1]
         data = f"golem blob store handshake {uuid.uuid4()}".encode()
         key = key_of(data)
-        store.put([(key, None, data)])
+        with owned_by("golem:handshakes"):  # held: collection keeps it (engines._collect)
+            store.put([(key, None, data)])
         _HANDSHAKES[id(store)] = (store, key)
         return key
 

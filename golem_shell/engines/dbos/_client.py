@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import timedelta
 from typing import Any, Generic, TypeVar, overload
 
 import sqlalchemy as sa
@@ -35,6 +36,7 @@ from golem_shell._agent import Agent
 from golem_shell._errors import RunError, Stage, UsageError
 from golem_shell._results import RunResult
 from golem_shell.engines._blobs import BlobStore, MissingBlob, stash, unstash
+from golem_shell.engines._collect import GRACE, KEEP_NOTES
 from golem_shell.engines._engine import (
     WaitingCalls,
     answers_to_send,
@@ -57,6 +59,7 @@ from golem_shell.engines.dbos._common import (
     WAITING_EVENT,
     system_blobs,
 )
+from golem_shell.engines.dbos._retention import Forgotten, forget_runs
 from golem_shell.engines.dbos._workflow import durable_run
 from golem_shell.models import Model
 from golem_shell.observe._observe import EventHandler
@@ -306,6 +309,28 @@ class DurableAgent(Generic[DepsT, OutputT]):
             if queue is None:
                 return await DBOS.start_workflow_async(durable_run, self.name, payload)
             return await DBOS.enqueue_workflow_async(queue, durable_run, self.name, payload)
+
+    async def forget(
+        self,
+        older_than: timedelta | float,
+        *,
+        grace: float = GRACE,
+        keep_notes: float = KEEP_NOTES,
+    ) -> Forgotten:
+        """Delete DBOS's records of this agent's runs that finished more than
+        ``older_than`` ago (a ``timedelta`` or seconds), and the blobs only they held.
+
+        A conversation none of whose runs (of any agent) is still recorded stops holding
+        its blobs; ``collect`` then deletes the blobs no conversation has held for
+        ``grace`` seconds (so a run of it starting meanwhile, which writes its history
+        again, keeps what it reads), and the erasure notes older than ``keep_notes``
+        seconds. Call it from a periodic job in any process that launched DBOS (ADR
+        0154). A forgotten run's ``result`` is gone with it.
+
+        Raises:
+            UsageError: a negative age or grace.
+        """
+        return await forget_runs(self.name, self.store(), older_than, grace, keep_notes)
 
     async def steer(self, run_id: str, prompt: str | Sequence[Part]) -> None:
         """Send the running run ``run_id`` a message (steering): it joins the run at its
