@@ -93,6 +93,7 @@ __all__ = [
 
 JSON: TypeAlias = Any
 V = TypeVar("V")
+R = TypeVar("R")
 Row: TypeAlias = tuple[str, str | None, bytes]
 """A stored blob: its key, the key of the chain node before it (or ``None``), its bytes."""
 
@@ -355,9 +356,36 @@ class SQLiteBlobs:
             return [(k, p, bytes(b)) for k, p, b in self._db.execute(_WALK_SQL, params)]
 
 
+UNREACHABLE_FOR = 30.0
+"""Seconds ``SQLBlobs`` retries a read or write its database refused for being unreachable
+(restarting, its connection cut) before it lets the error through."""
+
+
+def _reaching(work: Callable[[], R]) -> R:
+    """``work()`` again, with backoff (0.05 s doubling to 2 s), while it fails because the
+    database cannot be reached (SQLAlchemy's ``OperationalError`` or ``InterfaceError``, or
+    a connection it invalidated), for up to ``UNREACHABLE_FOR`` seconds. Every write is an
+    insert that skips what is there, and a read reads: doing one again is harmless. The
+    wait blocks this thread: it runs in a durable run's body, which waits on the store
+    anyway (issue 50: a PostgreSQL restart failed a DBOS run that then recovered)."""
+    import sqlalchemy.exc as sa_exc
+
+    deadline, pause = time.monotonic() + UNREACHABLE_FOR, 0.05
+    while True:
+        try:
+            return work()
+        except sa_exc.DBAPIError as e:
+            away = isinstance(e, (sa_exc.OperationalError, sa_exc.InterfaceError))
+            if not (away or e.connection_invalidated) or time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 2.0)
+
+
 class SQLBlobs:
     """Blobs in a SQLAlchemy database (SQLite or Postgres), table ``golem_blobs``: what a
-    ``DurableAgent`` uses by default, in DBOS's own system database."""
+    ``DurableAgent`` uses by default, in DBOS's own system database. A read or write the
+    database refuses for being unreachable is retried for a while (``_reaching``)."""
 
     def __init__(self, engine: Any) -> None:
         import sqlalchemy as sa  # DBOS's dependency; this class is DBOS's default
@@ -401,11 +429,15 @@ class SQLBlobs:
         owner = _OWNER.get()
         insert = self._insert()
         values = [{"key": k, "prev": p, "body": b} for k, p, b in rows]
-        with self.engine.begin() as c:
-            c.execute(insert(self._table).on_conflict_do_nothing(), values)
-            if owner is not None:
-                held = [{"conversation": owner, "key": r[0]} for r in rows]
-                c.execute(insert(self._owners).on_conflict_do_nothing(), held)
+
+        def write() -> None:
+            with self.engine.begin() as c:
+                c.execute(insert(self._table).on_conflict_do_nothing(), values)
+                if owner is not None:
+                    held = [{"conversation": owner, "key": r[0]} for r in rows]
+                    c.execute(insert(self._owners).on_conflict_do_nothing(), held)
+
+        _reaching(write)
 
     def release(self, conversations: Sequence[str], note: str) -> tuple[str, ...]:
         """Take ``conversations``' hold away; delete (and return, sorted) the keys no
@@ -448,19 +480,30 @@ class SQLBlobs:
         return None if row is None else str(row[0])
 
     def get(self, keys: Sequence[str]) -> dict[str, bytes]:
-        out: dict[str, bytes] = {}
         t = self._table
-        with self.engine.connect() as c:
-            for i in range(0, len(keys), 500):
-                query = self._sa.select(t.c.key, t.c.body).where(t.c.key.in_(keys[i : i + 500]))
-                out.update((k, bytes(b)) for k, b in c.execute(query))
-        return out
+
+        def read() -> dict[str, bytes]:
+            out: dict[str, bytes] = {}
+            with self.engine.connect() as c:
+                for i in range(0, len(keys), 500):
+                    where = t.c.key.in_(keys[i : i + 500])
+                    out.update(
+                        (k, bytes(b))
+                        for k, b in c.execute(self._sa.select(t.c.key, t.c.body).where(where))
+                    )
+            return out
+
+        return _reaching(read)
 
     def walk(self, head: str, limit: int | None) -> list[Row]:
         params = {"head": head, "limit": _NO_LIMIT if limit is None else limit}
-        with self.engine.connect() as c:
-            rows = c.execute(self._sa.text(_WALK_SQL), params)
-            return [(k, p, bytes(b)) for k, p, b in rows]
+
+        def read() -> list[Row]:
+            with self.engine.connect() as c:
+                rows = c.execute(self._sa.text(_WALK_SQL), params)
+                return [(k, p, bytes(b)) for k, p, b in rows]
+
+        return _reaching(read)
 
 
 # -- chains ---------------------------------------------------------------------------------
