@@ -249,3 +249,44 @@ def test_a_stored_plain_turn_whose_process_died_before_finish_resumes_at_once(
     finally:
         for p in (a, b):
             p.stop()
+
+
+def test_a_durable_turn_finishes_although_the_infrastructure_fails_on_the_way(
+    tmp_path: Path,
+) -> None:
+    """Issue 50 A: the task that finishes a durable turn met a failure of the database or
+    of the engine (``result``, ``waiting``, the stream's closing write) and died ("Task
+    exception was never retrieved"): the stream stayed open until the server restarted,
+    or ended failed although the run succeeded. Each fails once here: the turn still
+    ends with its answer, stored once."""
+    db = tmp_path / "chat.db"
+    a = ExampleProcess(db, free_port(), "a", delay=0.02, crash="flaky-finish").start()
+    try:
+        client = httpx.Client(timeout=60)
+        client.get(a.url + "/")
+        uid = client.cookies["uid"]
+        with client.stream("POST", a.url + "/api/chat", json=_prompt("flaky", "long")) as r:
+            assert r.status_code == 200
+            began = time.monotonic()
+            seen = list(_events(r))
+        assert time.monotonic() - began < 30
+        record, frames = _frames(db, f"{uid}/flaky/main", timeout=5)
+        assert record.state == "done"
+        assert [d for _, d in seen] == frames  # the client saw the whole stream
+        chunks = [json.loads(d) for d in frames[:-1]]
+        types = [c["type"] for c in chunks]
+        assert frames[-1] == "[DONE]" and types[-1] == "finish" and "error" not in types
+        said = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+        assert said == load_example().LONG_ANSWER
+        faults = (tmp_path / "faults").read_text().split()
+        assert sorted(faults) == ["result", "waiting", "write"]  # each failed once
+
+        store = SQLiteHistoryStore(db)
+        try:
+            stored = store.load_sync(uid, "flaky")
+        finally:
+            store.close()
+        assert [m.role.value for m in stored] == ["user", "assistant"]
+        assert stored[-1].text == said
+    finally:
+        a.stop()

@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import secrets
 import sqlite3
@@ -69,6 +70,7 @@ from golem_shell import (
     Agent,
     DeferredResultsError,
     FunctionModel,
+    RunError,
     RunResult,
     SQLiteHistoryStore,
     Steering,
@@ -114,6 +116,12 @@ from golem_shell.ui import (
 
 HERE = Path(__file__).resolve().parent
 COOKIE = "uid"
+FINISH_PATIENCE = 120.0
+"""Seconds ``ChatServer.finish`` tries again what fails while it finishes a durable turn
+(the database or the engine away) before it ends the stream failed."""
+_BUGS = (UsageError, TypeError, ValueError, LookupError, AttributeError, AssertionError)
+"""What ``ChatServer.finish`` does not try again: no wait makes these pass."""
+_log = logging.getLogger("golem.web_chat")
 
 # -- the agent: an offline model by default ----------------------------------------------
 
@@ -955,7 +963,45 @@ class ChatServer:
         did not take (``steering_left``) are stored after it and answered by the turn's
         next run, ``<run id>+2`` (then ``+3``...), in the same stream, as a plain turn's
         late messages are: every step keyed or compare-and-set, so a process that
-        recovers the turn redoes none of them."""
+        recovers the turn redoes none of them.
+
+        What fails on the way that is not the run's outcome (the database restarting,
+        the engine's server or its only worker away: any error but the run's
+        ``RunError``) is waited out: the whole finish is done again, with backoff (0.25
+        s doubling to 5 s), for up to ``FINISH_PATIENCE`` seconds; as every step is keyed
+        or compare-and-set, doing it again redoes nothing. A failure that cannot pass
+        (``UsageError``, a bug), or one that outlasts the patience, is logged and ends
+        the stream failed, saying why: the client never waits on a task that died."""
+        pause, deadline = 0.25, time.monotonic() + FINISH_PATIENCE
+        while True:
+            try:
+                await self._finish(run)
+                return
+            except Exception as e:
+                if isinstance(e, _BUGS) or time.monotonic() + pause > deadline:
+                    _log.error("finishing stream %r failed for good", run.stream, exc_info=e)
+                    await self._give_up(run, e)
+                    return
+                _log.warning(
+                    "finishing stream %r failed (%r): trying again in %.2f s", run.stream, e, pause
+                )
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 5.0)
+
+    async def _give_up(self, run: StoredRun, error: Exception) -> None:
+        """End ``run``'s stream failed with ``error`` (logged if even that fails: the
+        stream then stays open, and the next start of a server process finishes it)."""
+        failed = RuntimeError(f"the turn could not be finished: {error!r}")
+        try:
+            await end_stream(self.runs, run, RunEnded(None, failed), key="gave-up")
+        except Exception:
+            _log.exception("ending stream %r failed", run.stream)
+
+    async def _finish(self, run: StoredRun) -> None:
+        """One try of ``finish``: nothing if the stream has ended already."""
+        record = await self.runs.log.get(run.stream)
+        if record is not None and not record.open:
+            return
         info = run.info
         await self._started(run)
         uid, cid, branch, base = info["uid"], info["cid"], info["branch"], info["base"]
@@ -964,19 +1010,21 @@ class ChatServer:
             key = "end" if n == 1 else f"end+{n}"
             done = asyncio.ensure_future(self.durable.result(run_id))
             after = info.get("after_pause", 0) if n == 1 else 0
-            while not done.done():
-                await asyncio.wait({done}, timeout=0.25)
-                if done.done():
-                    break
-                waiting = await self.durable.waiting(run_id)
-                if waiting and waiting.pause > after:
-                    done.cancel()
-                    calls = [d.call for d in waiting if d.kind == "approval"]
-                    await pause_stream(self.runs, run, calls)
-                    return
+            try:
+                while not done.done():
+                    await asyncio.wait({done}, timeout=0.25)
+                    if done.done():
+                        break
+                    waiting = await self.durable.waiting(run_id)
+                    if waiting and waiting.pause > after:
+                        calls = [d.call for d in waiting if d.kind == "approval"]
+                        await pause_stream(self.runs, run, calls)
+                        return
+            finally:
+                done.cancel()  # (done already: nothing) a try that failed leaves no task
             try:
                 result = done.result()
-            except Exception as e:  # the run failed: the stream says so (the store keeps
+            except RunError as e:  # the run failed: the stream says so (the store keeps
                 kept = getattr(e, "steering_left", ())  # the prompt, and what was sent)
                 if kept:
                     await self._keep(uid, cid, branch, kept, base)
