@@ -290,3 +290,75 @@ def test_a_durable_turn_finishes_although_the_infrastructure_fails_on_the_way(
         assert stored[-1].text == said
     finally:
         a.stop()
+
+
+def test_a_steering_message_acknowledged_by_a_plain_turn_that_died_is_stored_once(
+    tmp_path: Path,
+) -> None:
+    """Issue 50 B: a plain turn answered a steering message 202 while holding it only in
+    its run's memory; its process died before the run took it: the message was never
+    stored. It is recorded in the turn's stream before the 202 now: once the turn's
+    writer is known dead, whoever looks at the conversation stores it (once), and the
+    next turn answers it."""
+    db = tmp_path / "chat.db"
+    a = ExampleProcess(db, free_port(), "a", delay=0.01, durable=False, crash="after-steer-202")
+    b = ExampleProcess(db, free_port(), "b", delay=0.01, durable=False)
+    a.start(wait=False), b.start(wait=False)
+    try:
+        a.wait(), b.wait()
+        client = httpx.Client(timeout=60)
+        client.get(a.url + "/")
+        uid = client.cookies["uid"]
+        prompt = _prompt("steer", "weather in Oslo")
+        steer = {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "and Paris?"}]}
+        with (
+            pytest.raises(httpx.HTTPError),  # cut: the process died
+            client.stream("POST", a.url + "/api/chat", json=prompt) as r,
+        ):
+            for _, data in _events(r):
+                if '"tool-input-available"' in data:  # get_weather runs (for a minute)
+                    body = {**prompt, "messages": [*prompt["messages"], steer]}
+                    sent = client.post(a.url + "/api/chat", json=body)
+                    assert sent.status_code == 202 and sent.json()["steered"] is True
+        assert a.process.wait(30) == -signal.SIGKILL
+
+        # its writer is dead: what the stream log does to a silent writer after its limit
+        # (30 s), done at once here
+        async def abandon() -> None:
+            store = SQLiteHistoryStore(db)
+            try:
+                log = StreamLog(store)
+                latest = await log.latest(f"{uid}/steer/main")
+                assert latest is not None and latest.open
+                await log.end(latest.stream, "abandoned")
+            finally:
+                await store.aclose()
+
+        asyncio.run(abandon())
+
+        def stored() -> list[tuple[str, str]]:
+            store = SQLiteHistoryStore(db)
+            try:
+                return [(m.role.value, m.text) for m in store.load_sync(uid, "steer")]
+            finally:
+                store.close()
+
+        view = client.get(b.url + "/api/conversations/steer").json()  # B finds it dead
+        assert [m["role"] for m in view["messages"]] == ["user", "user"]
+        assert stored() == [("user", "weather in Oslo"), ("user", "and Paris?")]
+        client.get(b.url + "/api/conversations/steer")  # again: nothing more stored
+        assert stored() == [("user", "weather in Oslo"), ("user", "and Paris?")]
+
+        # the next turn answers it (the client's list is the conversation as stored)
+        nxt = {"id": "u3", "role": "user", "parts": [{"type": "text", "text": "thanks"}]}
+        body = {**prompt, "messages": [*prompt["messages"], steer, nxt]}
+        with client.stream("POST", b.url + "/api/chat", json=body) as r:
+            assert r.status_code == 200
+            frames = [data for _, data in _events(r)]
+        assert frames[-1] == "[DONE]"
+        turn = stored()
+        assert turn[:3] == [("user", "weather in Oslo"), ("user", "and Paris?"), ("user", "thanks")]
+        assert turn[-1][0] == "assistant" and [t for _, t in turn].count("and Paris?") == 1
+    finally:
+        for p in (a, b):
+            p.stop()

@@ -63,6 +63,7 @@ from golem_core import (
     Role,
     TextDelta,
     ToolCallDelta,
+    history_from_jsonable,
     history_to_jsonable,
     signed_calls,
 )
@@ -472,6 +473,7 @@ class ChatServer:
         self.answered = answered
         self.runs = runs
         self.durable = durable  # a DurableAgent, or None: runs in this process
+        self._steering = asyncio.Lock()  # a plain turn's messages are recorded in order
 
     def owner(self, request: Request) -> str:
         uid = request.cookies.get(COOKIE)
@@ -514,6 +516,7 @@ class ChatServer:
         uid = self.owner(request)
         cid = request.path_params["cid"]
         branch = _branch(request.query_params.get("branch"))
+        await self._dead_turns(uid, cid, [branch])
         history = await self.load(uid, cid, branch)
         latest = await self.runs.latest(f"{uid}/{cid}/{branch}")
         live = await self.runs.running(f"{uid}/{cid}/{branch}")
@@ -593,6 +596,7 @@ class ChatServer:
             base = int(record.info.get("base", len(history)))
             if len(history) <= base or history[-1].role is not Role.ASSISTANT:
                 return  # the turn is not stored (yet): its writer may still be at work
+            await self._keep_steering(uid, cid, branch, record)  # what it acknowledged
             frames: list[tuple[int, str]] = []
             while batch := (await self.runs.log.read(record.stream, len(frames)))[0]:
                 frames += batch
@@ -628,6 +632,11 @@ class ChatServer:
         # the newest message only, read from its parts: the store holds the rest
         newest = {"role": last.get("role"), "parts": last.get("parts", [])}
         read, answers = ui_messages_to_history([newest])
+        if isinstance(cid, str) and cid:  # what a dead turn acknowledged is stored first
+            names = [requested or MAIN]
+            if requested is None:
+                names += [b.name for b in await self.store.branches(uid, cid) if b.name != MAIN]
+            await self._dead_turns(uid, cid, names)
         if self.durable is not None and newest["role"] == "assistant":
             waiting = await self._paused(uid, cid, requested or MAIN, last)
             if waiting is not None:
@@ -696,7 +705,7 @@ class ChatServer:
                     409,
                 )
             prompt, _ = self._sanitized(read)
-            if await self._send(run, prompt):
+            if await self._send_kept(run, prompt):
                 return SafeJSONResponse(
                     {"steered": True, "id": cid, "branch": name}, status_code=202
                 )
@@ -706,6 +715,70 @@ class ChatServer:
                 uid, cid, name, history, read, len(history_to_ui_messages(history))
             )
         return None
+
+    async def _send_kept(self, run: StoredRun, prompt: Message) -> bool:
+        """``_send``, and for a plain turn the message recorded in the turn's stream (a
+        transient ``data-steering-pending`` chunk holding it) before the 202: if this
+        process dies before the turn stores it, whoever finds the turn's writer dead
+        stores it (``_keep_steering``). Recorded in the order the turn was given them
+        (one lock), as the turn takes and stores them: in order."""
+        if run.steering is None:  # durable: DBOS holds it from here
+            return await self._send(run, prompt)
+        async with self._steering:
+            if not await self._send(run, prompt):
+                return False
+            chunk = {
+                "type": "data-steering-pending",
+                "data": {"golem": history_to_jsonable((prompt,))},
+                "transient": True,
+            }
+            await self.runs.write(run.stream, [(f"steer:{new_id()}", json.dumps(chunk))])
+        return True
+
+    async def _keep_steering(self, uid: str, cid: str, branch: str, record: StreamRecord) -> None:
+        """Store what a plain turn whose writer is dead acknowledged and never stored: the
+        messages of its ``data-steering-pending`` chunks, after the ones it stored (its
+        user messages after ``base``: it stores them in the order it was given them) and
+        gave back (``data-steering-returned``). Appended after the conversation (compare-
+        and-set: once, whichever process gets there first), unanswered: the next turn
+        answers them with its own message."""
+        frames: list[tuple[int, str]] = []
+        while batch := (await self.runs.log.read(record.stream, len(frames)))[0]:
+            frames += batch
+        chunks = [json.loads(data) for _, data in frames if data != DONE]
+        pending = [
+            m
+            for c in chunks
+            if c.get("type") == "data-steering-pending"
+            for m in history_from_jsonable(c["data"]["golem"]).unwrap()
+        ]
+        back = sum(
+            len(c["data"]["messages"]) for c in chunks if c.get("type") == "data-steering-returned"
+        )
+        while pending:
+            history = await self.store.load(uid, cid, branch=branch)
+            base = int(record.info.get("base", len(history)))
+            left = pending[sum(m.role is Role.USER for m in history[base:]) + back :]
+            if not left:
+                return
+            try:
+                await self.store.append(uid, cid, tuple(left), len(history), branch=branch)
+                return
+            except HistoryConflict:  # another process stored them (or more) first: look again
+                continue
+
+    async def _dead_turns(self, uid: str, cid: object, names: Sequence[str]) -> None:
+        """``_keep_steering`` for each branch of ``names`` whose newest stream is a plain
+        turn whose writer died (abandoned, or open and silent past the limit)."""
+        if not isinstance(cid, str) or not cid:
+            return
+        for name in names:
+            key = f"{uid}/{cid}/{name}"
+            record = await self.runs.latest(key)
+            if record is None or record.durable or record.state not in ("open", "abandoned"):
+                continue
+            if await self.runs.running(key) is None:
+                await self._keep_steering(uid, cid, name, record)
 
     async def _send(self, run: StoredRun, prompt: Message) -> bool:
         """Give the turn of ``run`` the person's message: ``True`` if it takes it (its run
