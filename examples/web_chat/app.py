@@ -674,7 +674,8 @@ class ChatServer:
         that stream has ended (the answer is that turn's stream).
 
         A durable turn (``--durable``) is steered through DBOS from any process; a plain
-        one only through the process that writes it.
+        one only through the process that writes it, and the message is recorded in its
+        stream before the 202 (``_send_kept``): stored once even if that process dies.
 
         Raises:
             Refused: the list does not fit the conversation (409), the turn is a plain
