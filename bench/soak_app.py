@@ -141,6 +141,18 @@ class TemporalTurns:
     async def steer(self, run_id: str, prompt: Any) -> None:
         await self.agent.steer(self.client, run_id, prompt)
 
+    async def status(self, run_id: str) -> Any:
+        """The workflow ``run_id``'s description, ``None`` if it was never started (the
+        example's ``ChatServer._status`` asks DBOS: ``with_temporal`` makes it ask this)."""
+        from temporalio.service import RPCError, RPCStatusCode
+
+        try:
+            return await self.client.get_workflow_handle(run_id).describe()
+        except RPCError as e:
+            if e.status is RPCStatusCode.NOT_FOUND:
+                return None
+            raise
+
 
 def _transient(error: BaseException | None) -> bool:
     """Whether ``error`` (or what caused it) is Temporal or the database not answering
@@ -204,6 +216,11 @@ def with_temporal(example: Any, address: str) -> None:
         return app
 
     example.make_app = make_app
+
+    async def status(self: Any, run_id: str) -> Any:
+        return await self.durable.status(run_id)
+
+    example.ChatServer._status = status  # the turns' workflows are Temporal's, not DBOS's
 
 
 async def run_worker(example: Any, address: str, db: str, key: bytes, delay: float) -> None:

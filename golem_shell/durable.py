@@ -10,7 +10,8 @@ extra.
 
 from __future__ import annotations
 
-from golem_shell.engines._blobs import BlobStore, MemoryBlobs, SQLBlobs, SQLiteBlobs
+from golem_shell.engines._blobs import BlobStore, MemoryBlobs, SQLiteBlobs
+from golem_shell.engines._blobs_sql import SQLBlobs
 from golem_shell.engines._collect import Collected, collect, unhold
 from golem_shell.engines._engine import WaitingCalls
 from golem_shell.engines.dbos._client import DurableAgent

@@ -23,7 +23,6 @@ from golem_shell.engines._blobs import (
     MESSAGE_CHAIN,
     Chain,
     MemoryBlobs,
-    SQLBlobs,
     SQLiteBlobs,
     extend_chain,
     handshake,
@@ -33,6 +32,7 @@ from golem_shell.engines._blobs import (
     stash,
     unstash,
 )
+from golem_shell.engines._blobs_sql import SQLBlobs
 from golem_shell.engines._collect import Collected, collect, unhold
 
 KINDS = ["memory", "sqlite", "sql-sqlite", "sql-postgres"]

@@ -30,7 +30,6 @@ from golem_shell.engines._blobs import (
     Chain,
     ErasedBlob,
     MemoryBlobs,
-    SQLBlobs,
     SQLiteBlobs,
     extend_chain,
     load_chain,
@@ -38,6 +37,7 @@ from golem_shell.engines._blobs import (
     stash,
     unstash,
 )
+from golem_shell.engines._blobs_sql import SQLBlobs
 from golem_shell.store import PostgresHistoryStore, SQLiteHistoryStore
 
 CANARY = "zq-canary-7f3a9e"

@@ -249,3 +249,116 @@ def test_a_stored_plain_turn_whose_process_died_before_finish_resumes_at_once(
     finally:
         for p in (a, b):
             p.stop()
+
+
+def test_a_durable_turn_finishes_although_the_infrastructure_fails_on_the_way(
+    tmp_path: Path,
+) -> None:
+    """Issue 50 A: the task that finishes a durable turn met a failure of the database or
+    of the engine (``result``, ``waiting``, the stream's closing write) and died ("Task
+    exception was never retrieved"): the stream stayed open until the server restarted,
+    or ended failed although the run succeeded. Each fails once here: the turn still
+    ends with its answer, stored once."""
+    db = tmp_path / "chat.db"
+    a = ExampleProcess(db, free_port(), "a", delay=0.02, crash="flaky-finish").start()
+    try:
+        client = httpx.Client(timeout=60)
+        client.get(a.url + "/")
+        uid = client.cookies["uid"]
+        with client.stream("POST", a.url + "/api/chat", json=_prompt("flaky", "long")) as r:
+            assert r.status_code == 200
+            began = time.monotonic()
+            seen = list(_events(r))
+        assert time.monotonic() - began < 30
+        record, frames = _frames(db, f"{uid}/flaky/main", timeout=5)
+        assert record.state == "done"
+        assert [d for _, d in seen] == frames  # the client saw the whole stream
+        chunks = [json.loads(d) for d in frames[:-1]]
+        types = [c["type"] for c in chunks]
+        assert frames[-1] == "[DONE]" and types[-1] == "finish" and "error" not in types
+        said = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+        assert said == load_example().LONG_ANSWER
+        faults = (tmp_path / "faults").read_text().split()
+        assert sorted(faults) == ["result", "waiting", "write"]  # each failed once
+
+        store = SQLiteHistoryStore(db)
+        try:
+            stored = store.load_sync(uid, "flaky")
+        finally:
+            store.close()
+        assert [m.role.value for m in stored] == ["user", "assistant"]
+        assert stored[-1].text == said
+    finally:
+        a.stop()
+
+
+def test_a_steering_message_acknowledged_by_a_plain_turn_that_died_is_stored_once(
+    tmp_path: Path,
+) -> None:
+    """Issue 50 B: a plain turn answered a steering message 202 while holding it only in
+    its run's memory; its process died before the run took it: the message was never
+    stored. It is recorded in the turn's stream before the 202 now: once the turn's
+    writer is known dead, whoever looks at the conversation stores it (once), and the
+    next turn answers it."""
+    db = tmp_path / "chat.db"
+    a = ExampleProcess(db, free_port(), "a", delay=0.01, durable=False, crash="after-steer-202")
+    b = ExampleProcess(db, free_port(), "b", delay=0.01, durable=False)
+    a.start(wait=False), b.start(wait=False)
+    try:
+        a.wait(), b.wait()
+        client = httpx.Client(timeout=60)
+        client.get(a.url + "/")
+        uid = client.cookies["uid"]
+        prompt = _prompt("steer", "weather in Oslo")
+        steer = {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "and Paris?"}]}
+        with (
+            pytest.raises(httpx.HTTPError),  # cut: the process died
+            client.stream("POST", a.url + "/api/chat", json=prompt) as r,
+        ):
+            for _, data in _events(r):
+                if '"tool-input-available"' in data:  # get_weather runs (for a minute)
+                    body = {**prompt, "messages": [*prompt["messages"], steer]}
+                    sent = client.post(a.url + "/api/chat", json=body)
+                    assert sent.status_code == 202 and sent.json()["steered"] is True
+        assert a.process.wait(30) == -signal.SIGKILL
+
+        # its writer is dead: what the stream log does to a silent writer after its limit
+        # (30 s), done at once here
+        async def abandon() -> None:
+            store = SQLiteHistoryStore(db)
+            try:
+                log = StreamLog(store)
+                latest = await log.latest(f"{uid}/steer/main")
+                assert latest is not None and latest.open
+                await log.end(latest.stream, "abandoned")
+            finally:
+                await store.aclose()
+
+        asyncio.run(abandon())
+
+        def stored() -> list[tuple[str, str]]:
+            store = SQLiteHistoryStore(db)
+            try:
+                return [(m.role.value, m.text) for m in store.load_sync(uid, "steer")]
+            finally:
+                store.close()
+
+        view = client.get(b.url + "/api/conversations/steer").json()  # B finds it dead
+        assert [m["role"] for m in view["messages"]] == ["user", "user"]
+        assert stored() == [("user", "weather in Oslo"), ("user", "and Paris?")]
+        client.get(b.url + "/api/conversations/steer")  # again: nothing more stored
+        assert stored() == [("user", "weather in Oslo"), ("user", "and Paris?")]
+
+        # the next turn answers it (the client's list is the conversation as stored)
+        nxt = {"id": "u3", "role": "user", "parts": [{"type": "text", "text": "thanks"}]}
+        body = {**prompt, "messages": [*prompt["messages"], steer, nxt]}
+        with client.stream("POST", b.url + "/api/chat", json=body) as r:
+            assert r.status_code == 200
+            frames = [data for _, data in _events(r)]
+        assert frames[-1] == "[DONE]"
+        turn = stored()
+        assert turn[:3] == [("user", "weather in Oslo"), ("user", "and Paris?"), ("user", "thanks")]
+        assert turn[-1][0] == "assistant" and [t for _, t in turn].count("and Paris?") == 1
+    finally:
+        for p in (a, b):
+            p.stop()

@@ -430,13 +430,25 @@ class ExampleProcess:
 
 # -- a server that dies at a chosen point (``ExampleProcess(crash=...)``) ------------------------
 
-CRASH_POINTS = ("durable-start", "plain-stored", "hold-last-look")
+CRASH_POINTS = (
+    "durable-start",
+    "plain-stored",
+    "hold-last-look",
+    "flaky-finish",
+    "after-steer-202",
+)
 """Where ``python tests/web_chat_server.py <point> <app args>`` SIGKILLs itself, once:
 ``durable-start``: a durable turn's prompt is stored and its stream open, its workflow
 not started yet; ``plain-stored``: a plain turn's run is stored, its stream has no
 ``finish`` yet. Or where it waits: ``hold-last-look``: each durable run, once it has
 looked for steering messages for the last time (before it closes its steering), creates
-the file ``held`` beside the store and waits until the file ``release`` exists there."""
+the file ``held`` beside the store and waits until the file ``release`` exists there.
+Or where the infrastructure fails for a moment: ``flaky-finish``: while a durable turn
+is finished, the first ``DurableAgent.result`` raises ``ConnectionError``, the first
+``waiting`` and the first closing write of a stream that succeeded raise ``HistoryStoreError`` (each
+appends a line to the file ``faults`` beside the store). ``after-steer-202``: a
+steering message is answered 202, and the process dies a moment later, while the turn's
+``get_weather`` (which takes a minute here) still runs: its run never took the message."""
 
 
 def _crash_at(point: str) -> None:
@@ -485,6 +497,63 @@ def _crash_at(point: str) -> None:
             return record
 
         _workflow._body = held_body  # type: ignore[assignment]
+    elif point == "flaky-finish":
+        from golem_shell.durable import DurableAgent
+        from golem_shell.store import HistoryStoreError
+        from golem_shell.ui import StoredRuns
+
+        faults = Path(sys.argv[sys.argv.index("--db") + 1]).parent / "faults"
+        failed: set[str] = set()
+
+        def fail_once(name: str, error: Exception) -> None:
+            if name not in failed:
+                failed.add(name)
+                with faults.open("a") as out:
+                    out.write(name + "\n")
+                raise error
+
+        result, waiting, write = DurableAgent.result, DurableAgent.waiting, StoredRuns.write
+
+        async def flaky_result(self: Any, *args: Any, **kwargs: Any) -> Any:
+            fail_once("result", ConnectionError("connection refused (the database restarts)"))
+            return await result(self, *args, **kwargs)
+
+        async def flaky_waiting(self: Any, *args: Any, **kwargs: Any) -> Any:
+            fail_once("waiting", HistoryStoreError("the database could not be reached"))
+            return await waiting(self, *args, **kwargs)
+
+        async def flaky_write(self: Any, stream: str, frames: Any, *, end: Any = None) -> int:
+            said = "".join(data for _, data in frames)
+            if end is not None and '"type":"error"' not in said:  # a success's close
+                fail_once("write", HistoryStoreError("the database could not be reached"))
+            return await write(self, stream, frames, end=end)
+
+        DurableAgent.result = flaky_result  # type: ignore[method-assign]
+        DurableAgent.waiting = flaky_waiting  # type: ignore[method-assign]
+        StoredRuns.write = flaky_write  # type: ignore[method-assign]
+    elif point == "after-steer-202":
+        from golem_shell import tool
+
+        @tool
+        async def get_weather(city: str) -> str:
+            """The weather of a city (slowly).
+
+            Args:
+                city: the city's name.
+            """
+            await asyncio.sleep(60)
+            return f"sunny in {city}"
+
+        example.get_weather = get_weather
+        steer = example.ChatServer.steer
+
+        async def steer_then_die(self: Any, *args: Any) -> Any:
+            response = await steer(self, *args)
+            if response is not None and response.status_code == 202:
+                asyncio.get_running_loop().call_later(0.3, die)  # the 202 goes out first
+            return response
+
+        example.ChatServer.steer = steer_then_die
     else:
         raise SystemExit(f"unknown crash point {point!r}: one of {CRASH_POINTS}")
 

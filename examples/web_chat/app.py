@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import secrets
 import sqlite3
@@ -62,6 +63,7 @@ from golem_core import (
     Role,
     TextDelta,
     ToolCallDelta,
+    history_from_jsonable,
     history_to_jsonable,
     signed_calls,
 )
@@ -69,6 +71,7 @@ from golem_shell import (
     Agent,
     DeferredResultsError,
     FunctionModel,
+    RunError,
     RunResult,
     SQLiteHistoryStore,
     Steering,
@@ -114,6 +117,12 @@ from golem_shell.ui import (
 
 HERE = Path(__file__).resolve().parent
 COOKIE = "uid"
+FINISH_PATIENCE = 120.0
+"""Seconds ``ChatServer.finish`` tries again what fails while it finishes a durable turn
+(the database or the engine away) before it ends the stream failed."""
+_BUGS = (UsageError, TypeError, ValueError, LookupError, AttributeError, AssertionError)
+"""What ``ChatServer.finish`` does not try again: no wait makes these pass."""
+_log = logging.getLogger("golem.web_chat")
 
 # -- the agent: an offline model by default ----------------------------------------------
 
@@ -464,6 +473,7 @@ class ChatServer:
         self.answered = answered
         self.runs = runs
         self.durable = durable  # a DurableAgent, or None: runs in this process
+        self._steering = asyncio.Lock()  # a plain turn's messages are recorded in order
 
     def owner(self, request: Request) -> str:
         uid = request.cookies.get(COOKIE)
@@ -506,6 +516,7 @@ class ChatServer:
         uid = self.owner(request)
         cid = request.path_params["cid"]
         branch = _branch(request.query_params.get("branch"))
+        await self._dead_turns(uid, cid, [branch])
         history = await self.load(uid, cid, branch)
         latest = await self.runs.latest(f"{uid}/{cid}/{branch}")
         live = await self.runs.running(f"{uid}/{cid}/{branch}")
@@ -585,6 +596,7 @@ class ChatServer:
             base = int(record.info.get("base", len(history)))
             if len(history) <= base or history[-1].role is not Role.ASSISTANT:
                 return  # the turn is not stored (yet): its writer may still be at work
+            await self._keep_steering(uid, cid, branch, record)  # what it acknowledged
             frames: list[tuple[int, str]] = []
             while batch := (await self.runs.log.read(record.stream, len(frames)))[0]:
                 frames += batch
@@ -620,6 +632,11 @@ class ChatServer:
         # the newest message only, read from its parts: the store holds the rest
         newest = {"role": last.get("role"), "parts": last.get("parts", [])}
         read, answers = ui_messages_to_history([newest])
+        if isinstance(cid, str) and cid:  # what a dead turn acknowledged is stored first
+            names = [requested or MAIN]
+            if requested is None:
+                names += [b.name for b in await self.store.branches(uid, cid) if b.name != MAIN]
+            await self._dead_turns(uid, cid, names)
         if self.durable is not None and newest["role"] == "assistant":
             waiting = await self._paused(uid, cid, requested or MAIN, last)
             if waiting is not None:
@@ -657,7 +674,8 @@ class ChatServer:
         that stream has ended (the answer is that turn's stream).
 
         A durable turn (``--durable``) is steered through DBOS from any process; a plain
-        one only through the process that writes it.
+        one only through the process that writes it, and the message is recorded in its
+        stream before the 202 (``_send_kept``): stored once even if that process dies.
 
         Raises:
             Refused: the list does not fit the conversation (409), the turn is a plain
@@ -688,7 +706,7 @@ class ChatServer:
                     409,
                 )
             prompt, _ = self._sanitized(read)
-            if await self._send(run, prompt):
+            if await self._send_kept(run, prompt):
                 return SafeJSONResponse(
                     {"steered": True, "id": cid, "branch": name}, status_code=202
                 )
@@ -698,6 +716,70 @@ class ChatServer:
                 uid, cid, name, history, read, len(history_to_ui_messages(history))
             )
         return None
+
+    async def _send_kept(self, run: StoredRun, prompt: Message) -> bool:
+        """``_send``, and for a plain turn the message recorded in the turn's stream (a
+        transient ``data-steering-pending`` chunk holding it) before the 202: if this
+        process dies before the turn stores it, whoever finds the turn's writer dead
+        stores it (``_keep_steering``). Recorded in the order the turn was given them
+        (one lock), as the turn takes and stores them: in order."""
+        if run.steering is None:  # durable: DBOS holds it from here
+            return await self._send(run, prompt)
+        async with self._steering:
+            if not await self._send(run, prompt):
+                return False
+            chunk = {
+                "type": "data-steering-pending",
+                "data": {"golem": history_to_jsonable((prompt,))},
+                "transient": True,
+            }
+            await self.runs.write(run.stream, [(f"steer:{new_id()}", json.dumps(chunk))])
+        return True
+
+    async def _keep_steering(self, uid: str, cid: str, branch: str, record: StreamRecord) -> None:
+        """Store what a plain turn whose writer is dead acknowledged and never stored: the
+        messages of its ``data-steering-pending`` chunks, after the ones it stored (its
+        user messages after ``base``: it stores them in the order it was given them) and
+        gave back (``data-steering-returned``). Appended after the conversation (compare-
+        and-set: once, whichever process gets there first), unanswered: the next turn
+        answers them with its own message."""
+        frames: list[tuple[int, str]] = []
+        while batch := (await self.runs.log.read(record.stream, len(frames)))[0]:
+            frames += batch
+        chunks = [json.loads(data) for _, data in frames if data != DONE]
+        pending = [
+            m
+            for c in chunks
+            if c.get("type") == "data-steering-pending"
+            for m in history_from_jsonable(c["data"]["golem"]).unwrap()
+        ]
+        back = sum(
+            len(c["data"]["messages"]) for c in chunks if c.get("type") == "data-steering-returned"
+        )
+        while pending:
+            history = await self.store.load(uid, cid, branch=branch)
+            base = int(record.info.get("base", len(history)))
+            left = pending[sum(m.role is Role.USER for m in history[base:]) + back :]
+            if not left:
+                return
+            try:
+                await self.store.append(uid, cid, tuple(left), len(history), branch=branch)
+                return
+            except HistoryConflict:  # another process stored them (or more) first: look again
+                continue
+
+    async def _dead_turns(self, uid: str, cid: object, names: Sequence[str]) -> None:
+        """``_keep_steering`` for each branch of ``names`` whose newest stream is a plain
+        turn whose writer died (abandoned, or open and silent past the limit)."""
+        if not isinstance(cid, str) or not cid:
+            return
+        for name in names:
+            key = f"{uid}/{cid}/{name}"
+            record = await self.runs.latest(key)
+            if record is None or record.durable or record.state not in ("open", "abandoned"):
+                continue
+            if await self.runs.running(key) is None:
+                await self._keep_steering(uid, cid, name, record)
 
     async def _send(self, run: StoredRun, prompt: Message) -> bool:
         """Give the turn of ``run`` the person's message: ``True`` if it takes it (its run
@@ -961,7 +1043,45 @@ class ChatServer:
         did not take (``steering_left``) are stored after it and answered by the turn's
         next run, ``<run id>+2`` (then ``+3``...), in the same stream, as a plain turn's
         late messages are: every step keyed or compare-and-set, so a process that
-        recovers the turn redoes none of them."""
+        recovers the turn redoes none of them.
+
+        What fails on the way that is not the run's outcome (the database restarting,
+        the engine's server or its only worker away: any error but the run's
+        ``RunError``) is waited out: the whole finish is done again, with backoff (0.25
+        s doubling to 5 s), for up to ``FINISH_PATIENCE`` seconds; as every step is keyed
+        or compare-and-set, doing it again redoes nothing. A failure that cannot pass
+        (``UsageError``, a bug), or one that outlasts the patience, is logged and ends
+        the stream failed, saying why: the client never waits on a task that died."""
+        pause, deadline = 0.25, time.monotonic() + FINISH_PATIENCE
+        while True:
+            try:
+                await self._finish(run)
+                return
+            except Exception as e:
+                if isinstance(e, _BUGS) or time.monotonic() + pause > deadline:
+                    _log.error("finishing stream %r failed for good", run.stream, exc_info=e)
+                    await self._give_up(run, e)
+                    return
+                _log.warning(
+                    "finishing stream %r failed (%r): trying again in %.2f s", run.stream, e, pause
+                )
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 5.0)
+
+    async def _give_up(self, run: StoredRun, error: Exception) -> None:
+        """End ``run``'s stream failed with ``error`` (logged if even that fails: the
+        stream then stays open, and the next start of a server process finishes it)."""
+        failed = RuntimeError(f"the turn could not be finished: {error!r}")
+        try:
+            await end_stream(self.runs, run, RunEnded(None, failed), key="gave-up")
+        except Exception:
+            _log.exception("ending stream %r failed", run.stream)
+
+    async def _finish(self, run: StoredRun) -> None:
+        """One try of ``finish``: nothing if the stream has ended already."""
+        record = await self.runs.log.get(run.stream)
+        if record is not None and not record.open:
+            return
         info = run.info
         await self._started(run)
         uid, cid, branch, base = info["uid"], info["cid"], info["branch"], info["base"]
@@ -970,19 +1090,21 @@ class ChatServer:
             key = "end" if n == 1 else f"end+{n}"
             done = asyncio.ensure_future(self.durable.result(run_id))
             after = info.get("after_pause", 0) if n == 1 else 0
-            while not done.done():
-                await asyncio.wait({done}, timeout=0.25)
-                if done.done():
-                    break
-                waiting = await self.durable.waiting(run_id)
-                if waiting and waiting.pause > after:
-                    done.cancel()
-                    calls = [d.call for d in waiting if d.kind == "approval"]
-                    await pause_stream(self.runs, run, calls)
-                    return
+            try:
+                while not done.done():
+                    await asyncio.wait({done}, timeout=0.25)
+                    if done.done():
+                        break
+                    waiting = await self.durable.waiting(run_id)
+                    if waiting and waiting.pause > after:
+                        calls = [d.call for d in waiting if d.kind == "approval"]
+                        await pause_stream(self.runs, run, calls)
+                        return
+            finally:
+                done.cancel()  # (done already: nothing) a try that failed leaves no task
             try:
                 result = done.result()
-            except Exception as e:  # the run failed: the stream says so (the store keeps
+            except RunError as e:  # the run failed: the stream says so (the store keeps
                 kept = getattr(e, "steering_left", ())  # the prompt, and what was sent)
                 if kept:
                     await self._keep(uid, cid, branch, kept, base)

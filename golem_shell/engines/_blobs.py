@@ -1,15 +1,12 @@
 """Content-addressed payload storage for durable engines: blobs, history chains, stashes.
 
-Over 600 lines because its three stores each carry their erasure (owners, release,
-erased keys) beside their reads and writes, one class per backend.
-
 Owns how a durable engine keeps what is large out of what it records (ADR 0125). A
 **blob** is bytes stored under the SHA-256 of those bytes (``key_of``), once, in a
-``BlobStore`` the engine is given: ``SQLBlobs`` (a ``golem_blobs`` table beside DBOS's own,
-in its system database, SQLite or Postgres), ``SQLiteBlobs`` (a file every worker of a
-host opens) or ``MemoryBlobs`` (one process). A key names exactly one content, so a
-reference read twice, by any worker, on any replay, gives the same bytes: reading a blob
-is as deterministic as the reference itself, and a blob can never be swapped for
+``BlobStore`` the engine is given: ``SQLBlobs`` (``_blobs_sql``: a ``golem_blobs`` table
+beside DBOS's own, in its system database, SQLite or Postgres), ``SQLiteBlobs`` (a file
+every worker of a host opens) or ``MemoryBlobs`` (one process). A key names exactly one
+content, so a reference read twice, by any worker, on any replay, gives the same bytes:
+reading a blob is as deterministic as the reference itself, and a blob can never be swapped for
 another revision (``BlobStore.get`` checks the hash of what it returns).
 
 - A **chain** is a sequence of values stored one node per value, each node holding its
@@ -75,7 +72,6 @@ __all__ = [
     "MemoryBlobs",
     "MissingBlob",
     "Row",
-    "SQLBlobs",
     "SQLiteBlobs",
     "STASH_LIMIT",
     "extend_chain",
@@ -94,6 +90,7 @@ __all__ = [
 
 JSON: TypeAlias = Any
 V = TypeVar("V")
+R = TypeVar("R")
 Row: TypeAlias = tuple[str, str | None, bytes]
 """A stored blob: its key, the key of the chain node before it (or ``None``), its bytes."""
 
@@ -355,116 +352,6 @@ class SQLiteBlobs:
         params = {"head": head, "limit": _NO_LIMIT if limit is None else limit}
         with self._lock:
             return [(k, p, bytes(b)) for k, p, b in self._db.execute(_WALK_SQL, params)]
-
-
-class SQLBlobs:
-    """Blobs in a SQLAlchemy database (SQLite or Postgres), table ``golem_blobs``: what a
-    ``DurableAgent`` uses by default, in DBOS's own system database."""
-
-    def __init__(self, engine: Any) -> None:
-        import sqlalchemy as sa  # DBOS's dependency; this class is DBOS's default
-
-        self.engine = engine
-        self._sa = sa
-        self._table = sa.Table(
-            "golem_blobs",
-            sa.MetaData(),
-            sa.Column("key", sa.Text, primary_key=True),
-            sa.Column("prev", sa.Text, nullable=True),
-            sa.Column("body", sa.LargeBinary, nullable=False),
-        )
-        self._owners = sa.Table(
-            "golem_blob_owners",
-            self._table.metadata,
-            sa.Column("conversation", sa.Text, primary_key=True),
-            sa.Column("key", sa.Text, primary_key=True, index=True),
-        )
-        self._erased = sa.Table(
-            "golem_blobs_erased",
-            self._table.metadata,
-            sa.Column("key", sa.Text, primary_key=True),
-            sa.Column("erased_ms", sa.BigInteger, nullable=False),
-            sa.Column("note", sa.Text, nullable=False),
-        )
-        self._table.metadata.create_all(engine, checkfirst=True)
-        self._postgres = engine.dialect.name == "postgresql"
-
-    def __repr__(self) -> str:
-        return f"SQLBlobs({self.engine.url.render_as_string(hide_password=True)!r})"
-
-    def _insert(self) -> Any:
-        from sqlalchemy.dialects import postgresql, sqlite
-
-        return postgresql.insert if self._postgres else sqlite.insert
-
-    def put(self, rows: Sequence[Row]) -> None:
-        if not rows:
-            return
-        owner = _OWNER.get()
-        insert = self._insert()
-        values = [{"key": k, "prev": p, "body": b} for k, p, b in rows]
-        with self.engine.begin() as c:
-            if self._postgres:  # a collection in flight ends first (engines._collect)
-                c.exec_driver_sql(f"SELECT pg_advisory_xact_lock_shared({COLLECT_LOCK})")
-            c.execute(insert(self._table).on_conflict_do_nothing(), values)
-            if owner is not None:
-                held = [{"conversation": owner, "key": r[0]} for r in rows]
-                c.execute(insert(self._owners).on_conflict_do_nothing(), held)
-
-    def release(self, conversations: Sequence[str], note: str) -> tuple[str, ...]:
-        """Take ``conversations``' hold away; delete (and return, sorted) the keys no
-        other conversation holds; then empty SQLite's WAL, or vacuum PostgreSQL's tables."""
-        sa, owners, blobs = self._sa, self._owners, self._table
-        with self.engine.connect() as c:
-            if not self._postgres:
-                c.exec_driver_sql("PRAGMA secure_delete=ON")  # the freed bytes are zeroed
-                c.commit()
-            with c.begin():
-                held: set[str] = set()
-                for batch in _batches(sorted(set(conversations))):
-                    where = owners.c.conversation.in_(batch)
-                    held.update(k for (k,) in c.execute(sa.select(owners.c.key).where(where)))
-                    c.execute(owners.delete().where(where))
-                still: set[str] = set()
-                for batch in _batches(sorted(held)):
-                    query = sa.select(owners.c.key).where(owners.c.key.in_(batch))
-                    still.update(k for (k,) in c.execute(query))
-                removed = sorted(held - still)
-                now = int(time.time() * 1000)
-                for batch in _batches(removed):
-                    c.execute(blobs.delete().where(blobs.c.key.in_(batch)))
-                    marks = [{"key": k, "erased_ms": now, "note": note} for k in batch]
-                    c.execute(self._insert()(self._erased).on_conflict_do_nothing(), marks)
-            if not self._postgres:
-                c.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-                c.commit()
-        if self._postgres and removed:
-            with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
-                c.exec_driver_sql("VACUUM golem_blobs, golem_blob_owners")
-        _forget()
-        return tuple(removed)
-
-    def erased(self, key: str) -> str | None:
-        """Why ``key`` was erased, or ``None``."""
-        query = self._sa.select(self._erased.c.note).where(self._erased.c.key == key)
-        with self.engine.connect() as c:
-            row = c.execute(query).first()
-        return None if row is None else str(row[0])
-
-    def get(self, keys: Sequence[str]) -> dict[str, bytes]:
-        out: dict[str, bytes] = {}
-        t = self._table
-        with self.engine.connect() as c:
-            for i in range(0, len(keys), 500):
-                query = self._sa.select(t.c.key, t.c.body).where(t.c.key.in_(keys[i : i + 500]))
-                out.update((k, bytes(b)) for k, b in c.execute(query))
-        return out
-
-    def walk(self, head: str, limit: int | None) -> list[Row]:
-        params = {"head": head, "limit": _NO_LIMIT if limit is None else limit}
-        with self.engine.connect() as c:
-            rows = c.execute(self._sa.text(_WALK_SQL), params)
-            return [(k, p, bytes(b)) for k, p, b in rows]
 
 
 # -- chains ---------------------------------------------------------------------------------

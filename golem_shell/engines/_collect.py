@@ -40,10 +40,10 @@ from golem_shell.engines._blobs import (
     COLLECT_LOCK,
     BlobStore,
     MemoryBlobs,
-    SQLBlobs,
     SQLiteBlobs,
     _forget,
 )
+from golem_shell.engines._blobs_sql import SQLBlobs
 
 __all__ = ["COLLECT_LOCK", "Collected", "collect", "unhold"]
 

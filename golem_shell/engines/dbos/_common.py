@@ -14,7 +14,8 @@ from dbos import StepOptions, WorkflowSerializationFormat
 from dbos._dbos import _get_dbos_instance
 
 from golem_shell._errors import UsageError
-from golem_shell.engines._blobs import BlobStore, SQLBlobs
+from golem_shell.engines._blobs import BlobStore
+from golem_shell.engines._blobs_sql import SQLBlobs
 from golem_shell.engines._keywords import Keywords
 from golem_shell.observe._observe import EventHandler
 from golem_shell.store._streams import StreamLog
