@@ -24,12 +24,15 @@ from typing import Any
 import pytest
 
 from golem_core import Message, Role, ToolCallPart
+from golem_core.loop import ModelResponded
 from golem_shell import Agent, FunctionModel, RunContext, tool
-from golem_shell.engines._blobs import MemoryBlobs, Row
+from golem_shell.engines._blobs import MemoryBlobs, Row, is_stashed, stash
+from golem_shell.engines._records import encode
 
 temporal = pytest.importorskip("temporalio", reason="the temporal extra is not installed")
 from temporalio.client import Client  # noqa: E402
 
+from golem_shell.engines.temporal._refs import Refs, read_tool  # noqa: E402
 from golem_shell.temporal import TemporalAgent  # noqa: E402
 
 STEPS = 4
@@ -103,3 +106,34 @@ async def test_a_step_writes_the_store_once_and_reads_the_set_up_once(
     assert writes <= 2 * requests + STEPS + 4, writes
     set_up_reads = [n for key, n in STORE.reads.items() if n >= requests]
     assert not set_up_reads, STORE.reads  # the set-up was read once, not per request
+
+
+def test_a_payload_field_not_known_as_a_reference_is_stashed() -> None:
+    """``Refs`` names the step's response and its calls by the request's recorded
+    outcome; anything else it was not built from (another message, a call the response
+    does not hold) is stashed, never carried inline, and each reads back as it was."""
+    store = MemoryBlobs()
+    call = ToolCallPart("c0", "look", json.dumps({"n": "secret"}))
+    response = Message(Role.ASSISTANT, (call,))
+    refs = Refs(store)
+    refs.responded(response, stash(store, encode(ModelResponded(response))))
+    ids = ("run", "conversation")
+    stamped = response.with_ids(*ids)
+    by_ref = {"runId": "run", "conversationId": "conversation", "history": None}
+    by_ref |= refs.added((stamped,), ids) | refs.call(call, {})
+    assert set(by_ref) == {
+        "runId",
+        "conversationId",
+        "history",
+        "addedFrom",
+        "stamped",
+        "callFrom",
+        "callAt",
+    }
+    assert read_tool(store, by_ref) == ((stamped,), call)
+    other = Message(Role.ASSISTANT, (ToolCallPart("c9", "look", "{}"),))
+    stranger = ToolCallPart("c9", "look", json.dumps({"n": "other secret"}))
+    stashed = refs.added((stamped, other), ids) | refs.call(stranger, {})
+    assert set(stashed) == {"added", "call"} and all(is_stashed(v) for v in stashed.values())
+    assert "secret" not in json.dumps(by_ref) + json.dumps(stashed)
+    assert read_tool(store, stashed) == ((stamped, other), stranger)
