@@ -235,8 +235,10 @@ async def test_temporal_a_requests_set_up_goes_by_reference_once(temporal_server
         for e in scheduled
         if e.activity_task_scheduled_event_attributes.activity_type.name == "golem.request"
     ]
-    assert all(set(i) == {"agent", "conversationId", "payload"} for i in inputs)  # ADR 0152
-    inputs = [unstash(T_TOOLS.blobs, i["payload"], "input") for i in inputs]
+    # built of references only, it crosses inline (ADR 0152 holds: ids, heads, blob keys)
+    fields = {"agent", "runId", "conversationId", "options", "request", "history", "requests"}
+    assert all(set(i) == fields for i in inputs), inputs
+    assert all(i["options"]["type"] == "golemBlob" for i in inputs)
     assert len(inputs) == 2 and all(i["request"]["type"] == "golemBlob" for i in inputs)
     assert inputs[0]["request"] == inputs[1]["request"]  # one set-up, stored once
 

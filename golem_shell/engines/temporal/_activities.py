@@ -38,9 +38,10 @@ from golem_shell.engines._blobs import (
 )
 from golem_shell.engines._engine import recorded_options, resolve_instructions, run_processor
 from golem_shell.engines._events import request_streamed
-from golem_shell.engines._records import CALL, MESSAGES, USAGE, CorruptRecord, encode
+from golem_shell.engines._records import MESSAGES, USAGE, CorruptRecord, encode
 from golem_shell.engines._toolsets import TOOLSETS_STEP, list_toolsets, toolset_tool
 from golem_shell.engines.temporal._common import CONVERTER, JSON, UNREACHABLE, Engine, registered
+from golem_shell.engines.temporal._refs import read_kept, read_tool
 from golem_shell.run._asyncio import AgentEffects
 from golem_shell.run._setup import RunSpec, compact_once
 from golem_shell.tools._tools import RunContext
@@ -95,17 +96,21 @@ def _arrived(payload: JSON) -> tuple[Engine, JSON]:
     what the activity stores, the run's conversation holds (ADR 0152)."""
     durable = registered(payload["agent"])
     hold_in_task(payload.get("conversationId"))  # this activity's own task
-    inner = payload.get("payload", payload)
-    return durable, _reaching(lambda: unstash(durable.blobs, inner, "activity input"))
+    inner = payload.get("payload", payload)  # a request's or tool's payload: inline
+    payload = _reaching(lambda: unstash(durable.blobs, inner, "activity input"))
+    if is_stashed(payload.get("options")):  # carried by reference (``_refs.Refs``)
+        options = payload["options"]
+        payload = {
+            **payload,
+            "options": _reaching(lambda: read_kept(durable.blobs, options, "options")),
+        }
+    return durable, payload
 
 
 def _history(durable: Engine, payload: JSON) -> tuple[Message, ...]:
-    """The conversation an activity's payload names by its chain's head (and the
-    messages added since, inline: a tool batch's)."""
+    """The conversation an activity's payload names by its chain's head."""
     head = payload["history"]
-    stored = _reaching(lambda: load_chain(durable.blobs, MESSAGE_CHAIN, head, "history")).values
-    added = payload.get("added")
-    return stored + MESSAGES[1](added, "added") if added else stored
+    return _reaching(lambda: load_chain(durable.blobs, MESSAGE_CHAIN, head, "history")).values
 
 
 def _context(durable: Engine, payload: JSON) -> RunContext[Any]:
@@ -188,14 +193,16 @@ async def tool_activity(payload: JSON) -> JSON:
     """Execute one tool call (the run's messages named by their chain's head); its
     outcome (a crash included) comes back recorded."""
     durable, payload = _arrived(payload)
-    call = CALL[1](payload["call"], "call")
-    system = MESSAGES[1](payload["system"], "system")
-    state = _seen(payload, system + _history(durable, payload))
+    store = durable.blobs
+    added, call = _reaching(lambda: read_tool(store, payload))
+    system = MESSAGES[1](_reaching(lambda: read_kept(store, payload["system"], "system")), "system")
+    toolset = _reaching(lambda: read_kept(store, payload.get("toolset"), "toolset"))
+    state = _seen(payload, system + _history(durable, payload) + added)
     spec, context = _spec(durable, payload), _context(durable, payload)
 
     async def once() -> JSON:
         # a toolset's tool: made from the run's record, called through this worker's toolset
-        await toolset_tool(spec, context, call.name, payload.get("toolset"))
+        await toolset_tool(spec, context, call.name, toolset)
         (work,) = AgentEffects(spec, context, None).tools((call,), state)
         return encode(await work)
 

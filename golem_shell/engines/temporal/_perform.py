@@ -22,31 +22,33 @@ from golem_shell.engines.temporal._common import (
 __all__ = ["perform", "performed"]
 
 
-async def perform(durable: Engine, name: str, payload: JSON) -> JSON:
+async def perform(durable: Engine, name: str, payload: JSON, inline: bool = False) -> JSON:
     """The result of the activity ``name`` performed (``performed``), read back.
 
     Raises:
         ActivityError: it failed otherwise (timed out, or golem's activity broke).
         MissingBlob: its stashed result is not in this worker's store.
     """
-    return unstash(durable.blobs, await performed(durable, name, payload), name)
+    return unstash(durable.blobs, await performed(durable, name, payload, inline), name)
 
 
-async def performed(durable: Engine, name: str, payload: JSON) -> JSON:
+async def performed(durable: Engine, name: str, payload: JSON, inline: bool = False) -> JSON:
     """Perform the activity ``name``; again when its worker died (up to a limit), and
     when it could not reach the blob store (a second later, up to a limit). The payload
-    crosses stashed (ADR 0152); the result is returned as the activity returned it (a
+    crosses stashed (ADR 0152), or as it is when ``inline`` (it was built of references
+    only: ``_refs.Refs``); the result is returned as the activity returned it (a
     reference: the journal keeps it so, not encoded again).
 
     Raises:
         ActivityError: it failed otherwise (timed out, or golem's activity broke).
     """
 
-    payload = {  # by reference (ADR 0152); the agent names the store to read it from
-        "agent": payload["agent"],
-        "conversationId": payload["conversationId"],
-        "payload": stash(durable.blobs, payload),
-    }
+    if not inline:  # by reference (ADR 0152); the agent names the store to read it from
+        payload = {
+            "agent": payload["agent"],
+            "conversationId": payload["conversationId"],
+            "payload": stash(durable.blobs, payload),
+        }
     lost = away = 0
     while True:
         try:

@@ -66,7 +66,6 @@ from golem_shell.engines._engine import (
 )
 from golem_shell.engines._events import body_handler, close_run_sync
 from golem_shell.engines._records import (
-    CALL,
     MESSAGES,
     USAGE,
     AnswersSent,
@@ -91,6 +90,7 @@ from golem_shell.engines.temporal._common import (
     registered,
 )
 from golem_shell.engines.temporal._perform import performed
+from golem_shell.engines.temporal._refs import Batched, Refs
 from golem_shell.observe._observe import EventHandler, observe_run
 from golem_shell.run._driver import Progress, ToolBatch, run
 from golem_shell.run._setup import RunSpec, validate_output
@@ -248,7 +248,10 @@ async def run_workflow(durable: Engine, run_input: JSON, run_: GolemRun) -> JSON
     assert isinstance(end, Finish | Fail)  # a durable run waits instead of pausing
     await workflow.wait_condition(workflow.all_handlers_finished)  # answers told
     output_type = recorded.output_type
-    return _end(store, ended(durable.name, spec, end, store, effects.chain, output_type), run_)
+    batch = Batched(store)  # the end's chain and record: one write
+    result = _end(batch, ended(durable.name, spec, end, batch, effects.chain, output_type), run_)
+    batch.flush()
+    return result
 
 
 def _end(store: BlobStore, record: RunEnded, run_: GolemRun) -> JSON:
@@ -288,6 +291,8 @@ class _Journal:
         )
         self.entries: dict[int, JSON] = dict(enumerate(self.earlier.values))
         self.asked = 0
+        self.last: JSON = None  # the last effect's entry, as recorded
+        self.pending: Batched | None = None  # what payloads stored, not written yet
         self.continuing = False
         self.reported = run_input.get("events", 0)  # events earlier executions reported
         self.seen = 0
@@ -317,7 +322,9 @@ class _Journal:
         self.asked += 1
         return self.asked - 1
 
-    async def effect(self, name: str, payload: JSON | Callable[[], JSON]) -> JSON:
+    async def effect(
+        self, name: str, payload: JSON | Callable[[], JSON], inline: bool = False
+    ) -> JSON:
         """The result of the activity ``name`` for the next ask: the journal's, or the
         activity's (performed now and journaled). A ``payload`` given as a function is
         made only when the activity is performed: replaying an earlier execution's
@@ -326,14 +333,16 @@ class _Journal:
         that runs 2 s without yielding, and retries it, over and over)."""
         number = self.ask()
         if number in self.entries:
-            return unstash(self.durable.blobs, self.entries[number], "journal")
+            self.last = self.entries[number]
+            return unstash(self.durable.blobs, self.last, "journal")
         if callable(payload):
             payload = payload()
-        # journaled as the activity returned it: stashed (by the same rule) when large,
-        # so the result is not encoded again to be measured
-        recorded = await performed(self.durable, name, payload)
-        self.entries[number] = recorded
-        return unstash(self.durable.blobs, recorded, name)
+        if self.pending is not None:
+            self.pending.flush()  # what the payload names is stored, in one write
+        # journaled as the activity returned it (a reference), not encoded again
+        self.last = await performed(self.durable, name, payload, inline)
+        self.entries[number] = self.last
+        return unstash(self.durable.blobs, self.last, name)
 
     def recorded(self, number: int) -> JSON | None:
         """The journaled entry ``number`` (read back if stashed), or ``None``."""
@@ -399,18 +408,21 @@ class _TemporalEffects:
         self.streaming = durable.event_log is not None  # its deltas go to the event log
         # (a request's set-up, without its messages; its reference)
         self._request: tuple[ModelRequest, JSON] | None = None
+        # a request's and a tool call's payload: inline, what it stores in one write
+        self.pending = Batched(durable.blobs)
+        self.refs = Refs(self.pending)
+        journal.pending = self.pending
 
     def _ids(self, state: RunState) -> JSON:
-        config = state.config
-        return {
-            "runId": config.run_id,
-            "conversationId": config.conversation_id,
-            **{k: v for k, v in self.journal.run_input.items() if k == "options"},
-        }
+        config, run_input = state.config, self.journal.run_input
+        ids = {"runId": config.run_id, "conversationId": config.conversation_id}
+        if "options" in run_input:
+            ids["options"] = self.refs.kept("options", run_input["options"])
+        return ids
 
     def _head(self, state: RunState) -> str | None:
         """The head of the run's conversation (``history + added``), stored."""
-        self.chain = run_chain(self.durable.blobs, state, self.chain)
+        self.chain = run_chain(self.pending, state, self.chain)
         return self.chain.head
 
     def _since(self, state: RunState) -> JSON:
@@ -422,7 +434,8 @@ class _TemporalEffects:
         if len(messages) < len(known) or messages[: len(known)] != known:
             return {"history": self._head(state)}  # not a continuation: stored
         added = messages[len(known) :]
-        return {"history": self.chain.head, **({"added": MESSAGES[0](added)} if added else {})}
+        ids = (state.config.run_id, state.config.conversation_id)
+        return {"history": self.chain.head, **(self.refs.added(added, ids) if added else {})}
 
     def _set_up(self, request: ModelRequest) -> JSON:
         """A request without its messages (instructions, tool definitions, settings, the
@@ -432,7 +445,7 @@ class _TemporalEffects:
         if self._request is None or self._request[0] != request:
             unstructured = CONVERTER.unstructure(request)
             del unstructured["messages"]
-            self._request = (request, stash(self.durable.blobs, unstructured, limit=0))
+            self._request = (request, stash(self.pending, unstructured, limit=0))
         return self._request[1]
 
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
@@ -442,6 +455,8 @@ class _TemporalEffects:
         def payload() -> JSON:
             # the messages are named by the chain's head: never unstructured here (that
             # was the one cost of a step that grew with the conversation)
+            if self.spec.tools or self.spec.toolsets:  # for its tool calls: the same write
+                self.refs.kept("system", state.system, MESSAGES[0])
             return payload_of(
                 self.durable,
                 self._ids(state),
@@ -451,12 +466,14 @@ class _TemporalEffects:
             )
 
         try:
-            recorded = await self.journal.effect("golem.request", payload)
+            recorded = await self.journal.effect("golem.request", payload, inline=True)
         except ActivityError as e:
             return ModelFailed(f"the model request activity failed: {e.cause or e}")
         outcome = decode(unstash(self.durable.blobs, recorded, "model outcome"), "model outcome")
         if not isinstance(outcome, ModelResponded | ModelFailed):
             raise CorruptRecord(f"model outcome: got a {type(outcome).__name__}")
+        message = outcome.message if isinstance(outcome, ModelResponded) else None
+        self.refs.responded(message, self.journal.last)  # a tool payload names it
         return outcome
 
     def tools(self, calls: Sequence[ToolCallPart], state: RunState) -> list[Awaitable[ToolOutcome]]:
@@ -468,7 +485,7 @@ class _TemporalEffects:
                     payload_of(
                         self.durable,
                         self._ids(state),
-                        system=MESSAGES[0](state.system),
+                        system=self.refs.kept("system", state.system, MESSAGES[0]),
                         **self._since(state),
                         usage=USAGE[0](state.usage),
                         requests=state.requests,
@@ -480,11 +497,8 @@ class _TemporalEffects:
             try:
                 recorded = await self.journal.effect(
                     "golem.tool",
-                    lambda: {
-                        **shared(),
-                        "call": CALL[0](call),
-                        **self.listed.carried(call.name),
-                    },
+                    lambda: {**shared(), **self.refs.call(call, self.listed.carried(call.name))},
+                    inline=True,
                 )
             except ActivityError as e:
                 return ToolCrashed(
@@ -511,7 +525,9 @@ class _TemporalEffects:
                 for s in sent
                 for m in MESSAGES[1](unstash_held(self.durable.blobs, s, "steering"), "steering")
             )
-            self.journal.entries[number] = stash(self.durable.blobs, MESSAGES[0](messages))
+            # none taken: nothing to store (a step took none, mostly)
+            entry = stash(self.durable.blobs, MESSAGES[0](messages)) if messages else []
+            self.journal.entries[number] = entry
             return messages
         taken: tuple[Message, ...] = MESSAGES[1](
             unstash(self.durable.blobs, journaled, "journal"), "journal"
