@@ -73,6 +73,9 @@ DepsT = TypeVar("DepsT")
 OutputT = TypeVar("OutputT")
 T = TypeVar("T")
 _POLL_SECONDS = 0.05  # how often ``waiting(timeout=)`` asks a run that has not paused yet
+_NO_WORKER_YET = (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.FAILED_PRECONDITION)
+"""A query's failures while no worker polls the run's queue (its worker restarting): a
+``waiting(timeout=)`` asks again until its deadline."""
 
 
 class TemporalAgent(Generic[DepsT, OutputT]):
@@ -367,12 +370,18 @@ class TemporalAgent(Generic[DepsT, OutputT]):
     async def waiting(self, client: Client, run_id: str, *, timeout: float = 0.0) -> WaitingCalls:
         """The calls the run ``run_id`` waits for, with the number of their pause
         (``WaitingCalls.pause``); empty when it does not wait. ``timeout`` is how long to
-        wait for the run to pause."""
+        wait for the run to pause; within it, a query no worker answers (the run's worker
+        restarting: timed out, no poller) is asked again."""
         handle = client.get_workflow_handle(run_id)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
-            value = await handle.query(WAITING_QUERY)
+            try:
+                value = await handle.query(WAITING_QUERY)
+            except RPCError as e:  # no worker answers yet (one restarting): ask again
+                if e.status not in _NO_WORKER_YET or loop.time() >= deadline:
+                    raise
+                value = None
             if value or loop.time() >= deadline:
                 break
             await asyncio.sleep(_POLL_SECONDS)
