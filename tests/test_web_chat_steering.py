@@ -327,8 +327,12 @@ def test_use_chat_sending_while_it_streams_steers_the_turn(server: WebChatServer
     assert result["statusWhenSent"] == "streaming"
     posts = [r["status"] for r in result["requests"] if r["method"] == "POST"]
     assert posts == [200, 202, 200]  # the turn, the steer, and the next turn
+    # the steering message is recorded in the turn's stream before the 202 (a transient
+    # data-steering-pending chunk, kept by whoever finds the turn's writer dead), then
+    # data-steered where the run took it
     assert [d["type"] for d in result["data"]] == [
         "data-conversation",
+        "data-steering-pending",
         "data-steered",
         "data-conversation",
     ]
