@@ -451,8 +451,11 @@ def test_the_machine_finds_a_fork_left_out_of_a_rechain(monkeypatch: pytest.Monk
             rechaining.pop()
 
     monkeypatch.setattr(_erase, "rechain", fork_blind)
+    # 170 under ci, 102 under dev (0.6x): dev's 60 did not reach the draw that finds it
+    # (a bare venv's README command, which runs dev, failed so)
     found = settings(
         StoredConversations.TestCase.settings,
+        max_examples=examples(170),
         derandomize=True,
         database=None,
         phases=[Phase.generate],  # found, not shrunk
