@@ -102,12 +102,10 @@ class TemporalTurns:
     """``DurableAgent``'s methods the example calls (``start``, ``result``, ``waiting``,
     ``answer``, ``steer``), on a ``TemporalAgent`` and its client.
 
-    ``waiting`` and ``result`` ride out what a worker restart does to them: a query no
-    worker answers yet (``RPCError``: no poller, timed out) counts as "not waiting now",
-    and ``result`` asks again. The example's ``ChatServer.finish`` polls ``waiting``
-    every quarter second and ends with ``result``, and gives up its stream for good on
-    the first error either raises (the stream then stays open until that server
-    restarts): the soak found that (issue 50); this adapter is not where it is fixed.
+    ``result`` rides out what a worker restart does to it (asks again); ``waiting``
+    raises what the query raised, as ``DurableAgent.waiting`` raises what the database
+    does: the example's ``ChatServer.finish`` waits such errors out, and must not take
+    "no answer now" for "not waiting" (it would think a paused run's answers arrived).
     """
 
     def __init__(self, agent: Any, client: Any) -> None:
@@ -126,14 +124,7 @@ class TemporalTurns:
                 await asyncio.sleep(0.5)
 
     async def waiting(self, run_id: str, *, timeout: float = 0.0) -> Any:
-        from golem_shell.temporal import WaitingCalls
-
-        try:
-            return await self.agent.waiting(self.client, run_id, timeout=timeout)
-        except Exception as e:
-            if not _transient(e):
-                raise
-            return WaitingCalls()
+        return await self.agent.waiting(self.client, run_id, timeout=timeout)
 
     async def answer(self, run_id: str, answers: Mapping[str, Any], *, pause: Any = None) -> None:
         await self.agent.answer(self.client, run_id, answers, pause=pause)

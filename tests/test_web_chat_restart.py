@@ -193,6 +193,65 @@ def test_a_durable_turn_whose_workflow_never_started_is_started_once_by_recovery
             p.stop()
 
 
+def test_approvals_taken_by_a_process_that_died_before_sending_them_still_reach_the_run(
+    tmp_path: Path,
+) -> None:
+    """A durable turn pauses for an approval; the client approves; the process that took
+    the approval (its answering stream open) dies before the approval reaches the run
+    (issue 50, found by the soak on Temporal: the stream stayed open with no frame, the
+    run paused for ever, the transfer never made). Recovery sends the approval again from
+    the stream's record: the transfer is made once, the stream ends with the answer."""
+    db = tmp_path / "chat.db"
+    a = ExampleProcess(db, free_port(), "a", delay=0.01, crash="durable-answer").start()
+    b = ExampleProcess(db, free_port(), "b", delay=0.01)
+    try:
+        client = httpx.Client(timeout=60)
+        client.get(a.url + "/")
+        uid = client.cookies["uid"]
+        with client.stream("POST", a.url + "/api/chat", json=_prompt("pay", "pay bob 7")) as r:
+            assert r.status_code == 200
+            asked = [json.loads(d) for _, d in _events(r) if d != "[DONE]"]
+        started = next(c for c in asked if c["type"] == "start")
+        ask = next(c for c in asked if c["type"] == "tool-approval-request")
+        view = client.get(a.url + "/api/conversations/pay").json()
+        assert [c["type"] for c in view["paused"]].count("tool-approval-request") == 1
+        part = {
+            "type": "tool-send_money",
+            "toolCallId": ask["toolCallId"],
+            "state": "approval-responded",
+            "input": {"to": "bob", "cents": 7},
+            "approval": {"id": ask["approvalId"], "approved": True},
+        }
+        approval = {"id": started["messageId"], "role": "assistant", "parts": [part]}
+        body = {"id": "pay", "branch": "main", "messages": [*view["messages"], approval]}
+        with pytest.raises(httpx.HTTPError):  # the process died while sending the approval
+            client.post(a.url + "/api/chat", json=body)
+        assert a.process.wait(30) == -signal.SIGKILL
+
+        a.crash = None
+        a.start(wait=False), b.start(wait=False)  # both recover the answering stream
+        a.wait(), b.wait()
+        record, frames = _frames(db, f"{uid}/pay/main")
+        assert record.state == "done"
+        chunks = [json.loads(d) for d in frames[:-1]]
+        assert frames[-1] == "[DONE]" and chunks[-1]["type"] == "finish"
+        assert [c["type"] for c in chunks].count("start") == 1
+        said = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+        assert said == "The send_money tool says: sent 7 cents to bob."
+
+        store = SQLiteHistoryStore(db)
+        try:
+            stored = store.load_sync(uid, "pay")
+        finally:
+            store.close()
+        assert [m.role.value for m in stored] == ["user", "assistant", "tool", "assistant"]
+        assert stored[2].text == "sent 7 cents to bob"  # the transfer, made once
+        assert stored[-1].text == said
+    finally:
+        for p in (a, b):
+            p.stop()
+
+
 def test_a_stored_plain_turn_whose_process_died_before_finish_resumes_at_once(
     tmp_path: Path,
 ) -> None:

@@ -436,6 +436,7 @@ CRASH_POINTS = (
     "hold-last-look",
     "flaky-finish",
     "after-steer-202",
+    "durable-answer",
 )
 """Where ``python tests/web_chat_server.py <point> <app args>`` SIGKILLs itself, once:
 ``durable-start``: a durable turn's prompt is stored and its stream open, its workflow
@@ -448,7 +449,9 @@ is finished, the first ``DurableAgent.result`` raises ``ConnectionError``, the f
 ``waiting`` and the first closing write of a stream that succeeded raise ``HistoryStoreError`` (each
 appends a line to the file ``faults`` beside the store). ``after-steer-202``: a
 steering message is answered 202, and the process dies a moment later, while the turn's
-``get_weather`` (which takes a minute here) still runs: its run never took the message."""
+``get_weather`` (which takes a minute here) still runs: its run never took the message.
+``durable-answer``: a paused durable turn's approvals are taken (its answering stream
+open), and the process dies while sending them to the run: they never reach it."""
 
 
 def _crash_at(point: str) -> None:
@@ -482,6 +485,13 @@ def _crash_at(point: str) -> None:
             return store_then_die
 
         example.ChatServer._store_turn = dying_store_turn
+    elif point == "durable-answer":
+        from golem_shell.durable import DurableAgent
+
+        async def answer(self: Any, *args: Any, **kwargs: Any) -> None:
+            die()
+
+        DurableAgent.answer = answer  # type: ignore[method-assign]
     elif point == "hold-last-look":
         from golem_shell.engines.dbos import _workflow
 

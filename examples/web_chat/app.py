@@ -1036,7 +1036,7 @@ class ChatServer:
         self.runs.spawn(self.finish(run))
         return self._follow(run, 0)
 
-    async def finish(self, run: StoredRun) -> None:
+    async def finish(self, run: StoredRun, *, answered: bool = False) -> None:
         """Wait for the durable run of ``run``'s stream to end or pause, store what it
         added (compare-and-set: once, whichever process gets there first), and write the
         stream's closing frames (keyed: written once). The messages the run was sent but
@@ -1051,13 +1051,23 @@ class ChatServer:
         s doubling to 5 s), for up to ``FINISH_PATIENCE`` seconds; as every step is keyed
         or compare-and-set, doing it again redoes nothing. A failure that cannot pass
         (``UsageError``, a bug), or one that outlasts the patience, is logged and ends
-        the stream failed, saying why: the client never waits on a task that died."""
-        pause, deadline = 0.25, time.monotonic() + FINISH_PATIENCE
+        the stream failed, saying why: the client never waits on a task that died.
+
+        A stream opened to answer a paused run holds the answers (``answering``, the
+        client's message); unless ``answered`` (this process sent them), the finisher
+        sends them again while the run still waits at that pause: the process that took
+        them may have died before they reached the engine (answers are bound to their
+        pause, so ones that did arrive are not applied twice)."""
+        pause, deadline = 0.25, None
         while True:
             try:
+                if not answered:
+                    await self._deliver(run)
+                    answered = True
                 await self._finish(run)
                 return
             except Exception as e:
+                deadline = deadline or time.monotonic() + FINISH_PATIENCE  # from the first
                 if isinstance(e, _BUGS) or time.monotonic() + pause > deadline:
                     _log.error("finishing stream %r failed for good", run.stream, exc_info=e)
                     await self._give_up(run, e)
@@ -1067,6 +1077,27 @@ class ChatServer:
                 )
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 5.0)
+
+    async def _deliver(self, run: StoredRun) -> None:
+        """Send the answers ``run``'s stream was opened with (``answering``) if its run
+        still waits at the pause they answer."""
+        message = run.info.get("answering")
+        if message is None:
+            return
+        record = await self.runs.log.get(run.stream)
+        if record is not None and not record.open:
+            return
+        waiting = await self.durable.waiting(run.run_id)
+        if not waiting or waiting.pause != run.info["after_pause"]:
+            return  # they arrived: the run went on
+        newest = {"role": message.get("role"), "parts": message.get("parts", [])}
+        _, answers = ui_messages_to_history([newest])
+        try:
+            await self.durable.answer(run.run_id, answers, pause=waiting)
+        except DeferredResultsError:
+            if (await self.durable.waiting(run.run_id)).pause == waiting.pause:
+                raise  # refused, and still waiting: a bug (they were checked when taken)
+            # they arrived meanwhile (the run moved on): nothing to send
 
     async def _give_up(self, run: StoredRun, error: Exception) -> None:
         """End ``run``'s stream failed with ``error`` (logged if even that fails: the
@@ -1220,15 +1251,15 @@ class ChatServer:
                 + ", ".join(forged)
             )
         denied = sorted(k for k, v in answers.items() if not isinstance(v, Approved))
-        info = {**paused.info, "denied": denied, "after_pause": waiting.pause}
+        info = {
+            **paused.info,
+            "denied": denied,
+            "after_pause": waiting.pause,
+            "answering": messages[-1],  # what recovery sends again if it never arrived
+        }
         run = await self.runs.open(
             paused.key, run_id=paused.run_id, info=info, owner=uid, conversation_id=cid
         )
-        try:
-            await self.durable.answer(paused.run_id, answers, pause=waiting)
-        except BaseException:
-            await self.runs.end(run.stream, "abandoned")
-            raise
         opening = [
             {"type": "start", "messageId": info["message"]},
             {"type": "data-conversation", "data": {"id": cid, "branch": branch}},
@@ -1236,7 +1267,16 @@ class ChatServer:
         await self.runs.write(
             run.stream, [(f"open:{k}", json.dumps(c)) for k, c in enumerate(opening)]
         )
-        self.runs.spawn(self.finish(run))
+        try:
+            await self.durable.answer(paused.run_id, answers, pause=waiting)
+        except _BUGS:  # the answers do not fit the pause (nothing was applied): say so
+            await self.runs.end(run.stream, "abandoned")
+            raise
+        except Exception as e:  # the engine or the database did not answer: the finisher
+            _log.warning("answering run %r failed (%r): finishing sends it", run.run_id, e)
+            self.runs.spawn(self.finish(run))  # sends the answers again (stream's info)
+        else:
+            self.runs.spawn(self.finish(run, answered=True))
         return self._follow(run, 0)
 
     # -- AG-UI, stateless --------------------------------------------------------------------
