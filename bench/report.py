@@ -16,7 +16,7 @@ Sections, in this order: ``run`` (``bench.run``), ``cache`` (``bench.cache``), `
 (``bench.storage``), ``durable`` (``bench.durable``), ``durable_peers``
 (``bench.durable_peers``), ``durable_temporal`` (``bench.durable_temporal``), ``decode``
 (``bench.decode``), ``compaction`` (``bench.compaction``), ``pyodide``
-(``bench.pyodide``), ``soak`` (``bench.soak``). Each section's module has its
+(``bench.pyodide``), ``soak`` and ``soak_long`` (``bench.soak``). Each section's module has its
 ``render(data) -> str`` (``run``, ``durable`` and ``durable_peers`` import theirs from a
 module beside them). A section no command has written is left out. What a section
 records of how it was measured is built here too: ``recorded_command`` (the command that
@@ -67,6 +67,7 @@ SECTIONS = (
     "compaction",
     "pyodide",
     "soak",
+    "soak_long",
 )
 GUIDE = ROOT / "docs" / "guides" / "history.md"  # the page that cites the cache benchmark
 BLOCK_BEGIN = "<!-- bench/results.json: written by bench/report.py, do not edit -->"

@@ -28,6 +28,8 @@ minutes and kills.
 
     python -m bench.soak --config all --users 20 --minutes 10      # the long soak
     python -m bench.soak --quick                                   # about two minutes
+    python -m bench.soak --config durable --chaos --users 12 --minutes 20 --min-kills 100 \
+        --section soak_long --write bench/results.md                  # issue 50's long soak
 """
 
 from __future__ import annotations
@@ -327,13 +329,26 @@ async def _diagnose(deploy: Deployment, log: Any, key: str) -> str:
     return found
 
 
-def rss_summary(samples: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """Per process name: RSS (KiB) at the first sample, the highest, at the last."""
-    out: dict[str, dict[str, int]] = {}
+def rss_summary(samples: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per process name: RSS (KiB) at the first sample, the highest, at the last, and
+    ``over_time``: the samples nearest each quarter of the run (0, 25, 50, 75, 100 %),
+    to see whether memory grows while the number of live conversations stays flat (a
+    process killed and started again begins anew: its later samples are the new one's)."""
+    out: dict[str, dict[str, Any]] = {}
+    series: dict[str, list[tuple[float, int]]] = {}
     for s in samples:
         entry = out.setdefault(s["name"], {"first": s["kib"], "max": s["kib"], "last": s["kib"]})
         entry["max"] = max(entry["max"], s["kib"])
         entry["last"] = s["kib"]
+        series.setdefault(s["name"], []).append((s["t"], s["kib"]))
+    if samples:
+        begin = min(s["t"] for s in samples)
+        end = max(s["t"] for s in samples)
+        for name, points in series.items():
+            out[name]["over_time"] = [
+                min(points, key=lambda p: abs(p[0] - (begin + q * (end - begin) / 4)))[1]
+                for q in range(5)
+            ]
     return out
 
 
@@ -381,7 +396,12 @@ async def soak(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__)
-    parser.add_argument("--config", choices=("dbos", "temporal", "plain", "all"), default="all")
+    parser.add_argument(
+        "--config",
+        choices=("dbos", "temporal", "plain", "durable", "all"),
+        default="all",
+        help="durable: dbos and temporal",
+    )
     parser.add_argument("--users", type=int, default=12)
     parser.add_argument("--minutes", type=float, default=3.0, help="per phase")
     parser.add_argument("--servers", type=int, default=2)
@@ -390,11 +410,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     calm.add_argument("--chaos", action="store_true", help="only the phase with kills")
     calm.add_argument("--calm", action="store_true", help="only the phase without kills")
     parser.add_argument("--quick", action="store_true", help="4 users, 1 minute a phase")
+    parser.add_argument(
+        "--section",
+        choices=("soak", "soak_long"),
+        default="soak",
+        help="the section --write records (soak_long: the 20-minute soak of the issue)",
+    )
     add_write_option(parser)
     args = parser.parse_args(argv)
     if args.quick:
         args.users, args.minutes = 4, 1.0
-    configs = ("plain", "dbos", "temporal") if args.config == "all" else (args.config,)
+    named = {"all": ("plain", "dbos", "temporal"), "durable": ("dbos", "temporal")}
+    configs = named.get(args.config, (args.config,))
     phases = (True,) if args.chaos else (False,) if args.calm else (False, True)
     data = asyncio.run(
         soak(configs, phases, users=args.users, minutes=args.minutes, servers=args.servers,
@@ -410,8 +437,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         data["command"] = recorded_command("python -m bench.soak", argv)
         data["machine"] = machine()
-        data["parameters"] = {"users": args.users, "minutes": args.minutes}
-        write_section(args.write, "soak", data)
+        data["parameters"] = {
+            "users": args.users,
+            "minutes": args.minutes,
+            "min_kills": args.min_kills,
+        }
+        write_section(args.write, args.section, data)
     print("invariants hold" if ok else "INVARIANTS BROKEN", file=sys.stderr)
     return 0 if ok else 1
 

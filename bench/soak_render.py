@@ -18,17 +18,19 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value * 1000:.0f}"
 
 
-def render(data: dict[str, Any]) -> str:
+def render(data: dict[str, Any], *, title: str = "the soak") -> str:
     runs = data["runs"]
     p = data.get("parameters", {})
     m = data.get("machine", {})
     kills = sum(k["killed"] for r in runs for k in r["kills"].values())
     command = data.get("command", "python -m bench.soak")
+    at_least = f" (at least {p['min_kills']} of each kind)" if p.get("min_kills") else ""
     lines = [
-        f"## Many users, processes dying: the soak (`{command}`)",
+        f"## Many users, processes dying: {title} (`{command}`)",
         "",
         f"{p.get('users', '?')} users, {p.get('minutes', '?')} minutes a phase, {kills} kills"
-        f" in all; {m.get('nproc', '?')} cores, Python {m.get('python', '?')}, load"
+        f" in all{at_least}"
+        f"; {m.get('nproc', '?')} cores, Python {m.get('python', '?')}, load"
         f" {m.get('load_average_end', '?')} at the end. Two web-chat processes behind a"
         " round-robin balancer on one PostgreSQL, the scripted model answering with"
         " realistic latency (issue 50, docs/guides/many-users.md). *Added* is a turn's"
@@ -70,14 +72,19 @@ def render(data: dict[str, Any]) -> str:
     if rss:
         lines += [
             "",
-            "| config | process | RSS first MiB | highest | last |",
-            "|---|---|---:|---:|---:|",
+            "RSS per process (MiB) at the first sample, the highest, the last, and over"
+            " time: the samples nearest 0, 25, 50, 75 and 100 % of the configuration's run"
+            " (a killed process starts anew).",
+            "",
+            "| config | process | RSS first MiB | highest | last | over time |",
+            "|---|---|---:|---:|---:|---|",
         ]
         for config, table in rss:
             for name, v in sorted(table.items()):
+                over = " / ".join(f"{k / 1024:.0f}" for k in v.get("over_time", ()))
                 lines.append(
                     f"| {config} | {name} | {v['first'] / 1024:.0f} | {v['max'] / 1024:.0f}"
-                    f" | {v['last'] / 1024:.0f} |"
+                    f" | {v['last'] / 1024:.0f} | {over or '-'} |"
                 )
     broken = [
         f"{r['config']} {'chaos' if r['chaos'] else 'calm'} {name}: {fault}"
