@@ -16,12 +16,13 @@ Sections, in this order: ``run`` (``bench.run``), ``cache`` (``bench.cache``), `
 (``bench.storage``), ``durable`` (``bench.durable``), ``durable_peers``
 (``bench.durable_peers``), ``durable_temporal`` (``bench.durable_temporal``), ``decode``
 (``bench.decode``), ``compaction`` (``bench.compaction``), ``pyodide``
-(``bench.pyodide``), ``soak`` and ``soak_long`` (``bench.soak``). Each section's module has its
-``render(data) -> str`` (``run``, ``durable`` and ``durable_peers`` import theirs from a
-module beside them). A section no command has written is left out. What a section
-records of how it was measured is built here too: ``recorded_command`` (the command that
-re-measures it, without the ``--write`` option that ``add_write_option`` gives a command)
-and ``machine`` (cores, Python, the load at the end).
+(``bench.pyodide``), ``soak`` and ``soak_long`` (``bench.soak``), ``soak_limit``
+(``bench.soak_limit``). Each section's module has its ``render(data) -> str``
+(``run``, ``durable`` and ``durable_peers`` import theirs from a module beside them).
+A section no command has written is left out. What a section records of how it was
+measured is built here too: ``recorded_command`` (the command that re-measures it, without
+the ``--write`` option that ``add_write_option`` gives a command) and ``machine`` (cores,
+Python, the load at the end).
 
 The section modules import this one (to record themselves); this one never imports them:
 it reaches a section's module by its name in ``SECTIONS`` when it renders (``_section``),
@@ -68,6 +69,7 @@ SECTIONS = (
     "pyodide",
     "soak",
     "soak_long",
+    "soak_limit",
 )
 GUIDE = ROOT / "docs" / "guides" / "history.md"  # the page that cites the cache benchmark
 BLOCK_BEGIN = "<!-- bench/results.json: written by bench/report.py, do not edit -->"
