@@ -264,3 +264,57 @@ async def test_a_durable_runs_event_stream_is_erased_with_its_conversation(
     if action != "prune":
         assert await asyncio.wait_for(_events(two.run_id), 60)  # another conversation's
     store.close()
+
+
+# -- a Temporal run's event stream (``TemporalAgent(event_log=...)``) ----------------------------
+
+
+@pytest.mark.anyio
+async def test_a_temporal_runs_event_stream_is_erased_with_its_conversation(
+    temporal_server: Any, tmp_path: Path
+) -> None:
+    """The events and deltas a Temporal run published into its ``event_log`` (the store's
+    own database) go with its conversation: a canary the model streamed is in no byte of
+    the store's file, nor of the blob file, and ``events`` of the run yields nothing;
+    another conversation's stream stays."""
+    pytest.importorskip("temporalio", reason="the temporal extra is not installed")
+    from temporalio.client import Client
+
+    from golem_shell.durable import SQLiteBlobs
+    from golem_shell.temporal import TemporalAgent
+
+    path, blobs = tmp_path / "store.sqlite", SQLiteBlobs(tmp_path / "blobs.sqlite")
+    events = SQLiteHistoryStore(path)
+    durable = TemporalAgent(
+        Agent(FunctionModel(stream_function=_streamed)),
+        name="t-stream-erase",
+        task_queue="golem-stream-erasure",
+        blobs=blobs,
+        event_log=events,
+    )
+    store = SQLiteHistoryStore(path, blobs=blobs)
+    client = await Client.connect(temporal_server.address)
+
+    async def followed(run_id: str) -> list[Any]:
+        return [e async for e in durable.events(client, run_id)]
+
+    try:
+        async with durable.worker(client):
+            cid, other = f"c-{uuid.uuid4()}", f"o-{uuid.uuid4()}"
+            one = await durable.run(client, f"tell me {CANARY}-prompt", conversation_id=cid)
+            two = await durable.run(client, "just talk", conversation_id=other)
+            assert CANARY in one.output
+            await store.append(OWNER, cid, one.messages, 0)
+            await store.append(OWNER, other, two.messages, 0)
+            assert _has(_sqlite_bytes(path))  # the deltas, the events: the check would see
+            assert await asyncio.wait_for(followed(one.run_id), 60)
+
+            receipt = await store.delete(OWNER, cid)
+            assert f"golem.run/{one.run_id}" in receipt.streams
+            assert not _has(_sqlite_bytes(path))  # no frame left
+            assert not _has(_sqlite_bytes(tmp_path / "blobs.sqlite"))
+            assert await asyncio.wait_for(followed(one.run_id), 60) == []
+            assert await asyncio.wait_for(followed(two.run_id), 60)  # another conversation's
+    finally:
+        store.close()
+        events.close()
