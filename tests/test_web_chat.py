@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from web_chat_server import WebChatServer, cookie_client, web_chat_fixture
 
 from golem_core import Role, URLPart
@@ -469,6 +470,41 @@ def test_a_failed_run_reports_an_error_and_keeps_the_message(server: WebChatServ
     chunks = chat(client, cid, [*shown, user("hello")])  # the conversation goes on
     assert chunks[-1]["finishReason"] == "stop"
     assert [m.role for m in stored(server, client, cid)] == [Role.USER, Role.USER, Role.ASSISTANT]
+
+
+def test_a_store_that_cannot_be_reached_answers_503_and_no_traceback(
+    server: WebChatServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The database restarting (issue 50's soak: PostgreSQL killed under two servers) is a
+    moment, not a bug: every endpoint answers 503 with ``Retry-After`` and a message that
+    names no database, logs one warning line, and serves again once the store is back."""
+    from golem_shell.store import HistoryStoreError
+
+    client = browser_client(server)
+    cid = new_conversation(client)
+    store = server.chat.store
+    calls = {"n": 0}
+
+    async def away(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        raise HistoryStoreError("PostgreSQL store postgresql://postgres:***@db/chat: refused")
+
+    with monkeypatch.context() as patched:
+        for name in ("load", "append", "branches", "list"):
+            if hasattr(store, name):
+                patched.setattr(store, name, away)
+        with caplog.at_level("WARNING"):
+            answers = [
+                client.get(f"/api/conversations/{cid}"),
+                client.post("/api/chat", json={"id": cid, "messages": [user("hello")]}),
+            ]
+    assert calls["n"] >= 2
+    said = {"error": "the conversation store is unavailable for a moment: try again"}
+    for r in answers:
+        assert r.status_code == 503, r.text
+        assert r.headers["retry-after"] == "1" and r.json() == said
+    assert "Traceback" not in caplog.text and "refused" in caplog.text
+    assert chat(client, cid, [user("hello")])[-1]["finishReason"] == "stop"  # back
 
 
 def test_a_denied_transfer_never_runs(server: WebChatServer) -> None:

@@ -83,6 +83,7 @@ from golem_shell.store import (
     MAIN,
     HistoryConflict,
     HistoryNotFound,
+    HistoryStoreError,
     PostgresHistoryStore,
     StreamLog,
     StreamRecord,
@@ -1412,6 +1413,13 @@ def make_app(
                 return SafeJSONResponse({"error": str(e)}, status_code=e.status)
             except DeferredResultsError as e:
                 return SafeJSONResponse({"error": str(e)}, status_code=400)
+            except HistoryStoreError as e:  # the database restarts: a moment, not a bug
+                _log.warning("%s %s: %s", request.method, request.url.path, e)
+                return SafeJSONResponse(
+                    {"error": "the conversation store is unavailable for a moment: try again"},
+                    status_code=503,
+                    headers={"Retry-After": "1"},
+                )
 
         return endpoint
 
