@@ -9,7 +9,8 @@ fixture; ``cookie_client(server)`` is an HTTP client holding the cookie the page
 (steering: a message typed while a tool runs). ``ExampleProcess`` runs the example as a
 process of a deployment (durable or not, dying or waiting at a ``CRASH_POINTS`` point
 when asked: ``python tests/web_chat_server.py <point> <app args>``); ``SplitBalancer``
-puts two such processes behind one address for a browser.
+puts two such processes behind one address for a browser. Both servers run in a thread
+through ``Served`` (uvicorn on a free port).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import uvicorn
 
@@ -46,15 +47,17 @@ def load_example() -> ModuleType:
     return module
 
 
-class WebChatServer:
-    def __init__(self, app: Any, db: str) -> None:
-        self.app = app
-        self.db = db
+class Served:
+    """An ASGI ``app`` served by uvicorn in a daemon thread on a free port of 127.0.0.1
+    (``url``), started when made: ``RuntimeError`` naming ``what`` if it has not started
+    within 30 seconds. ``close()`` stops it."""
+
+    def __init__(self, app: Any, *, lifespan: Literal["on", "off"], what: str) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        config = uvicorn.Config(app, log_level="warning", lifespan=lifespan)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
@@ -63,8 +66,21 @@ class WebChatServer:
         deadline = time.monotonic() + 30
         while not self.server.started:
             if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the web chat server did not start")
+                raise RuntimeError(f"{what} did not start")
             time.sleep(0.02)
+
+    def close(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+        self.sock.close()
+
+
+class WebChatServer:
+    def __init__(self, app: Any, db: str) -> None:
+        self.app = app
+        self.db = db
+        self.served = Served(app, lifespan="on", what="the web chat server")
+        self.url = self.served.url
 
     @property
     def chat(self) -> Any:
@@ -72,9 +88,7 @@ class WebChatServer:
         return self.app.state.server
 
     def close(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(30)
-        self.sock.close()
+        self.served.close()
 
 
 def serve_web_chat(db: Path, *, delay: float = 0.01, key: bytes | None = None) -> WebChatServer:
@@ -214,21 +228,8 @@ class SplitBalancer:
         self.upstreams = (first, second)
         self.routes: list[tuple[str, str, int]] = []
         self.streaming = 0
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        config = uvicorn.Config(self, log_level="warning", lifespan="off")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the balancer did not start")
-            time.sleep(0.02)
+        self.served = Served(self, lifespan="off", what="the balancer")
+        self.url = self.served.url
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         import httpx
@@ -272,9 +273,7 @@ class SplitBalancer:
                 await response.aclose()
 
     def close(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(30)
-        self.sock.close()
+        self.served.close()
 
 
 # -- the real JavaScript clients (tests/js) -----------------------------------------------------
