@@ -10,41 +10,31 @@ fixture; ``cookie_client(server)`` is an HTTP client holding the cookie the page
 process of a deployment (durable or not, dying or waiting at a ``CRASH_POINTS`` point
 when asked: ``python tests/web_chat_server.py <point> <app args>``); ``SplitBalancer``
 puts two such processes behind one address for a browser. Both servers run in a thread
-through ``Served`` (uvicorn on a free port).
+through ``Served`` (uvicorn on a free port). The example's module is loaded by
+``bench/web_chat_example.py``, which the soak's process shares.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import socket
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 import uvicorn
 
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # bench/ is not part of the wheel
+    sys.path.insert(0, str(ROOT))
+
+from bench.web_chat_example import APP_PATH, load_example  # noqa: E402
+
 if TYPE_CHECKING:
     import httpx
-
-APP_PATH = Path(__file__).resolve().parents[1] / "examples" / "web_chat" / "app.py"
-
-
-def load_example() -> ModuleType:
-    """The example's module (imported from its file, once)."""
-    name = "golem_web_chat_example"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, APP_PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 class Served:
