@@ -35,28 +35,12 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from bench.web_chat_example import APP_PATH, load_example
 from golem_shell import RunContext, tool
 
 __all__ = ["TemporalTurns", "main"]
 
-ROOT = Path(__file__).resolve().parents[1]
-APP_PATH = ROOT / "examples" / "web_chat" / "app.py"
 AGENT_NAME = "web-chat"
-
-
-def load_example() -> Any:
-    """The example's module, loaded from its file (once per process)."""
-    import importlib.util
-
-    name = "golem_web_chat_example"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, APP_PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _log_effect(path: str, call: str | None, tool: str, **what: Any) -> None:

@@ -15,7 +15,6 @@ import asyncio
 import json
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import attrs
 import pytest
 from durable_app import EFFECTS, make_agent, make_models, tool_counts
 from durable_server import DurableModelServer, running_server
+from worker_process import Worker, wait_for
 
 from golem_core import Message, ModelErrorKind, Role, ToolCallPart, history_from_jsonable
 from golem_shell import (
@@ -52,9 +52,6 @@ from golem_shell.engines._blobs import unstash  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
 WORKER = TESTS / "durable_worker.py"
-_WORKER_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
-"""A worker imports this tree's golem (a script's own directory comes first on its path,
-so without this it would import the installed one)."""
 
 
 def _plain(messages: tuple[Message, ...]) -> list[Message]:
@@ -525,58 +522,6 @@ def model_server() -> Iterator[DurableModelServer]:
         yield server
 
 
-class Worker:
-    """A worker subprocess running ``durable_worker.py`` with a JSON configuration."""
-
-    def __init__(self, where: Path, name: str, config: dict[str, Any]) -> None:
-        path = where / f"{name}.json"
-        path.write_text(json.dumps(config))
-        self.name = name
-        self.stderr = (where / f"{name}.stderr").open("w+")
-        self.process = subprocess.Popen(
-            [sys.executable, str(WORKER), str(path)],
-            stdout=subprocess.DEVNULL,
-            stderr=self.stderr,
-            cwd=TESTS.parent,
-            env=_WORKER_ENV,
-        )
-
-    def died(self) -> str | None:
-        if self.process.poll() is None:
-            return None
-        self.stderr.seek(0)
-        return f"worker {self.name} exited with {self.process.returncode}:\n{self.stderr.read()}"
-
-    def kill(self) -> None:
-        """SIGKILL: no cleanup, no exception, no flush."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-    def finish(self, timeout: float = 60) -> None:
-        """Wait for the worker to exit by itself, successfully."""
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            self.stderr.seek(0)
-            pytest.fail(f"worker {self.name} did not finish:\n{self.stderr.read()}")
-        problem = self.died()
-        assert self.process.returncode == 0, problem
-
-
-def _wait_for(condition: Callable[[], bool], workers: list[Worker], what: str) -> None:
-    deadline = time.monotonic() + 60
-    while not condition():
-        for w in workers:
-            problem = w.died()
-            if problem is not None:
-                pytest.fail(f"while waiting for {what}: {problem}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 def _effect(k: int) -> tuple[str, int]:
     kind, n = EFFECTS[k].split()
     return kind, int(n)
@@ -610,6 +555,7 @@ def _kill_and_resume(
         "approval": [(f"{prefix}-approval", "publish it")],
     }
     first = Worker(
+        WORKER,
         where,
         "first",
         {**base, "mode": "start", "runs": runs, "block": tools_blocked, "wait": [last]},
@@ -626,11 +572,11 @@ def _kill_and_resume(
         return (where / f"{last}.done").exists() and (where / f"{prefix}-approval.waiting").exists()
 
     try:
-        _wait_for(in_flight, [first], "every run to reach its kill point")
+        wait_for(in_flight, [first], "every run to reach its kill point")
     finally:
         first.kill()
     server.release()
-    second = Worker(where, "second", {**base, "mode": "resume", "runs": runs})
+    second = Worker(WORKER, where, "second", {**base, "mode": "resume", "runs": runs})
     second.finish()
     results: dict[str, Any] = json.loads((where / "results.json").read_text())
 
@@ -749,13 +695,14 @@ def test_a_recovered_run_keeps_its_recorded_model(
         "dir": str(tmp_path),
         "runs": [(run_id, label)],
     }
-    first = Worker(tmp_path, "first", {**base, "mode": "start"})
+    first = Worker(WORKER, tmp_path, "first", {**base, "mode": "start"})
     try:
-        _wait_for(lambda: model_server.arrived(label, 2), [first], "the second request")
+        wait_for(lambda: model_server.arrived(label, 2), [first], "the second request")
     finally:
         first.kill()
     model_server.release()
     second = Worker(
+        WORKER,
         tmp_path,
         "second",
         {**base, "mode": "resume", "default_model": "changed", "fresh": [fresh]},
@@ -799,12 +746,12 @@ def test_two_workers_pull_runs_from_a_queue_on_postgres(
         "queue": {"name": "golem-test", "worker_concurrency": 2},
         "workers": ["w1", "w2"],
     }
-    w2 = Worker(tmp_path, "w2", {**base, "executor": "w2"})
+    w2 = Worker(WORKER, tmp_path, "w2", {**base, "executor": "w2"})
     workers = [w2]
     try:  # one launch at a time: the database is created and migrated once
-        _wait_for(lambda: (tmp_path / "w2.ready").exists(), workers, "worker w2")
-        workers.append(Worker(tmp_path, "w1", {**base, "executor": "w1", "producer": True}))
-        _wait_for(lambda: (tmp_path / "results.json").exists(), workers, "the queue's runs")
+        wait_for(lambda: (tmp_path / "w2.ready").exists(), workers, "worker w2")
+        workers.append(Worker(WORKER, tmp_path, "w1", {**base, "executor": "w1", "producer": True}))
+        wait_for(lambda: (tmp_path / "results.json").exists(), workers, "the queue's runs")
     finally:
         for w in workers:
             w.kill()

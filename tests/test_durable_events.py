@@ -14,13 +14,8 @@ an answer streamed in 10 pieces as in 1000.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import signal
+import functools
 import sqlite3
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -29,6 +24,7 @@ from typing import Any
 import attrs
 import pytest
 from events_worker import TEXT, make_agent
+from worker_process import Worker, until
 
 from golem_core import RequestStarted, RunFinished, ToolStarted
 from golem_shell import Agent, DeltaEvent
@@ -43,49 +39,8 @@ from golem_shell.temporal import TemporalAgent
 
 TESTS = Path(__file__).parent
 WORKER = TESTS / "events_worker.py"
-_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
 _FOLLOW_SECONDS = 90.0
-
-
-class Worker:
-    """A worker subprocess running ``events_worker.py`` with a JSON configuration."""
-
-    def __init__(self, where: Path, name: str, config: dict[str, Any]) -> None:
-        path = where / f"{name}.json"
-        path.write_text(json.dumps(config))
-        self.name = name
-        self.stderr = (where / f"{name}.stderr").open("w+")
-        self.process = subprocess.Popen(
-            [sys.executable, str(WORKER), str(path)],
-            stdout=subprocess.DEVNULL,
-            stderr=self.stderr,
-            cwd=TESTS.parent,
-            env=_ENV,
-        )
-
-    def died(self) -> str | None:
-        if self.process.poll() is None:
-            return None
-        self.stderr.seek(0)
-        return f"worker {self.name} exited with {self.process.returncode}:\n{self.stderr.read()}"
-
-    def kill(self) -> None:
-        """SIGKILL: no cleanup, no flush."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-
-async def _until(condition: Callable[[], bool], workers: list[Worker], what: str) -> None:
-    deadline = time.monotonic() + _FOLLOW_SECONDS
-    while not condition():
-        for w in workers:
-            problem = w.died()
-            if problem is not None:
-                pytest.fail(f"while waiting for {what}: {problem}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
+_until = functools.partial(until, seconds=_FOLLOW_SECONDS)
 
 
 def _normal(event: RunEvent) -> RunEvent:
@@ -160,7 +115,7 @@ async def test_dbos_follower_resumes_and_outlives_a_killed_worker(
     (tmp_path / "block").write_text("")
     run_id = "ev-dbos-kill"
     config = _dbos_config(tmp_path, shared, runs=[[run_id, "go pieces=40"]], wait=[run_id])
-    first = Worker(tmp_path, "first", config)
+    first = Worker(WORKER, tmp_path, "first", config)
     reader = DurableAgent(make_agent(tmp_path), name="reader-kill", event_log=_store(shared))
     seen: list[tuple[int, RunEvent]] = []
     try:
@@ -170,7 +125,7 @@ async def test_dbos_follower_resumes_and_outlives_a_killed_worker(
         await _until((tmp_path / "blocked").exists, [first], "the tool to start")
         first.kill()  # the tool in flight: the run resumes in the next worker
         (tmp_path / "block").unlink()
-        second = Worker(tmp_path, "second", config)
+        second = Worker(WORKER, tmp_path, "second", config)
         try:
             await _take(reader.events(run_id, after=seen[-1][0]), seen)
             await _until((tmp_path / f"{run_id}.done").exists, [second], "the run's end")
@@ -190,14 +145,14 @@ async def test_dbos_request_killed_midway_starts_again_in_the_stream(
     (tmp_path / "block-stream").write_text("")
     run_id = "ev-dbos-midway"
     config = _dbos_config(tmp_path, shared, runs=[[run_id, "go pieces=40"]], wait=[run_id])
-    first = Worker(tmp_path, "first", config)
+    first = Worker(WORKER, tmp_path, "first", config)
     reader = DurableAgent(make_agent(tmp_path), name="reader-midway", event_log=_store(shared))
     seen: list[tuple[int, RunEvent]] = []
     try:
         await _until((tmp_path / "streaming").exists, [first], "the answer to stream")
         first.kill()  # 20 of its 40 pieces out: the request is performed again
         (tmp_path / "block-stream").unlink()
-        second = Worker(tmp_path, "second", config)
+        second = Worker(WORKER, tmp_path, "second", config)
         try:
             await _take(reader.events(run_id), seen)
         finally:
@@ -217,7 +172,7 @@ async def test_dbos_request_killed_midway_starts_again_in_the_stream(
 async def test_dbos_step_outputs_do_not_grow_with_the_deltas(tmp_path: Path, shared: Path) -> None:
     runs = [["ev-dbos-0010", "go pieces=10"], ["ev-dbos-1000", "go pieces=1000"]]
     config = _dbos_config(tmp_path, shared, runs=runs, wait=[r for r, _ in runs])
-    worker = Worker(tmp_path, "sizes", config)
+    worker = Worker(WORKER, tmp_path, "sizes", config)
     reader = DurableAgent(make_agent(tmp_path), name="reader-sizes", event_log=_store(shared))
     try:
         followed: dict[str, list[tuple[int, RunEvent]]] = {}
@@ -320,7 +275,7 @@ async def test_temporal_follower_resumes_and_outlives_a_killed_worker(
     temporal_reader.task_queue = queue
     config = _temporal_config(tmp_path, shared, temporal_server.address, queue)
     (tmp_path / "block").write_text("")
-    first = Worker(tmp_path, "first", {**config, "identity": "first"})
+    first = Worker(WORKER, tmp_path, "first", {**config, "identity": "first"})
     workers = [first]
     try:
         await _until((tmp_path / "first.ready").exists, workers, "the first worker")
@@ -336,7 +291,7 @@ async def test_temporal_follower_resumes_and_outlives_a_killed_worker(
         await _until((tmp_path / "blocked").exists, workers, "the tool to start")
         first.kill()
         (tmp_path / "block").unlink()
-        workers.append(Worker(tmp_path, "second", {**config, "identity": "second"}))
+        workers.append(Worker(WORKER, tmp_path, "second", {**config, "identity": "second"}))
         await _take(temporal_reader.events(client, run_id, after=seen[-1][0]), seen)
         result = await temporal_reader.result(client, run_id)
     finally:
@@ -357,7 +312,7 @@ async def test_temporal_run_continued_as_new_adds_no_event_twice(
     queue = f"events-{uuid.uuid4().hex[:8]}"
     temporal_reader.task_queue = queue
     config = _temporal_config(tmp_path, shared, temporal_server.address, queue)
-    worker = Worker(tmp_path, "can", {**config, "identity": "can", "history_events": 50})
+    worker = Worker(WORKER, tmp_path, "can", {**config, "identity": "can", "history_events": 50})
     try:
         await _until((tmp_path / "can.ready").exists, [worker], "the worker")
         client = await Client.connect(temporal_server.address)
@@ -381,7 +336,7 @@ async def test_temporal_history_does_not_grow_with_the_deltas(
     queue = f"events-{uuid.uuid4().hex[:8]}"
     temporal_reader.task_queue = queue
     config = _temporal_config(tmp_path, shared, temporal_server.address, queue)
-    worker = Worker(tmp_path, "sizes", {**config, "identity": "sizes"})
+    worker = Worker(WORKER, tmp_path, "sizes", {**config, "identity": "sizes"})
     sizes: dict[int, int] = {}
     try:
         await _until((tmp_path / "sizes.ready").exists, [worker], "the worker")

@@ -14,19 +14,18 @@ the tools listed once, and the model offered the recorded list to the end.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp_durable_worker import SERVER, make_agent, temporal_agent
+from worker_process import Worker, until
 
 from golem_core import Message, Role, ToolCallPart
 from golem_shell import Agent, FunctionModel, RunError, Stage, Tool
@@ -39,51 +38,16 @@ from golem_shell.durable import DurableAgent  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
 WORKER = TESTS / "mcp_durable_worker.py"
-_WORKER_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
 OFFERED = "add,crash,echo,grow,note,pixel,refuse,slow"
 """The tools the first worker's server lists (the second's hides ``echo``)."""
 
 
-class Worker:
-    """A worker subprocess running ``mcp_durable_worker.py`` with a JSON configuration."""
-
-    def __init__(self, where: Path, config: dict[str, Any]) -> None:
-        name = config["mode"]
-        path = where / f"{name}.json"
-        path.write_text(json.dumps({**config, "dir": str(where)}))
-        self.name = name
-        self.stderr = (where / f"{name}.stderr").open("w+")
-        self.process = subprocess.Popen(
-            [sys.executable, str(WORKER), str(path)],
-            stdout=subprocess.DEVNULL,
-            stderr=self.stderr,
-            cwd=TESTS.parent,
-            env=_WORKER_ENV,
-        )
-
-    def died(self) -> str | None:
-        if self.process.poll() is None:
-            return None
-        self.stderr.seek(0)
-        return f"worker {self.name} exited with {self.process.returncode}:\n{self.stderr.read()}"
-
-    def kill(self) -> None:
-        """SIGKILL: no cleanup, no exception, no flush."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
+def _worker(where: Path, config: dict[str, Any]) -> Worker:
+    """A worker process running ``mcp_durable_worker.py``, named after its ``mode``."""
+    return Worker(WORKER, where, config["mode"], {**config, "dir": str(where)})
 
 
-async def _until(condition: Callable[[], bool], workers: list[Worker], what: str) -> None:
-    deadline = time.monotonic() + 60
-    while not condition():
-        for w in workers:
-            problem = w.died()
-            if problem is not None:
-                pytest.fail(f"while waiting for {what}: {problem}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
+_until = functools.partial(until, every=0.05)
 
 
 def _expected(output: str, log: Path) -> None:
@@ -108,13 +72,13 @@ async def test_a_killed_dbos_worker_makes_each_mcp_call_once(tmp_path: Path) -> 
         "log": str(log),
         "run": "mcp-run",
     }
-    first = Worker(tmp_path, {**base, "mode": "first"})
+    first = _worker(tmp_path, {**base, "mode": "first"})
     try:
         await _until((tmp_path / "request2").exists, [first], "the second request")
     finally:
         first.kill()
     assert log.read_text().splitlines() == ["list", "note one"]  # recorded before the kill
-    second = Worker(tmp_path, {**base, "mode": "second"})
+    second = _worker(tmp_path, {**base, "mode": "second"})
     try:
         await _until((tmp_path / "result.json").exists, [second], "the run's result")
     finally:
@@ -143,7 +107,7 @@ async def test_a_killed_temporal_worker_makes_each_mcp_call_once(
     # this process starts the run and reads its result: its agent's toolset is never used
     durable = temporal_agent(base, make_agent(log, tmp_path, hang=False))
     client = await Client.connect(temporal_server.address)
-    first = Worker(tmp_path, {**base, "mode": "first"})
+    first = _worker(tmp_path, {**base, "mode": "first"})
     try:
         await _until((tmp_path / "first.ready").exists, [first], "the first worker")
         await durable.start(client, "take notes", run_id=queue)
@@ -151,7 +115,7 @@ async def test_a_killed_temporal_worker_makes_each_mcp_call_once(
     finally:
         first.kill()
     assert log.read_text().splitlines() == ["list", "note one"]  # recorded before the kill
-    second = Worker(tmp_path, {**base, "mode": "second"})
+    second = _worker(tmp_path, {**base, "mode": "second"})
     try:
         result = await asyncio.wait_for(durable.result(client, queue), 90)
     finally:

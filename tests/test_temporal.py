@@ -14,11 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -29,6 +26,7 @@ import attrs
 import pytest
 from durable_app import EFFECTS, make_agent, tool_counts
 from durable_server import DurableModelServer, running_server
+from worker_process import Worker, until
 
 from golem_core import Message, Role, ToolCallPart
 from golem_shell import (
@@ -54,9 +52,6 @@ from golem_shell.temporal import TemporalAgent
 
 TESTS = Path(__file__).resolve().parent
 WORKER = TESTS / "temporal_worker.py"
-_WORKER_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
-"""A worker imports this tree's golem (a script's own directory comes first on its path,
-so without this it would import the installed one)."""
 
 
 def _plain(messages: tuple[Message, ...]) -> list[Message]:
@@ -545,46 +540,9 @@ def durable_app(model_server: DurableModelServer, tmp_path_factory: pytest.TempP
     return agents({**config, "blobs": str(where / "blobs.sqlite")})
 
 
-class Worker:
-    """A worker subprocess running ``temporal_worker.py`` with a JSON configuration."""
-
-    def __init__(self, where: Path, identity: str, config: dict[str, Any]) -> None:
-        path = where / f"{identity}.json"
-        path.write_text(json.dumps({**config, "identity": identity, "dir": str(where)}))
-        self.name = identity
-        self.ready = where / f"{identity}.ready"
-        self.stderr = (where / f"{identity}.stderr").open("w+")
-        self.process = subprocess.Popen(
-            [sys.executable, str(WORKER), str(path)],
-            stdout=subprocess.DEVNULL,
-            stderr=self.stderr,
-            cwd=TESTS.parent,
-            env=_WORKER_ENV,
-        )
-
-    def died(self) -> str | None:
-        if self.process.poll() is None:
-            return None
-        self.stderr.seek(0)
-        return f"worker {self.name} exited with {self.process.returncode}:\n{self.stderr.read()}"
-
-    def kill(self) -> None:
-        """SIGKILL: no cleanup, no exception, no flush."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-
-async def _until(condition: Callable[[], Any], workers: list[Worker], what: str) -> None:
-    deadline = time.monotonic() + 60
-    while not await condition():
-        for w in workers:
-            problem = w.died()
-            if problem is not None:
-                pytest.fail(f"while waiting for {what}: {problem}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
+def _worker(where: Path, identity: str, config: dict[str, Any]) -> Worker:
+    """A worker process running ``temporal_worker.py`` as ``identity``."""
+    return Worker(WORKER, where, identity, {**config, "identity": identity, "dir": str(where)})
 
 
 def _effect(k: int) -> tuple[str, int]:
@@ -639,7 +597,7 @@ async def test_killed_worker_resumes_every_run(
     }
     client = await Client.connect(temporal_server.address)
     durable.task_queue = approval.task_queue = prefix
-    first = Worker(tmp_path, "first", {**base, "block": tools_blocked})
+    first = _worker(tmp_path, "first", {**base, "block": tools_blocked})
 
     async def in_flight() -> bool:
         started = tool_counts(log)
@@ -656,11 +614,11 @@ async def test_killed_worker_resumes_every_run(
             await durable.start(client, label, run_id=run_id)
         await approval.start(client, "publish it", run_id=approval_run)
         await durable.result(client, runs[-1][0])  # the last run completes before the kill
-        await _until(in_flight, [first], "every run to reach its kill point")
+        await until(in_flight, [first], "every run to reach its kill point")
     finally:
         first.kill()
     model_server.release()
-    second = Worker(tmp_path, "second", base)
+    second = _worker(tmp_path, "second", base)
     try:
         waiting = await approval.waiting(client, approval_run, timeout=30)  # across the kill
         await approval.answer(client, approval_run, {str(d.call.id): Approved() for d in waiting})
@@ -725,18 +683,18 @@ async def test_a_recovered_run_keeps_its_recorded_model(
     }
     client = await Client.connect(temporal_server.address)
     durable.task_queue = queue
-    first = Worker(tmp_path, "first", base)
+    first = _worker(tmp_path, "first", base)
     try:
         await durable.start(client, label, run_id=run_id)
 
         async def second_request() -> bool:
             return model_server.arrived(label, 2)
 
-        await _until(second_request, [first], "the second request")
+        await until(second_request, [first], "the second request")
     finally:
         first.kill()
     model_server.release()
-    second = Worker(tmp_path, "second", {**base, "default_model": "changed"})
+    second = _worker(tmp_path, "second", {**base, "default_model": "changed"})
     try:
         result = await durable.result(client, run_id)
     finally:
@@ -769,14 +727,14 @@ async def test_two_workers_share_one_task_queue(
     }
     durable.task_queue = queue
     client = await Client.connect(temporal_server.address)
-    workers = [Worker(tmp_path, "w1", base), Worker(tmp_path, "w2", base)]
+    workers = [_worker(tmp_path, "w1", base), _worker(tmp_path, "w2", base)]
     runs = [(f"{queue}-{i}", f"{queue} run {i}") for i in range(12)]
     try:
 
         async def ready() -> bool:
             return all(w.ready.exists() for w in workers)
 
-        await _until(ready, workers, "both workers")
+        await until(ready, workers, "both workers")
         await asyncio.gather(*(durable.start(client, label, run_id=r) for r, label in runs))
         results = {run_id: await durable.result(client, run_id) for run_id, _ in runs}
         identities: set[str] = set()
@@ -852,13 +810,13 @@ async def test_a_worker_without_the_clients_blob_store_fails_the_run_at_its_star
     durable.task_queue = prefix
     if stores == "memory":
         durable.blobs = MemoryBlobs()  # the client's default: its own memory
-    worker = Worker(tmp_path, "lonely", config)
+    worker = _worker(tmp_path, "lonely", config)
     try:
 
         async def ready() -> bool:
             return worker.ready.exists()
 
-        await _until(ready, [worker], "the worker to poll")
+        await until(ready, [worker], "the worker to poll")
         with pytest.raises(RunError) as caught:
             await asyncio.wait_for(durable.run(client, "hello", run_id=f"{prefix}-run"), 60)
     finally:

@@ -9,52 +9,45 @@ fixture; ``cookie_client(server)`` is an HTTP client holding the cookie the page
 (steering: a message typed while a tool runs). ``ExampleProcess`` runs the example as a
 process of a deployment (durable or not, dying or waiting at a ``CRASH_POINTS`` point
 when asked: ``python tests/web_chat_server.py <point> <app args>``); ``SplitBalancer``
-puts two such processes behind one address for a browser.
+puts two such processes behind one address for a browser. Both servers run in a thread
+through ``Served`` (uvicorn on a free port). The example's module is loaded by
+``bench/web_chat_example.py``, which the soak's process shares.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import socket
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import uvicorn
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # bench/ is not part of the wheel
+    sys.path.insert(0, str(ROOT))
+
+from bench.web_chat_example import APP_PATH, load_example  # noqa: E402
 
 if TYPE_CHECKING:
     import httpx
 
-APP_PATH = Path(__file__).resolve().parents[1] / "examples" / "web_chat" / "app.py"
 
+class Served:
+    """An ASGI ``app`` served by uvicorn in a daemon thread on a free port of 127.0.0.1
+    (``url``), started when made: ``RuntimeError`` naming ``what`` if it has not started
+    within 30 seconds. ``close()`` stops it."""
 
-def load_example() -> ModuleType:
-    """The example's module (imported from its file, once)."""
-    name = "golem_web_chat_example"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, APP_PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-class WebChatServer:
-    def __init__(self, app: Any, db: str) -> None:
-        self.app = app
-        self.db = db
+    def __init__(self, app: Any, *, lifespan: Literal["on", "off"], what: str) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        config = uvicorn.Config(app, log_level="warning", lifespan=lifespan)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
@@ -63,8 +56,21 @@ class WebChatServer:
         deadline = time.monotonic() + 30
         while not self.server.started:
             if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the web chat server did not start")
+                raise RuntimeError(f"{what} did not start")
             time.sleep(0.02)
+
+    def close(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+        self.sock.close()
+
+
+class WebChatServer:
+    def __init__(self, app: Any, db: str) -> None:
+        self.app = app
+        self.db = db
+        self.served = Served(app, lifespan="on", what="the web chat server")
+        self.url = self.served.url
 
     @property
     def chat(self) -> Any:
@@ -72,9 +78,7 @@ class WebChatServer:
         return self.app.state.server
 
     def close(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(30)
-        self.sock.close()
+        self.served.close()
 
 
 def serve_web_chat(db: Path, *, delay: float = 0.01, key: bytes | None = None) -> WebChatServer:
@@ -214,21 +218,8 @@ class SplitBalancer:
         self.upstreams = (first, second)
         self.routes: list[tuple[str, str, int]] = []
         self.streaming = 0
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        config = uvicorn.Config(self, log_level="warning", lifespan="off")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the balancer did not start")
-            time.sleep(0.02)
+        self.served = Served(self, lifespan="off", what="the balancer")
+        self.url = self.served.url
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         import httpx
@@ -272,9 +263,7 @@ class SplitBalancer:
                 await response.aclose()
 
     def close(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(30)
-        self.sock.close()
+        self.served.close()
 
 
 # -- the real JavaScript clients (tests/js) -----------------------------------------------------
