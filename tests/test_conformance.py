@@ -22,6 +22,7 @@ from conformance import (
     plain,
     steer_while_held,
 )
+from dbos_launch import launched_dbos
 
 from golem_shell import RunError
 
@@ -82,18 +83,8 @@ class DBOSRuntime:
 @pytest.fixture(scope="module")
 def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     path = tmp_path_factory.mktemp("dbos-conformance") / "golem.sqlite"
-    dbos.DBOS(
-        config={
-            "name": "golem-conformance",
-            "system_database_url": f"sqlite:///{path}",
-            "serializer": dbos.DBOSPortableJSONSerializer(),
-            "log_level": "WARNING",
-            "notification_listener_polling_interval_sec": 0.05,
-        }
-    )
-    dbos.DBOS.launch()
-    yield path
-    dbos.DBOS.destroy()
+    with launched_dbos(path, "golem-conformance"):
+        yield path
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dbos_launch import launched_dbos
 
 from golem_core import Message, Role, ToolCallPart
 from golem_shell import Agent, FunctionModel, tool
@@ -72,18 +73,8 @@ D_NOTE = DurableAgent(Agent(FunctionModel(_model), tools=[record]), name="d-outa
 @pytest.fixture(scope="module")
 def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     path = tmp_path_factory.mktemp("dbos") / "golem.sqlite"
-    dbos.DBOS(
-        config={
-            "name": "golem-blob-outage",
-            "system_database_url": f"sqlite:///{path}",
-            "serializer": dbos.DBOSPortableJSONSerializer(),
-            "log_level": "WARNING",
-            "notification_listener_polling_interval_sec": 0.05,
-        }
-    )
-    dbos.DBOS.launch()
-    yield path
-    dbos.DBOS.destroy()
+    with launched_dbos(path, "golem-blob-outage"):
+        yield path
 
 
 @pytest.mark.anyio

@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 import pytest
+from dbos_launch import launched_dbos
 
 from golem_core import Message, Role, TextPart, ToolCallPart, encode_message, trim_history
 from golem_shell import Agent, FunctionModel, RunError, Stage, Tool, tool
@@ -387,18 +388,8 @@ D_CHAT = DurableAgent(Agent(FunctionModel(lambda r: "r" * 4000)), name="d-chat")
 @pytest.fixture(scope="module")
 def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     path = tmp_path_factory.mktemp("dbos") / "golem.sqlite"
-    dbos.DBOS(
-        config={
-            "name": "golem-payloads",
-            "system_database_url": f"sqlite:///{path}",
-            "serializer": dbos.DBOSPortableJSONSerializer(),
-            "log_level": "WARNING",
-            "notification_listener_polling_interval_sec": 0.05,
-        }
-    )
-    dbos.DBOS.launch()
-    yield path
-    dbos.DBOS.destroy()
+    with launched_dbos(path, "golem-payloads"):
+        yield path
 
 
 def _recorded(path: Path, run_ids: list[str]) -> list[int]:

@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 import pytest
+from dbos_launch import launched_dbos
 
 from golem_core import Message, ModelRequest, is_summary
 from golem_shell import Agent, FunctionModel, prepare_ahead, summarize_history
@@ -66,18 +67,8 @@ DURABLE = DurableAgent(
 @pytest.fixture(scope="module")
 def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     path = tmp_path_factory.mktemp("dbos") / "golem.sqlite"
-    dbos.DBOS(
-        config={
-            "name": "golem-durable-prepared",
-            "system_database_url": f"sqlite:///{path}",
-            "serializer": dbos.DBOSPortableJSONSerializer(),
-            "log_level": "WARNING",
-            "notification_listener_polling_interval_sec": 0.05,
-        }
-    )
-    dbos.DBOS.launch()
-    yield path
-    dbos.DBOS.destroy()
+    with launched_dbos(path, "golem-durable-prepared"):
+        yield path
 
 
 def _plain(messages: tuple[Message, ...]) -> list[Message]:

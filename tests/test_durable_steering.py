@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dbos_launch import launched_dbos
 
 from golem_core import Message, ModelErrorKind, Role, ToolCallPart
 from golem_shell import Agent, FunctionModel, ModelError, RunError, UsageError
@@ -118,18 +119,8 @@ _DBOS = {kind: DurableAgent(_agent(kind), steerable=True) for kind in _MODELS}
 @pytest.fixture(scope="module")
 def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     path = tmp_path_factory.mktemp("dbos-steering") / "golem.sqlite"
-    dbos.DBOS(
-        config={
-            "name": "golem-steering",
-            "system_database_url": f"sqlite:///{path}",
-            "serializer": dbos.DBOSPortableJSONSerializer(),
-            "log_level": "WARNING",
-            "notification_listener_polling_interval_sec": 0.05,
-        }
-    )
-    dbos.DBOS.launch()
-    yield path
-    dbos.DBOS.destroy()
+    with launched_dbos(path, "golem-steering"):
+        yield path
 
 
 @pytest.mark.parametrize("repeat", range(_REPEATS))
