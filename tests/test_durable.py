@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dbos_launch import launched_dbos
+from dbos_launch import dbos_fixture
 from durable_app import (
     RECORDED_STEPS,
     SCENARIOS,
@@ -91,12 +91,8 @@ AGENTS["slow"] = Agent(FunctionModel(_slow))
 DURABLE = {name: DurableAgent(agent, name=name) for name, agent in AGENTS.items()}
 
 
-@pytest.fixture(scope="module")
-def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One DBOS on a fresh SQLite file for this module; yields the file."""
-    path = tmp_path_factory.mktemp("dbos") / "golem.sqlite"
-    with launched_dbos(path, "golem-durable-unit"):
-        yield path
+launched = dbos_fixture("golem-durable-unit")
+"""One DBOS on a fresh SQLite file for this module's tests; yields the file."""
 
 
 @pytest.mark.anyio

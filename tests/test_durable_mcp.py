@@ -19,12 +19,11 @@ import json
 import os
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from dbos_launch import launched_dbos
+from dbos_launch import dbos_fixture
 from mcp_durable_worker import SERVER, make_agent, temporal_agent
 from worker_process import Worker, until
 
@@ -134,12 +133,8 @@ def _noting(request: Any) -> Message | str:
     return "noted"
 
 
-@pytest.fixture(scope="module")
-def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One DBOS on a fresh SQLite file for this module's in-process tests."""
-    path = tmp_path_factory.mktemp("dbos") / "golem.sqlite"
-    with launched_dbos(path, "golem-durable-mcp-unit"):
-        yield path
+launched = dbos_fixture("golem-durable-mcp-unit")
+"""One DBOS on a fresh SQLite file for this module's tests; yields the file."""
 
 
 def _server(log: Path) -> MCPServerStdio:

@@ -13,13 +13,12 @@ the spot (one summarizing call), to the same summary.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
-from dbos_launch import launched_dbos
+from dbos_launch import dbos_fixture
 
 from golem_core import Message, ModelRequest, is_summary
 from golem_shell import Agent, FunctionModel, prepare_ahead, summarize_history
@@ -64,11 +63,8 @@ DURABLE = DurableAgent(
 )
 
 
-@pytest.fixture(scope="module")
-def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("dbos") / "golem.sqlite"
-    with launched_dbos(path, "golem-durable-prepared"):
-        yield path
+launched = dbos_fixture("golem-durable-prepared")
+"""One DBOS on a fresh SQLite file for this module's tests; yields the file."""
 
 
 def _plain(messages: tuple[Message, ...]) -> list[Message]:
