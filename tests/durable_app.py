@@ -1,4 +1,5 @@
-"""The agent of the durable-run tests, shared by the test process and its workers.
+"""The agents and checks of the durable-run tests (DBOS and Temporal), once: shared by the
+test processes and their workers.
 
 One tool, ``step(n)``, appends ``"<run id> <n>"`` to a log file before it does anything
 else (so the log counts executions, completed or not) and hangs when ``(run id, n)`` is
@@ -19,13 +20,18 @@ The in-process agents of the DBOS and the Temporal tests (``test_durable.py``,
 ``lookup``, ``crash``; ``publish`` and ``wipe`` log to a list of the module that made
 them) and ``unit_agents()``, which builds the agents by name with fresh counters, so each
 test module has its own. ``EFFECTS``/``SCENARIOS``/``effect`` name the kill points of the
-fault tests.
+fault tests; ``block_kill_points``, ``reached_kill_points`` and
+``assert_each_effect_ran_once`` hold the runs there, see them reached and check the counts
+after the resume, for both engines. ``importing_without`` is what importing an engine's
+public module says when its extra is missing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -55,6 +61,7 @@ __all__ = [
     "deferred",
     "delete",
     "effect",
+    "importing_without",
     "judge_or_say",
     "lookup",
     "make_agent",
@@ -352,3 +359,16 @@ def unit_agents() -> UnitAgents:
         ),
     }
     return UnitAgents(agents, counted, effects_done)
+
+
+def importing_without(package: str, module: str) -> str:
+    """What importing ``module`` raises, ``"<type> <message>"``, in a fresh interpreter
+    where ``package`` cannot be imported (an extra that is not installed)."""
+    code = (
+        f"import sys; sys.modules[{package!r}] = None\n"
+        f"try:\n    import {module}\n"
+        "except Exception as e:\n    print(type(e).__name__, e)\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout

@@ -31,6 +31,7 @@ from durable_app import (
     Verdict,
     assert_each_effect_ran_once,
     block_kill_points,
+    importing_without,
     judge_or_say,
     make_agent,
     make_models,
@@ -367,14 +368,7 @@ def test_every_step_output_is_plain_json_in_the_message_contract(launched: Path)
 
 
 def test_importing_without_dbos_names_the_extra() -> None:
-    code = (
-        "import sys; sys.modules['dbos'] = None\n"
-        "try:\n    import golem_shell.durable\n"
-        "except Exception as e:\n    print(type(e).__name__, e)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    ).stdout
+    out = importing_without("dbos", "golem_shell.durable")
     assert out.startswith("UsageError")
     assert "golem-agents[dbos]" in out
 

@@ -30,6 +30,7 @@ from durable_app import (
     add,
     assert_each_effect_ran_once,
     block_kill_points,
+    importing_without,
     judge_or_say,
     make_agent,
     reached_kill_points,
@@ -393,14 +394,7 @@ async def test_keywords_that_cannot_be_recorded_are_refused(temporal_server: Any
 
 
 def test_importing_without_temporalio_names_the_extra() -> None:
-    code = (
-        "import sys; sys.modules['temporalio'] = None\n"
-        "try:\n    import golem_shell.temporal\n"
-        "except Exception as e:\n    print(type(e).__name__, e)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    ).stdout
+    out = importing_without("temporalio", "golem_shell.temporal")
     assert out.startswith("UsageError")
     assert "[temporal]" in out
 
