@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import uvicorn
+from asgi_body import read_body
 
 
 class DurableModelServer:
@@ -65,12 +66,7 @@ class DurableModelServer:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         request = json.loads(body)
         messages = request["messages"]
         label = next(str(m["content"]) for m in messages if m["role"] == "user")

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 import uvicorn
+from asgi_body import read_body
 from attrs import define, field
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -125,12 +126,7 @@ class ProviderServer:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         with self._lock:
             query = scope.get("query_string", b"").decode("latin-1")

@@ -6,7 +6,6 @@ partial), the same counts and the same lifecycle events on every runtime
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from conformance import (
     plain,
     steer_while_held,
 )
+from dbos_launch import dbos_fixture
 
 from golem_shell import RunError
 
@@ -79,21 +79,8 @@ class DBOSRuntime:
         return outcome_of(result, None, _EVENTS.get(run_id, []))
 
 
-@pytest.fixture(scope="module")
-def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("dbos-conformance") / "golem.sqlite"
-    dbos.DBOS(
-        config={
-            "name": "golem-conformance",
-            "system_database_url": f"sqlite:///{path}",
-            "serializer": dbos.DBOSPortableJSONSerializer(),
-            "log_level": "WARNING",
-            "notification_listener_polling_interval_sec": 0.05,
-        }
-    )
-    dbos.DBOS.launch()
-    yield path
-    dbos.DBOS.destroy()
+launched = dbos_fixture("golem-conformance")
+"""One DBOS on a fresh SQLite file for this module's tests; yields the file."""
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)

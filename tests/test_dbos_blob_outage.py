@@ -16,11 +16,11 @@ import asyncio
 import json
 import sqlite3
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dbos_launch import dbos_fixture
 
 from golem_core import Message, Role, ToolCallPart
 from golem_shell import Agent, FunctionModel, tool
@@ -69,21 +69,8 @@ BLOBS = SQLBlobs(ENGINE)
 D_NOTE = DurableAgent(Agent(FunctionModel(_model), tools=[record]), name="d-outage", blobs=BLOBS)
 
 
-@pytest.fixture(scope="module")
-def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("dbos") / "golem.sqlite"
-    dbos.DBOS(
-        config={
-            "name": "golem-blob-outage",
-            "system_database_url": f"sqlite:///{path}",
-            "serializer": dbos.DBOSPortableJSONSerializer(),
-            "log_level": "WARNING",
-            "notification_listener_polling_interval_sec": 0.05,
-        }
-    )
-    dbos.DBOS.launch()
-    yield path
-    dbos.DBOS.destroy()
+launched = dbos_fixture("golem-blob-outage")
+"""One DBOS on a fresh SQLite file for this module's tests; yields the file."""
 
 
 @pytest.mark.anyio

@@ -19,17 +19,31 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
-from durable_app import EFFECTS, make_agent, make_models, tool_counts
+from dbos_launch import dbos_fixture
+from durable_app import (
+    RECORDED_STEPS,
+    SCENARIOS,
+    Verdict,
+    assert_each_effect_ran_once,
+    block_kill_points,
+    importing_without,
+    judge_or_say,
+    make_agent,
+    make_models,
+    reached_kill_points,
+    tool_counts,
+    unit_agents,
+    without_clock,
+)
 from durable_server import DurableModelServer, running_server
 from worker_process import Worker, wait_for
 
-from golem_core import Message, ModelErrorKind, Role, ToolCallPart, history_from_jsonable
+from golem_core import ModelErrorKind, Role, history_from_jsonable
 from golem_shell import (
     Agent,
     Approved,
@@ -42,7 +56,6 @@ from golem_shell import (
     Stage,
     Steering,
     UsageError,
-    tool,
 )
 
 dbos = pytest.importorskip("dbos", reason="the dbos extra is not installed")
@@ -54,122 +67,13 @@ TESTS = Path(__file__).resolve().parent
 WORKER = TESTS / "durable_worker.py"
 
 
-def _plain(messages: tuple[Message, ...]) -> list[Message]:
-    """Messages without their clock readings: two runs differ only there."""
-    return [attrs.evolve(m, created_at=None) for m in messages]
-
-
 # -- in process, one DBOS on SQLite -------------------------------------------------------
 
 
-def _turns(request: Any) -> int:
-    return sum(1 for m in request.messages if m.role is Role.ASSISTANT)
-
-
-def _two_tools(request: Any) -> Message | str:
-    n = _turns(request)
-    if n < 2:
-        call = ToolCallPart(f"c{n + 1}", "add", json.dumps({"a": n, "b": 10}))
-        return Message(Role.ASSISTANT, (call,))
-    return f"sum is {request.messages[-1].text}"
-
-
-def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
-
-
-@attrs.frozen
-class Verdict:
-    label: str
-    score: int
-
-
-def _verdict(request: Any) -> Message:
-    call = ToolCallPart("v1", "final_result", '{"label": "good", "score": 3}')
-    return Message(Role.ASSISTANT, (call,))
-
-
-@tool(requires_approval=True)
-def delete(path: str) -> str:
-    """Delete a file."""
-    return f"deleted {path}"
-
-
-@tool(external=True)
-def lookup(key: str) -> str:
-    """Look a key up elsewhere."""
-    raise AssertionError("an external tool is never executed by the run")
-
-
-def _deferred(request: Any) -> Message | str:
-    if _turns(request) == 0:
-        return Message(
-            Role.ASSISTANT,
-            (
-                ToolCallPart("d1", "delete", '{"path": "/tmp/x"}'),
-                ToolCallPart("e1", "lookup", '{"key": "k"}'),
-            ),
-        )
-    results = [m.text for m in request.messages if m.role is Role.TOOL]
-    return "after: " + " | ".join(results)
-
-
-class Calls:
-    """A model function that counts its calls."""
-
-    def __init__(self, function: Callable[[Any], Message | str]) -> None:
-        self.function = function
-        self.count = 0
-
-    def __call__(self, request: Any) -> Message | str:
-        self.count += 1
-        return self.function(request)
-
-
-EFFECTS_DONE: list[str] = []
-
-
-@tool(requires_approval=True)
-def publish() -> str:
-    """Publish the draft."""
-    EFFECTS_DONE.append("publish")
-    return "published"
-
-
-@tool(requires_approval=True)
-def wipe() -> str:
-    """Wipe everything."""
-    EFFECTS_DONE.append("wipe")
-    return "wiped"
-
-
-def _same_ids(request: Any) -> Message | str:
-    """A model that reuses call ids: call_0 publish, then call_0 wipe."""
-    n = _turns(request)
-    if n < 2:
-        name = ("publish", "wipe")[n]
-        return Message(Role.ASSISTANT, (ToolCallPart("call_0", name, "{}"),))
-    return "done"
-
-
-COUNTED = Calls(_two_tools)
-AGENTS = {
-    "two-tools": Agent(FunctionModel(COUNTED), tools=[add]),
-    "verdict": Agent(FunctionModel(_verdict), output_type=Verdict),
-    "deferred": Agent(FunctionModel(_deferred), tools=[delete, lookup]),
-    "same-ids": Agent(FunctionModel(_same_ids), tools=[publish, wipe]),
-    "model-fails": Agent(FunctionModel(lambda r: 1 / 0)),
-    "tool-crashes": Agent(
-        FunctionModel(lambda r: Message(Role.ASSISTANT, (ToolCallPart("x", "crash", "{}"),)))
-    ),
-    "bad-instructions": Agent(FunctionModel(lambda r: "hi"), dynamic_instructions=lambda c: 1 / 0),
-    "instructed": Agent(
-        FunctionModel(lambda r: f"told: {r.instructions}"),
-        instructions="be brief",
-        dynamic_instructions=lambda c: f"run {c.run_id}",
-    ),
-}
+UNIT = unit_agents()
+AGENTS = UNIT.agents
+COUNTED = UNIT.counted
+EFFECTS_DONE = UNIT.effects_done
 
 
 def _refuse(request: Any) -> str:
@@ -185,34 +89,11 @@ async def _slow(request: Any) -> str:
 
 
 AGENTS["slow"] = Agent(FunctionModel(_slow))
-
-
-@tool
-def crash() -> str:
-    """Crash."""
-    raise RuntimeError("boom")
-
-
-AGENTS["tool-crashes"] = Agent(AGENTS["tool-crashes"].model, tools=[crash])
 DURABLE = {name: DurableAgent(agent, name=name) for name, agent in AGENTS.items()}
 
 
-@pytest.fixture(scope="module")
-def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One DBOS on a fresh SQLite file for this module; yields the file."""
-    path = tmp_path_factory.mktemp("dbos") / "golem.sqlite"
-    dbos.DBOS(
-        config={
-            "name": "golem-durable-unit",
-            "system_database_url": f"sqlite:///{path}",
-            "serializer": dbos.DBOSPortableJSONSerializer(),
-            "log_level": "WARNING",
-            "notification_listener_polling_interval_sec": 0.05,  # SQLite has no NOTIFY
-        }
-    )
-    dbos.DBOS.launch()
-    yield path
-    dbos.DBOS.destroy()
+launched = dbos_fixture("golem-durable-unit")
+"""One DBOS on a fresh SQLite file for this module's tests; yields the file."""
 
 
 @pytest.mark.anyio
@@ -223,8 +104,8 @@ async def test_durable_run_equals_plain_run(launched: Path) -> None:
         "add things", run_id="unit-two-tools", conversation_id=result.conversation_id
     )
     assert result.output == plain.output == "sum is 11"
-    assert _plain(result.messages) == _plain(plain.messages)
-    assert _plain(result.new_messages) == _plain(plain.new_messages)
+    assert without_clock(result.messages) == without_clock(plain.messages)
+    assert without_clock(result.new_messages) == without_clock(plain.new_messages)
     assert (result.usage, result.requests, result.tool_executions) == (
         plain.usage,
         plain.requests,
@@ -256,7 +137,7 @@ async def test_history_continues_and_instructions_are_recorded(launched: Path) -
     status = await dbos.DBOS.list_workflow_steps_async("unit-instr-2")
     assert [step["function_name"] for step in status] == ["golem.instructions", "golem.request"]
     assert [m.role for m in second.new_messages] == [Role.USER, Role.ASSISTANT]
-    assert _plain(second.messages[1:3]) == _plain(first.messages[1:3])
+    assert without_clock(second.messages[1:3]) == without_clock(first.messages[1:3])
 
 
 @pytest.mark.anyio
@@ -417,17 +298,9 @@ class _NoTools:
 # -- the run keywords (issue 45 item 2; each keyword's outcome: tests/test_conformance.py) ---
 
 
-def _judge_or_say(request: Any) -> Message | str:
-    if any(t.name == "final_result" for t in request.tools):
-        return Message(
-            Role.ASSISTANT, (ToolCallPart("v1", "final_result", '{"label": "fine", "score": 2}'),)
-        )
-    return "from the agent's model"
-
-
 FAST = FunctionModel(lambda r: "from the fast model")
 KEYWORDS = DurableAgent(
-    Agent(FunctionModel(_judge_or_say)),
+    Agent(FunctionModel(judge_or_say)),
     name="keywords",
     models={"fast": FAST},
     output_types={"verdict": Verdict},
@@ -483,13 +356,7 @@ def test_every_step_output_is_plain_json_in_the_message_contract(launched: Path)
         (stored,) = db.execute(
             "select output from workflow_output where workflow_uuid = ?", ("unit-json",)
         ).fetchone()
-    assert [r[0] for r in rows] == [
-        "golem.request",
-        "golem.tool",
-        "golem.request",
-        "golem.tool",
-        "golem.request",
-    ]
+    assert [r[0] for r in rows] == RECORDED_STEPS
     assert {r[2] for r in rows} == {"portable_json"}
     # each is a reference (ADR 0152) to plain JSON in the blob store: no pickle anywhere
     store = DURABLE["two-tools"].store()
@@ -501,14 +368,7 @@ def test_every_step_output_is_plain_json_in_the_message_contract(launched: Path)
 
 
 def test_importing_without_dbos_names_the_extra() -> None:
-    code = (
-        "import sys; sys.modules['dbos'] = None\n"
-        "try:\n    import golem_shell.durable\n"
-        "except Exception as e:\n    print(type(e).__name__, e)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    ).stdout
+    out = importing_without("dbos", "golem_shell.durable")
     assert out.startswith("UsageError")
     assert "golem-agents[dbos]" in out
 
@@ -522,16 +382,6 @@ def model_server() -> Iterator[DurableModelServer]:
         yield server
 
 
-def _effect(k: int) -> tuple[str, int]:
-    kind, n = EFFECTS[k].split()
-    return kind, int(n)
-
-
-SCENARIOS = tuple(range(len(EFFECTS) + 1))
-"""Scenario k: killed with effect k+1 in flight (effects 1..k recorded); the last
-scenario is killed after its run completed."""
-
-
 def _kill_and_resume(
     where: Path, db: str, server: DurableModelServer, prefix: str
 ) -> dict[str, Any]:
@@ -539,13 +389,7 @@ def _kill_and_resume(
     log = where / "tools.log"
     runs = [(f"{prefix}-{k}", f"{prefix} scenario {k}") for k in SCENARIOS]
     last = runs[-1][0]
-    tools_blocked: list[tuple[str, int]] = []
-    for k, (run_id, label) in enumerate(runs[:-1]):
-        kind, n = _effect(k)
-        if kind == "request":
-            server.block.add((label, n))
-        else:
-            tools_blocked.append((run_id, n))
+    tools_blocked = block_kill_points(server, runs)
     base = {
         "db": db,
         "executor": "kill",
@@ -562,14 +406,11 @@ def _kill_and_resume(
     )
 
     def in_flight() -> bool:
-        started = tool_counts(log)
-        for k, (run_id, label) in enumerate(runs[:-1]):
-            kind, n = _effect(k)
-            if kind == "request" and not server.arrived(label, n):
-                return False
-            if kind == "tool" and started[(run_id, n)] == 0:
-                return False
-        return (where / f"{last}.done").exists() and (where / f"{prefix}-approval.waiting").exists()
+        return (
+            reached_kill_points(server, runs, log)
+            and (where / f"{last}.done").exists()
+            and (where / f"{prefix}-approval.waiting").exists()
+        )
 
     try:
         wait_for(in_flight, [first], "every run to reach its kill point")
@@ -580,16 +421,8 @@ def _kill_and_resume(
     second.finish()
     results: dict[str, Any] = json.loads((where / "results.json").read_text())
 
-    # every effect recorded before the kill ran once; the one in flight ran twice
-    started = tool_counts(log)
-    for k, (run_id, label) in enumerate(runs):
-        interrupted = _effect(k) if k < len(EFFECTS) else None
-        for n in (1, 2, 3):
-            expected = 2 if interrupted == ("request", n) else 1
-            assert server.counts[(label, n)] == expected, (label, n, server.counts)
-        for n in (1, 2):
-            expected = 2 if interrupted == ("tool", n) else 1
-            assert started[(run_id, n)] == expected, (run_id, n, started)
+    assert_each_effect_ran_once(server, runs, log)
+    for run_id, label in runs:
         assert results[run_id]["output"] == f"finished {label}: step 2 done"
         assert (results[run_id]["requests"], results[run_id]["toolExecutions"]) == (3, 2)
 
@@ -607,7 +440,7 @@ def _kill_and_resume(
             plain = await agent.run(
                 label, run_id=run_id, conversation_id=results[run_id]["conversationId"]
             )
-            assert _plain(got) == _plain(plain.messages), run_id
+            assert without_clock(got) == without_clock(plain.messages), run_id
             assert results[run_id]["newMessages"] == len(plain.new_messages)
 
     asyncio.run(uninterrupted())
@@ -615,13 +448,7 @@ def _kill_and_resume(
 
 
 def _recorded_steps(rows: list[tuple[str, str, str]]) -> None:
-    assert [r[0] for r in rows] == [
-        "golem.request",
-        "golem.tool",
-        "golem.request",
-        "golem.tool",
-        "golem.request",
-    ]
+    assert [r[0] for r in rows] == RECORDED_STEPS
     for name, output, serialization in rows:
         assert serialization == "portable_json", name
         json.loads(output)

@@ -19,11 +19,11 @@ import json
 import os
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dbos_launch import dbos_fixture
 from mcp_durable_worker import SERVER, make_agent, temporal_agent
 from worker_process import Worker, until
 
@@ -133,22 +133,8 @@ def _noting(request: Any) -> Message | str:
     return "noted"
 
 
-@pytest.fixture(scope="module")
-def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One DBOS on a fresh SQLite file for this module's in-process tests."""
-    path = tmp_path_factory.mktemp("dbos") / "golem.sqlite"
-    dbos.DBOS(
-        config={
-            "name": "golem-durable-mcp-unit",
-            "system_database_url": f"sqlite:///{path}",
-            "serializer": dbos.DBOSPortableJSONSerializer(),
-            "log_level": "WARNING",
-            "notification_listener_polling_interval_sec": 0.05,
-        }
-    )
-    dbos.DBOS.launch()
-    yield path
-    dbos.DBOS.destroy()
+launched = dbos_fixture("golem-durable-mcp-unit")
+"""One DBOS on a fresh SQLite file for this module's tests; yields the file."""
 
 
 def _server(log: Path) -> MCPServerStdio:

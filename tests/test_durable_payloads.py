@@ -18,12 +18,12 @@ import json
 import sqlite3
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
+from dbos_launch import dbos_fixture
 
 from golem_core import Message, Role, TextPart, ToolCallPart, encode_message, trim_history
 from golem_shell import Agent, FunctionModel, RunError, Stage, Tool, tool
@@ -384,21 +384,8 @@ D_ECHO = DurableAgent(Agent(FunctionModel(_echo_length)), name="d-echo")
 D_CHAT = DurableAgent(Agent(FunctionModel(lambda r: "r" * 4000)), name="d-chat")
 
 
-@pytest.fixture(scope="module")
-def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("dbos") / "golem.sqlite"
-    dbos.DBOS(
-        config={
-            "name": "golem-payloads",
-            "system_database_url": f"sqlite:///{path}",
-            "serializer": dbos.DBOSPortableJSONSerializer(),
-            "log_level": "WARNING",
-            "notification_listener_polling_interval_sec": 0.05,
-        }
-    )
-    dbos.DBOS.launch()
-    yield path
-    dbos.DBOS.destroy()
+launched = dbos_fixture("golem-payloads")
+"""One DBOS on a fresh SQLite file for this module's tests; yields the file."""
 
 
 def _recorded(path: Path, run_ids: list[str]) -> list[int]:

@@ -13,12 +13,12 @@ the spot (one summarizing call), to the same summary.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
+from dbos_launch import dbos_fixture
 
 from golem_core import Message, ModelRequest, is_summary
 from golem_shell import Agent, FunctionModel, prepare_ahead, summarize_history
@@ -63,21 +63,8 @@ DURABLE = DurableAgent(
 )
 
 
-@pytest.fixture(scope="module")
-def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("dbos") / "golem.sqlite"
-    dbos.DBOS(
-        config={
-            "name": "golem-durable-prepared",
-            "system_database_url": f"sqlite:///{path}",
-            "serializer": dbos.DBOSPortableJSONSerializer(),
-            "log_level": "WARNING",
-            "notification_listener_polling_interval_sec": 0.05,
-        }
-    )
-    dbos.DBOS.launch()
-    yield path
-    dbos.DBOS.destroy()
+launched = dbos_fixture("golem-durable-prepared")
+"""One DBOS on a fresh SQLite file for this module's tests; yields the file."""
 
 
 def _plain(messages: tuple[Message, ...]) -> list[Message]:

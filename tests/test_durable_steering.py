@@ -15,11 +15,12 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dbos_launch import dbos_fixture
 
 from golem_core import Message, ModelErrorKind, Role, ToolCallPart
 from golem_shell import Agent, FunctionModel, ModelError, RunError, UsageError
@@ -115,21 +116,8 @@ async def _outcome(read: Awaitable[Any]) -> tuple[tuple[Message, ...], tuple[Mes
 _DBOS = {kind: DurableAgent(_agent(kind), steerable=True) for kind in _MODELS}
 
 
-@pytest.fixture(scope="module")
-def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("dbos-steering") / "golem.sqlite"
-    dbos.DBOS(
-        config={
-            "name": "golem-steering",
-            "system_database_url": f"sqlite:///{path}",
-            "serializer": dbos.DBOSPortableJSONSerializer(),
-            "log_level": "WARNING",
-            "notification_listener_polling_interval_sec": 0.05,
-        }
-    )
-    dbos.DBOS.launch()
-    yield path
-    dbos.DBOS.destroy()
+launched = dbos_fixture("golem-steering")
+"""One DBOS on a fresh SQLite file for this module's tests; yields the file."""
 
 
 @pytest.mark.parametrize("repeat", range(_REPEATS))

@@ -17,18 +17,32 @@ import json
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
-from durable_app import EFFECTS, make_agent, tool_counts
+from durable_app import (
+    RECORDED_STEPS,
+    SCENARIOS,
+    Verdict,
+    add,
+    assert_each_effect_ran_once,
+    block_kill_points,
+    importing_without,
+    judge_or_say,
+    make_agent,
+    reached_kill_points,
+    tool_counts,
+    two_tools,
+    unit_agents,
+    without_clock,
+)
 from durable_server import DurableModelServer, running_server
 from worker_process import Worker, until
 
-from golem_core import Message, Role, ToolCallPart
+from golem_core import Role
 from golem_shell import (
     Agent,
     Approved,
@@ -40,7 +54,6 @@ from golem_shell import (
     Stage,
     Steering,
     UsageError,
-    tool,
 )
 
 pytest.importorskip("temporalio", reason="the temporal extra is not installed")
@@ -54,132 +67,13 @@ TESTS = Path(__file__).resolve().parent
 WORKER = TESTS / "temporal_worker.py"
 
 
-def _plain(messages: tuple[Message, ...]) -> list[Message]:
-    """Messages without their clock readings: two runs differ only there."""
-    return [attrs.evolve(m, created_at=None) for m in messages]
-
-
 # -- in process ---------------------------------------------------------------------------
 
 
-def _turns(request: Any) -> int:
-    return sum(1 for m in request.messages if m.role is Role.ASSISTANT)
-
-
-class Calls:
-    """A model function that counts its calls."""
-
-    def __init__(self, function: Callable[[Any], Message | str]) -> None:
-        self.function = function
-        self.count = 0
-
-    def __call__(self, request: Any) -> Message | str:
-        self.count += 1
-        return self.function(request)
-
-
-def _two_tools(request: Any) -> Message | str:
-    n = _turns(request)
-    if n < 2:
-        call = ToolCallPart(f"c{n + 1}", "add", json.dumps({"a": n, "b": 10}))
-        return Message(Role.ASSISTANT, (call,))
-    return f"sum is {request.messages[-1].text}"
-
-
-def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
-
-
-@attrs.frozen
-class Verdict:
-    label: str
-    score: int
-
-
-@tool(requires_approval=True)
-def delete(path: str) -> str:
-    """Delete a file."""
-    return f"deleted {path}"
-
-
-@tool(external=True)
-def lookup(key: str) -> str:
-    """Look a key up elsewhere."""
-    raise AssertionError("an external tool is never executed by the run")
-
-
-def _deferred(request: Any) -> Message | str:
-    if _turns(request) == 0:
-        return Message(
-            Role.ASSISTANT,
-            (
-                ToolCallPart("d1", "delete", '{"path": "/tmp/x"}'),
-                ToolCallPart("e1", "lookup", '{"key": "k"}'),
-            ),
-        )
-    results = [m.text for m in request.messages if m.role is Role.TOOL]
-    return "after: " + " | ".join(results)
-
-
-EFFECTS_DONE: list[str] = []
-
-
-@tool(requires_approval=True)
-def publish() -> str:
-    """Publish the draft."""
-    EFFECTS_DONE.append("publish")
-    return "published"
-
-
-@tool(requires_approval=True)
-def wipe() -> str:
-    """Wipe everything."""
-    EFFECTS_DONE.append("wipe")
-    return "wiped"
-
-
-def _same_ids(request: Any) -> Message | str:
-    """A model that reuses call ids: call_0 publish, then call_0 wipe."""
-    n = _turns(request)
-    if n < 2:
-        name = ("publish", "wipe")[n]
-        return Message(Role.ASSISTANT, (ToolCallPart("call_0", name, "{}"),))
-    return "done"
-
-
-@tool
-def crash() -> str:
-    """Crash."""
-    raise RuntimeError("boom")
-
-
-COUNTED = Calls(_two_tools)
-AGENTS: dict[str, Agent[None, Any]] = {
-    "two-tools": Agent(FunctionModel(COUNTED), tools=[add]),
-    "verdict": Agent(
-        FunctionModel(
-            lambda r: Message(
-                Role.ASSISTANT,
-                (ToolCallPart("v1", "final_result", '{"label": "good", "score": 3}'),),
-            )
-        ),
-        output_type=Verdict,
-    ),
-    "deferred": Agent(FunctionModel(_deferred), tools=[delete, lookup]),
-    "same-ids": Agent(FunctionModel(_same_ids), tools=[publish, wipe]),
-    "model-fails": Agent(FunctionModel(lambda r: 1 / 0)),
-    "tool-crashes": Agent(
-        FunctionModel(lambda r: Message(Role.ASSISTANT, (ToolCallPart("x", "crash", "{}"),))),
-        tools=[crash],
-    ),
-    "bad-instructions": Agent(FunctionModel(lambda r: "hi"), dynamic_instructions=lambda c: 1 / 0),
-    "instructed": Agent(
-        FunctionModel(lambda r: f"told: {r.instructions}"),
-        instructions="be brief",
-        dynamic_instructions=lambda c: f"run {c.run_id}",
-    ),
-}
+UNIT = unit_agents()
+AGENTS = UNIT.agents
+COUNTED = UNIT.counted
+EFFECTS_DONE = UNIT.effects_done
 QUEUE = "golem-unit"
 DURABLE = {
     name: TemporalAgent(agent, name=f"unit-{name}", task_queue=QUEUE)
@@ -210,8 +104,8 @@ async def test_durable_run_equals_plain_run(temporal_server: Any) -> None:
         "add things", run_id=run_id, conversation_id=result.conversation_id
     )
     assert result.output == plain.output == "sum is 11"
-    assert _plain(result.messages) == _plain(plain.messages)
-    assert _plain(result.new_messages) == _plain(plain.new_messages)
+    assert without_clock(result.messages) == without_clock(plain.messages)
+    assert without_clock(result.new_messages) == without_clock(plain.new_messages)
     assert (result.usage, result.requests, result.tool_executions) == (
         plain.usage,
         plain.requests,
@@ -407,7 +301,7 @@ def test_the_update_validator_itself_refuses_answers_that_do_not_fit() -> None:
 
 EVENTS: list[Any] = []
 OBSERVED = TemporalAgent(
-    Agent(FunctionModel(_two_tools), tools=[add]),
+    Agent(FunctionModel(two_tools), tools=[add]),
     name="unit-observed",
     task_queue=QUEUE,
     on_event=EVENTS.append,
@@ -449,17 +343,9 @@ async def test_misuse_is_a_usage_error(temporal_server: Any) -> None:
 # -- the run keywords (issue 45 item 2; each keyword's outcome: test_temporal_conformance.py)
 
 
-def _judge_or_say(request: Any) -> Message | str:
-    if any(t.name == "final_result" for t in request.tools):
-        return Message(
-            Role.ASSISTANT, (ToolCallPart("v1", "final_result", '{"label": "fine", "score": 2}'),)
-        )
-    return "from the agent's model"
-
-
 FAST = FunctionModel(lambda r: "from the fast model")
 KEYWORDS = TemporalAgent(
-    Agent(FunctionModel(_judge_or_say)),
+    Agent(FunctionModel(judge_or_say)),
     name="unit-keywords",
     task_queue=QUEUE,
     models={"fast": FAST},
@@ -508,14 +394,7 @@ async def test_keywords_that_cannot_be_recorded_are_refused(temporal_server: Any
 
 
 def test_importing_without_temporalio_names_the_extra() -> None:
-    code = (
-        "import sys; sys.modules['temporalio'] = None\n"
-        "try:\n    import golem_shell.temporal\n"
-        "except Exception as e:\n    print(type(e).__name__, e)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    ).stdout
+    out = importing_without("temporalio", "golem_shell.temporal")
     assert out.startswith("UsageError")
     assert "[temporal]" in out
 
@@ -545,16 +424,6 @@ def _worker(where: Path, identity: str, config: dict[str, Any]) -> Worker:
     return Worker(WORKER, where, identity, {**config, "identity": identity, "dir": str(where)})
 
 
-def _effect(k: int) -> tuple[str, int]:
-    kind, n = EFFECTS[k].split()
-    return kind, int(n)
-
-
-SCENARIOS = tuple(range(len(EFFECTS) + 1))
-"""Scenario k: killed with effect k+1 in flight (effects 1..k recorded); the last
-scenario is killed after its run completed."""
-
-
 async def _completed_activities(client: Client, run_id: str) -> list[str]:
     """The activities of a run's history that completed (recorded results), in order."""
     history = await client.get_workflow_handle(run_id).fetch_history()
@@ -581,13 +450,7 @@ async def test_killed_worker_resumes_every_run(
     prefix = f"kill-{uuid.uuid4().hex[:8]}"
     runs = [(f"{prefix}-{k}", f"{prefix} scenario {k}") for k in SCENARIOS]
     approval_run = f"{prefix}-approval"
-    tools_blocked: list[tuple[str, int]] = []
-    for k, (run_id, label) in enumerate(runs[:-1]):
-        kind, n = _effect(k)
-        if kind == "request":
-            model_server.block.add((label, n))
-        else:
-            tools_blocked.append((run_id, n))
+    tools_blocked = block_kill_points(model_server, runs)
     base = {
         "address": temporal_server.address,
         "queue": prefix,
@@ -600,13 +463,8 @@ async def test_killed_worker_resumes_every_run(
     first = _worker(tmp_path, "first", {**base, "block": tools_blocked})
 
     async def in_flight() -> bool:
-        started = tool_counts(log)
-        for k, (run_id, label) in enumerate(runs[:-1]):
-            kind, n = _effect(k)
-            if kind == "request" and not model_server.arrived(label, n):
-                return False
-            if kind == "tool" and started[(run_id, n)] == 0:
-                return False
+        if not reached_kill_points(model_server, runs, log):
+            return False
         return bool(await approval.waiting(client, approval_run))
 
     try:
@@ -627,26 +485,12 @@ async def test_killed_worker_resumes_every_run(
     finally:
         second.kill()
 
-    # every effect recorded before the kill ran once; the one in flight ran twice
-    started = tool_counts(log)
-    for k, (run_id, label) in enumerate(runs):
-        interrupted = _effect(k) if k < len(EFFECTS) else None
-        for n in (1, 2, 3):
-            expected = 2 if interrupted == ("request", n) else 1
-            assert model_server.counts[(label, n)] == expected, (label, n, model_server.counts)
-        for n in (1, 2):
-            expected = 2 if interrupted == ("tool", n) else 1
-            assert started[(run_id, n)] == expected, (run_id, n, started)
+    assert_each_effect_ran_once(model_server, runs, log)
+    for run_id, label in runs:
         result = results[run_id]
         assert result.output == f"finished {label}: step 2 done"
         assert (result.requests, result.tool_executions) == (3, 2)
-        assert await _completed_activities(client, run_id) == [
-            "golem.request",
-            "golem.tool",
-            "golem.request",
-            "golem.tool",
-            "golem.request",
-        ]
+        assert await _completed_activities(client, run_id) == RECORDED_STEPS
 
     # a run paused for approval waited across the kill; approved, it ran its tool once
     assert approved.output == "published: 'hi' is out"
@@ -658,7 +502,7 @@ async def test_killed_worker_resumes_every_run(
         plain = await agent.run(
             label, run_id=run_id, conversation_id=results[run_id].conversation_id
         )
-        assert _plain(results[run_id].messages) == _plain(plain.messages), run_id
+        assert without_clock(results[run_id].messages) == without_clock(plain.messages), run_id
         assert len(results[run_id].new_messages) == len(plain.new_messages)
 
 

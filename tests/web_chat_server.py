@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import uvicorn
+from asgi_body import read_body
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # bench/ is not part of the wheel
@@ -226,12 +227,7 @@ class SplitBalancer:
 
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         method, path = scope["method"], scope["path"]
         chat = method == "POST" and path == "/api/chat"
         which = 1 if chat and self.streaming else 0
