@@ -27,6 +27,8 @@ __all__ = ["UNREACHABLE_FOR", "SQLBlobs"]
 R = TypeVar("R")
 
 
+SCHEMA_LOCK = COLLECT_LOCK + 1  # PostgreSQL advisory lock: creating the tables
+
 UNREACHABLE_FOR = 30.0
 """Seconds ``SQLBlobs`` retries a read or write its database refused for being unreachable
 (restarting, its connection cut) before it lets the error through."""
@@ -83,8 +85,20 @@ class SQLBlobs:
             sa.Column("erased_ms", sa.BigInteger, nullable=False),
             sa.Column("note", sa.Text, nullable=False),
         )
-        self._table.metadata.create_all(engine, checkfirst=True)
         self._postgres = engine.dialect.name == "postgresql"
+        self._create_tables()
+
+    def _create_tables(self) -> None:
+        """Create the tables if missing. On PostgreSQL under an advisory lock, in one
+        transaction: processes starting at once (a deployment's servers and workers) would
+        race to create them, and the loser's ``CREATE TABLE`` fails on PostgreSQL's catalog
+        (``pg_type_typname_nsp_index``) although the table is there (issue 50's soak)."""
+        if not self._postgres:
+            self._table.metadata.create_all(self.engine, checkfirst=True)
+            return
+        with self.engine.begin() as c:
+            c.exec_driver_sql(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK})")
+            self._table.metadata.create_all(c, checkfirst=True)
 
     def __repr__(self) -> str:
         return f"SQLBlobs({self.engine.url.render_as_string(hide_password=True)!r})"
