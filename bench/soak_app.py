@@ -10,7 +10,7 @@ example's functions:
 
 - the example's two tools, ``get_weather`` and ``send_money``, same names, arguments and
   approval rule, also append one line per execution to the file ``--effects`` names
-  (``{"call": <call id>, "tool": ..., "pid": ...}``): the effect log the soak's
+  (``{"call": <call id>, "tool": ..., "pid": ..., "t": <wall clock>}``): the effect log the soak's
   exactly-once check reads (a line is one ``write`` on an ``O_APPEND`` file: whole);
 - ``--temporal ADDRESS``: the turns run as Temporal workflows (``TemporalAgent``, the
   dev server at ``ADDRESS``) instead of DBOS: the server starts and finishes them
@@ -31,6 +31,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,8 @@ AGENT_NAME = "web-chat"
 
 
 def _log_effect(path: str, call: str | None, tool: str, **what: Any) -> None:
-    line = json.dumps({"call": call, "tool": tool, "pid": os.getpid(), **what}) + "\n"
+    line = json.dumps({"call": call, "tool": tool, "pid": os.getpid(), "t": time.time(), **what})
+    line += "\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line.encode())

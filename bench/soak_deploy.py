@@ -192,6 +192,8 @@ class Deployment:
         self.key_file = where / "signing.key"
         self.effects = where / "effects.log"
         self.rss: list[dict[str, Any]] = []  # samples: {t, name, kib}
+        # what chaos did, by wall clock: {t, pid} (SIGKILL) or {t, postgres: True}
+        self.chaos_log: list[dict[str, Any]] = []
         self.started = time.monotonic()
 
     # -- starting ------------------------------------------------------------------------
@@ -273,6 +275,7 @@ class Deployment:
     async def kill_and_restart(self, proc: Proc, *, down: float = 0.5) -> None:
         """SIGKILL ``proc``, wait ``down`` seconds, start it again (same command line:
         the same DBOS executor id) and wait until it serves."""
+        self.chaos_log.append({"t": time.time(), "pid": proc.pid})
         proc.kill()
         await asyncio.sleep(down)
         proc.start()
@@ -286,6 +289,7 @@ class Deployment:
         crash of the server lose transactions it acknowledged, which no deployment
         accepts (``fsync=off`` stays: the machine never crashes here)."""
         pg = self.postgres
+        self.chaos_log.append({"t": time.time(), "postgres": True})
         pg_ctl = str(pg.bindir / "pg_ctl")
         data = str(pg.data_dir)
         await asyncio.to_thread(pg._runner.run, [pg_ctl, "stop", "-D", data, "-m", mode, "-w"])

@@ -55,8 +55,10 @@ def render(data: dict[str, Any], *, title: str = "the soak") -> str:
             lines.append(f"| {r['config']} | {kind} | {k['killed']} | {k['survived']} |")
     lines += [
         "",
-        "| config | phase | " + " | ".join(INVARIANTS) + " | acked | unanswered | tool results |",
-        "|---|---|" + "---|" * len(INVARIANTS) + "---:|---:|---:|",
+        "| config | phase | "
+        + " | ".join(INVARIANTS)
+        + " | acked | unanswered | tool results | tools run again after a kill |",
+        "|---|---|" + "---|" * len(INVARIANTS) + "---:|---:|---:|---:|",
     ]
     for r in runs:
         inv = r["invariants"]
@@ -66,7 +68,8 @@ def render(data: dict[str, Any], *, title: str = "the soak") -> str:
         c = inv["counts"]
         lines.append(
             f"| {r['config']} | {'chaos' if r['chaos'] else 'calm'} | {' | '.join(cells)}"
-            f" | {c['prompts_acked']} | {c['unanswered']} | {c['tool_results']} |"
+            f" | {c['prompts_acked']} | {c['unanswered']} | {c['tool_results']}"
+            f" | {c.get('effects_again_after_a_kill', '-')} |"
         )
     rss = [(r["config"], r["rss_kib"]) for r in runs if "rss_kib" in r]
     if rss:
