@@ -32,7 +32,7 @@ minutes and kills.
     python -m bench.soak --config all --users 20 --minutes 10      # the long soak
     python -m bench.soak --quick                                   # about two minutes
     python -m bench.soak --config durable --chaos --users 12 --minutes 20 --min-kills 100 \
-        --section soak_long --write bench/results.md                  # issue 50's long soak
+        --every 1 3 --section soak_long --write bench/results.md     # issue 50's long soak
 """
 
 from __future__ import annotations
@@ -433,6 +433,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=3.0, help="per phase")
     parser.add_argument("--servers", type=int, default=2)
     parser.add_argument("--min-kills", type=int, default=0, help="per kind, per chaos phase")
+    parser.add_argument(
+        "--every",
+        type=float,
+        nargs=2,
+        default=(2.0, 6.0),
+        metavar=("MIN", "MAX"),
+        help="seconds between kills (uniform), from one being back to the next kill",
+    )
     calm = parser.add_mutually_exclusive_group()
     calm.add_argument("--chaos", action="store_true", help="only the phase with kills")
     calm.add_argument("--calm", action="store_true", help="only the phase without kills")
@@ -452,7 +460,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     phases = (True,) if args.chaos else (False,) if args.calm else (False, True)
     data = asyncio.run(
         soak(configs, phases, users=args.users, minutes=args.minutes, servers=args.servers,
-             min_kills=args.min_kills)
+             min_kills=args.min_kills, every=tuple(args.every))
     )  # fmt: skip
     ok = all(v["ok"] for r in data["runs"] for k, v in r["invariants"].items() if k != "counts")
     if ok:  # the logs are kept when an invariant broke
@@ -468,6 +476,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "users": args.users,
             "minutes": args.minutes,
             "min_kills": args.min_kills,
+            "every_s": list(args.every),
         }
         write_section(args.write, args.section, data)
     print("invariants hold" if ok else "INVARIANTS BROKEN", file=sys.stderr)

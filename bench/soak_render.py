@@ -25,6 +25,9 @@ def render(data: dict[str, Any], *, title: str = "the soak") -> str:
     kills = sum(k["killed"] for r in runs for k in r["kills"].values())
     command = data.get("command", "python -m bench.soak")
     at_least = f" (at least {p['min_kills']} of each kind)" if p.get("min_kills") else ""
+    if p.get("every_s"):
+        low, high = p["every_s"]
+        at_least += f", one every {low:g}-{high:g} s"
     lines = [
         f"## Many users, processes dying: {title} (`{command}`)",
         "",
