@@ -507,6 +507,40 @@ def test_a_store_that_cannot_be_reached_answers_503_and_no_traceback(
     assert chat(client, cid, [user("hello")])[-1]["finishReason"] == "stop"  # back
 
 
+def test_a_stream_whose_store_fails_mid_follow_ends_and_resumes_with_no_traceback(
+    server: WebChatServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The database drops while a turn's stream is followed (the long soak: 57 of these
+    were unhandled exceptions in the ASGI app): the response ends, one warning line says
+    where, and the client's resume (``Last-Event-ID``) gets the rest, each frame once."""
+    from golem_shell.store import HistoryStoreError
+
+    client = browser_client(server)
+    cid = new_conversation(client)
+    log = server.chat.runs.log
+    read, failed = log.read, []
+
+    async def drops_once(stream: str, after: int, *args: Any, **kwargs: Any) -> Any:
+        if after > 0 and not failed:
+            failed.append(after)
+            raise HistoryStoreError("PostgreSQL store: server closed the connection unexpectedly")
+        return await read(stream, after, *args, **kwargs)
+
+    monkeypatch.setattr(log, "read", drops_once)
+    body = {"id": cid, "messages": [user("a long answer please")]}
+    with caplog.at_level("WARNING"), client.stream("POST", "/api/chat", json=body) as r:
+        first = frames_of(r)
+    assert failed and first and first[-1][1] != "[DONE]"
+    headers = {"Last-Event-ID": str(first[-1][0])}
+    with client.stream("GET", f"/api/chat/{cid}/stream", headers=headers) as r:
+        assert r.status_code == 200
+        rest = frames_of(r)
+    assert rest[-1][1] == "[DONE]"
+    numbers = [n for n, _ in first + rest]
+    assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))  # none twice, none lost
+    assert "following stream" in caplog.text and "Traceback" not in caplog.text
+
+
 def test_a_denied_transfer_never_runs(server: WebChatServer) -> None:
     client = browser_client(server)
     cid = new_conversation(client)

@@ -554,8 +554,13 @@ class ChatServer:
         idle: Callable[[StreamRecord], Awaitable[None]] | None = None,
     ) -> StreamingResponse:
         async def body() -> AsyncIterator[str]:
-            async for n, data in run.follow(after, idle=idle):
-                yield sse_frame(data, n)
+            last = after
+            try:
+                async for n, data in run.follow(after, idle=idle):
+                    last = n
+                    yield sse_frame(data, n)
+            except HistoryStoreError as e:  # the database restarts: the client resumes
+                _log.warning("following stream %r after frame %d: %s", run.stream, last, e)
 
         return StreamingResponse(
             body(), media_type="text/event-stream", headers=UI_MESSAGE_STREAM_HEADERS

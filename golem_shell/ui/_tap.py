@@ -36,6 +36,7 @@ from golem_core import (
     ToolCallPart,
 )
 from golem_shell import DeltaEvent
+from golem_shell.store import HistoryStoreError
 from golem_shell.ui._run import RunEnded
 from golem_shell.ui._stored import StoredRun, StoredRuns
 from golem_shell.ui._vercel import DONE, Chunk, VercelStream
@@ -180,6 +181,9 @@ class _Writer:
             return
         try:
             await self.runs.write(self.stream, batch)
+        except HistoryStoreError as e:  # the database away for a moment: one line
+            self.broken = True
+            _log.warning("writing the frames of stream %r failed: %s", self.stream, e)
         except Exception:
             self.broken = True
             _log.exception("writing the frames of stream %r failed", self.stream)
