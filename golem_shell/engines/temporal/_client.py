@@ -57,6 +57,7 @@ from golem_shell.engines.temporal._common import (
     WAITING_QUERY,
     WORKFLOW_NAME,
 )
+from golem_shell.engines.temporal._refs import Batched
 from golem_shell.engines.temporal._workflow import GolemRun
 from golem_shell.models import Model
 from golem_shell.observe._observe import EventHandler
@@ -344,14 +345,16 @@ class TemporalAgent(Generic[DepsT, OutputT]):
     ) -> WorkflowHandle[Any, Any]:
         recorded = self.keywords.record(method, options, output_type)
         run_id, conversation_id = options.get("run_id"), options.get("conversation_id")
-        payload = run_input(prompt, history, run_id, conversation_id, self.blobs, recorded)
+        batch = Batched(self.blobs)  # the history, the prompt and the input: one write
+        payload = run_input(prompt, history, run_id, conversation_id, self.blobs, recorded, batch)
         with owned_by(payload["conversationId"]):  # the history holds no content (ADR 0152)
             stashed = {
                 "runId": payload["runId"],
                 "conversationId": payload["conversationId"],
                 "blobs": payload["blobs"],  # a worker of another store fails the run readably
-                "input": stash(self.blobs, payload),
+                "input": stash(batch, payload),
             }
+            batch.flush()
         try:
             return await client.start_workflow(
                 WORKFLOW_NAME,
@@ -359,6 +362,9 @@ class TemporalAgent(Generic[DepsT, OutputT]):
                 id=payload["runId"],
                 task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                # a worker of this client on the queue takes the run's first task from
+                # the start's answer, not from its next poll (none here: the server's)
+                request_eager_start=True,
             )
         except WorkflowAlreadyStartedError:
             return client.get_workflow_handle(payload["runId"])
