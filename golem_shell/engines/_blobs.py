@@ -36,7 +36,8 @@ takes conversations' hold away and deletes every blob no other conversation hold
 (``secure_delete`` and a WAL checkpoint on SQLite, ``VACUUM`` on PostgreSQL), remembers
 each deleted key in ``golem_blobs_erased`` (key, time, why: no content), and forgets this
 process's cached chains and the blobs ``SQLiteBlobs`` kept (``_Recent``); a later read of
-such a key raises ``ErasedBlob`` naming the erasure. ``golem_shell.store`` stores call it after ``erase``, ``delete`` and ``prune``.
+such a key raises ``ErasedBlob`` naming the erasure. ``golem_shell.store`` stores call it
+after ``erase``, ``delete`` and ``prune``.
 
 A **handshake** makes a store that is not shared loud at a run's start: the process that
 starts a run writes a blob of its own (``handshake``, once per store) and the run's input

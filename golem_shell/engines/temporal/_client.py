@@ -362,9 +362,6 @@ class TemporalAgent(Generic[DepsT, OutputT]):
                 id=payload["runId"],
                 task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                # a worker of this client on the queue takes the run's first task from
-                # the start's answer, not from its next poll (none here: the server's)
-                request_eager_start=True,
             )
         except WorkflowAlreadyStartedError:
             return client.get_workflow_handle(payload["runId"])
