@@ -170,6 +170,7 @@ def _instrumented(timers: _Timers, store: Any) -> Iterator[None]:
     import golem_shell.engines._records as records
     import golem_shell.engines.temporal._activities as activities
     import golem_shell.engines.temporal._common as common
+    import golem_shell.engines.temporal._refs as refs
     import golem_shell.engines.temporal._workflow as workflow_
 
     undo: list[tuple[Any, str, Any]] = []
@@ -189,7 +190,7 @@ def _instrumented(timers: _Timers, store: Any) -> Iterator[None]:
         shim.dumps = json.dumps
         undo.append((module, "json", module.json))
         module.json = shim  # type: ignore[attr-defined]
-    for module in (records, workflow_, activities):
+    for module in (records, workflow_, activities, refs):
         for name in ("encode", "decode", "decode_as", "CALL", "MESSAGES", "USAGE"):
             if not hasattr(module, name):
                 continue
@@ -210,7 +211,7 @@ def _instrumented(timers: _Timers, store: Any) -> Iterator[None]:
     where = golem_json + (" converter" if split else "")
     proxy.structure = timers.wrap(where, common.CONVERTER.structure)
     proxy.unstructure = timers.wrap(where, common.CONVERTER.unstructure)
-    for module in (activities, workflow_):
+    for module in (activities, refs):  # the request's set-up: the workflow's, in ``_refs``
         undo.append((module, "CONVERTER", module.CONVERTER))
         module.CONVERTER = proxy  # type: ignore[attr-defined]
     plain = converter.JSONPlainPayloadConverter

@@ -31,12 +31,14 @@ from golem_shell.engines._blobs import (
     LOG_CHAIN,
     MESSAGE_CHAIN,
     Chain,
+    ErasedBlob,
     MemoryBlobs,
     MissingBlob,
     SQLiteBlobs,
     extend_chain,
     key_of,
     load_chain,
+    owned_by,
     stash,
     unstash,
 )
@@ -95,6 +97,26 @@ def _plain(messages: tuple[Message, ...]) -> list[Message]:
 
 
 # -- the blob store -------------------------------------------------------------------------
+
+
+def test_a_sqlite_store_reads_back_what_it_wrote_lately_without_a_query(tmp_path: Path) -> None:
+    """What a worker reads soon after writing it (an activity's outcome in its workflow,
+    a run's result in its client) is served from the store's memory; another store on
+    the file has no such memory, and an erasure in the process empties it, so an erased
+    blob is never served."""
+    store = SQLiteBlobs(tmp_path / "blobs.sqlite")
+    with owned_by("c1"):
+        ref = stash(store, {"said": "hello"})
+    db = sqlite3.connect(store.path)
+    with db:  # behind the store's back: a read that queried would not find it
+        db.execute("DELETE FROM golem_blobs WHERE key = ?", (ref["key"],))
+    db.close()
+    assert unstash(store, ref, "t") == {"said": "hello"}
+    with pytest.raises(MissingBlob):
+        unstash(SQLiteBlobs(store.path), ref, "t")
+    assert store.release(["c1"], "delete of 'c1'") == (ref["key"],)
+    with pytest.raises(ErasedBlob, match="delete of 'c1'"):
+        unstash(store, ref, "t")
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
@@ -171,7 +193,11 @@ MANY_TOOLS = [
 ]
 
 
+SEEN_IDS: list[tuple[str | None, str | None]] = []  # each request's ids, as the model saw them
+
+
 def _uses_tool_3(request: Any) -> Message | str:
+    SEEN_IDS.append((request.run_id, request.conversation_id))
     if request.messages[-1].role is Role.TOOL:
         return f"found: {request.messages[-1].text}"
     return Message.assistant(tool_calls=[ToolCallPart("c1", "lookup_3", '{"key": "k"}')])
@@ -218,29 +244,40 @@ def _payload_bytes(event: Any) -> int:
 @pytest.mark.anyio
 async def test_temporal_a_requests_set_up_goes_by_reference_once(temporal_server: Any) -> None:
     """Thirty tools of 2 kB each: the request activity's input names the request's set-up
-    (instructions, tool definitions) by its blob, so no activity input carries them."""
+    (instructions, tool definitions) by its blob, so no activity input carries them; the
+    set-up holds no ids, so two runs of the agent share it, and each request still
+    carries its own run's ids to the model."""
     client = await Client.connect(temporal_server.address)
-    run_id = f"tools-{uuid.uuid4()}"
+    runs = [f"tools-{uuid.uuid4()}" for _ in range(2)]
+    SEEN_IDS.clear()
+    inputs = []
     async with T_TOOLS.worker(client):
-        result = await asyncio.wait_for(T_TOOLS.run(client, "look it up", run_id=run_id), 60)
-        events = await _events(client, run_id)
-    assert result.output == "found: value of k"
+        for run_id in runs:
+            result = await asyncio.wait_for(T_TOOLS.run(client, "look it up", run_id=run_id), 60)
+            assert result.output == "found: value of k"
+            events = await _events(client, run_id)
+            largest = max(_payload_bytes(e) for e in events)
+            assert largest < 2_000, largest  # no payload holds the tool definitions
+            scheduled = [
+                e.activity_task_scheduled_event_attributes
+                for e in events
+                if e.HasField("activity_task_scheduled_event_attributes")
+            ]
+            inputs += [
+                json.loads(e.input.payloads[0].data)
+                for e in scheduled
+                if e.activity_type.name == "golem.request"
+            ]
+            assert SEEN_IDS[-2:] == [(run_id, result.conversation_id)] * 2
     definitions = sum(len(t.definition.description or "") for t in MANY_TOOLS)
     assert definitions >= 60_000
-    largest = max(_payload_bytes(e) for e in events)
-    assert largest < 2_000, largest  # no payload holds the tool definitions
-    scheduled = [e for e in events if e.HasField("activity_task_scheduled_event_attributes")]
-    inputs = [
-        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)
-        for e in scheduled
-        if e.activity_task_scheduled_event_attributes.activity_type.name == "golem.request"
-    ]
     # built of references only, it crosses inline (ADR 0152 holds: ids, heads, blob keys)
-    fields = {"agent", "runId", "conversationId", "options", "request", "history", "requests"}
-    assert all(set(i) == fields for i in inputs), inputs
+    fields = {"agent", "runId", "conversationId", "options", "request", "requestIds"}
+    assert all(set(i) == fields | {"history", "requests"} for i in inputs), inputs
     assert all(i["options"]["type"] == "golemBlob" for i in inputs)
-    assert len(inputs) == 2 and all(i["request"]["type"] == "golemBlob" for i in inputs)
-    assert inputs[0]["request"] == inputs[1]["request"]  # one set-up, stored once
+    assert all(i["requestIds"] == [i["runId"], i["conversationId"]] for i in inputs)
+    assert len(inputs) == 4 and all(i["request"]["type"] == "golemBlob" for i in inputs)
+    assert len({json.dumps(i["request"]) for i in inputs}) == 1  # one set-up, every run's
 
 
 @pytest.mark.anyio

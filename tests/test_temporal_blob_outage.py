@@ -49,7 +49,12 @@ class RestartingBlobs(MemoryBlobs):
 
 async def test_a_run_waits_for_its_blob_store_instead_of_failing(temporal_server: Any) -> None:
     blobs = RestartingBlobs(outage=2)
-    agent = Agent(FunctionModel(lambda request: "still here"), name="blob-outage")
+    # instructions of its own: its request's set-up is a blob no earlier run's worker
+    # read (a worker reads an agent's set-up once), so the activity has to read it
+    unique = uuid.uuid4().hex
+    agent = Agent(
+        FunctionModel(lambda request: "still here"), name="blob-outage", instructions=unique
+    )
     durable = TemporalAgent(
         agent, name=f"blob-outage-{uuid.uuid4().hex[:8]}", blobs=blobs, task_queue="outage"
     )

@@ -8,9 +8,10 @@ they cross inline; a tool batch's payload names the step's response by the reque
 recorded outcome and its call by its place there; what a request's payload stores (the
 conversation's new nodes, and at the run's start its keywords and set-up) is one write.
 So a step costs a request's two writes and one per tool call (each write is a SQLite
-transaction, flushed to disk). A worker reads a request's set-up (instructions, tool
-definitions) from the store once, not once per request. The tools still see the whole
-conversation, the step's response included.
+transaction, flushed to disk); the starter writes the run's input and prompt at once. A
+worker reads a request's set-up (instructions, tool definitions) from the store once,
+not once per request. The tools still see the whole conversation, the step's response
+included.
 """
 
 from __future__ import annotations
@@ -101,9 +102,9 @@ async def test_a_step_writes_the_store_once_and_reads_the_set_up_once(
     requests = STEPS + 1
     # per request: its history's new nodes (with, at the first, the run's keywords, its
     # set-up and system messages) and its outcome; per tool call: its outcome; once: the
-    # starter's input, prompt and handshake, and the run's end. No payload is written
-    # apart (there were two more writes per step).
-    assert writes <= 2 * requests + STEPS + 4, writes
+    # starter's input and prompt (one write), the process's handshake, and the run's end.
+    # No payload is written apart (there were two more writes per step).
+    assert writes <= 2 * requests + STEPS + 3, writes
     set_up_reads = [n for key, n in STORE.reads.items() if n >= requests]
     assert not set_up_reads, STORE.reads  # the set-up was read once, not per request
 

@@ -1,5 +1,8 @@
 """Content-addressed payload storage for durable engines: blobs, history chains, stashes.
 
+Over 600 lines because the stores, chains and stashes share one contract (a key names one
+content, ADR 0125 and 0152) that is read most easily in one place.
+
 Owns how a durable engine keeps what is large out of what it records (ADR 0125). A
 **blob** is bytes stored under the SHA-256 of those bytes (``key_of``), once, in a
 ``BlobStore`` the engine is given: ``SQLBlobs`` (``_blobs_sql``: a ``golem_blobs`` table
@@ -32,8 +35,9 @@ recorded as held by that conversation (``golem_blob_owners``, keys only). ``rele
 takes conversations' hold away and deletes every blob no other conversation holds
 (``secure_delete`` and a WAL checkpoint on SQLite, ``VACUUM`` on PostgreSQL), remembers
 each deleted key in ``golem_blobs_erased`` (key, time, why: no content), and forgets this
-process's cached chains; a later read of such a key raises ``ErasedBlob`` naming the
-erasure. ``golem_shell.store`` stores call it after ``erase``, ``delete`` and ``prune``.
+process's cached chains and the blobs ``SQLiteBlobs`` kept (``_Recent``); a later read of
+such a key raises ``ErasedBlob`` naming the erasure. ``golem_shell.store`` stores call it
+after ``erase``, ``delete`` and ``prune``.
 
 A **handshake** makes a store that is not shared loud at a run's start: the process that
 starts a run writes a blob of its own (``handshake``, once per store) and the run's input
@@ -49,6 +53,7 @@ import sqlite3
 import threading
 import time
 import uuid
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -84,6 +89,7 @@ __all__ = [
     "owned_by",
     "shares_store",
     "stash",
+    "stash_row",
     "unstash",
     "unstash_held",
 ]
@@ -133,9 +139,61 @@ def hold_in_task(conversation_id: str | None) -> None:
 
 
 def _forget() -> None:
-    """Drop this process's cached chains: after an erasure none may serve erased content."""
+    """Drop this process's cached chains and blobs: after an erasure none may serve erased
+    content."""
     MESSAGE_CHAIN.cache.clear()
     LOG_CHAIN.cache.clear()
+    for recent in list(_RECENTS):
+        recent.clear()
+
+
+_RECENT = 256  # blobs a SQLite store keeps the bytes of, after writing or reading them
+_RECENT_BYTES = 4 * 1024 * 1024  # and their bytes at most (a larger blob is not kept)
+
+
+class _Recent:
+    """The bytes of the blobs a store wrote or read lately, by key (a key names one
+    content, so they are the stored bytes): what a worker reads back soon after (an
+    activity's outcome in its workflow, a workflow's payload in its activity, a run's
+    result in its client) is served without a query. Bounded; emptied by every erasure
+    in this process (``_forget``), as the cached chains are."""
+
+    def __init__(self) -> None:
+        self._bodies: OrderedDict[str, bytes] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+        _RECENTS.add(self)
+
+    def keep(self, rows: Sequence[tuple[str, bytes]]) -> None:
+        with self._lock:
+            for key, body in rows:
+                if len(body) > _RECENT_BYTES // 16 or key in self._bodies:
+                    continue
+                self._bodies[key] = body
+                self._size += len(body)
+            while len(self._bodies) > _RECENT or self._size > _RECENT_BYTES:
+                self._size -= len(self._bodies.popitem(last=False)[1])
+
+    def hits(self, keys: Sequence[str]) -> tuple[dict[str, bytes], list[str]]:
+        """The bytes of ``keys`` kept, and the keys not kept."""
+        found: dict[str, bytes] = {}
+        rest: list[str] = []
+        with self._lock:
+            for key in keys:
+                body = self._bodies.get(key)
+                if body is None:
+                    rest.append(key)
+                else:
+                    found[key] = body
+        return found, rest
+
+    def clear(self) -> None:
+        with self._lock:
+            self._bodies.clear()
+            self._size = 0
+
+
+_RECENTS: weakref.WeakSet[_Recent] = weakref.WeakSet()
 
 
 def _missing(store: BlobStore, key: str, where: str, what: str) -> MissingBlob:
@@ -293,6 +351,7 @@ class SQLiteBlobs:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self._lock = threading.Lock()
+        self._recent = _Recent()  # what it wrote or read lately, served without a query
         self._db = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)
         with self._lock, self._db:
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -319,6 +378,7 @@ class SQLiteBlobs:
                         "INSERT OR IGNORE INTO golem_blob_owners (conversation, key) VALUES (?, ?)",
                         [(owner, r[0]) for r in rows],
                     )
+            self._recent.keep([(r[0], r[2]) for r in rows])  # committed
 
     def release(self, conversations: Sequence[str], note: str) -> tuple[str, ...]:
         """Take ``conversations``' hold away; delete (and return, sorted) the keys no
@@ -339,13 +399,18 @@ class SQLiteBlobs:
         return None if row is None else str(row[0])
 
     def get(self, keys: Sequence[str]) -> dict[str, bytes]:
-        out: dict[str, bytes] = {}
+        out, rest = self._recent.hits(keys)
+        if not rest:
+            return out
+        read: list[tuple[str, bytes]] = []
         with self._lock:
-            for i in range(0, len(keys), 500):
-                batch = list(keys[i : i + 500])
+            for i in range(0, len(rest), 500):
+                batch = rest[i : i + 500]
                 marks = ",".join("?" * len(batch))
                 query = f"SELECT key, body FROM golem_blobs WHERE key IN ({marks})"
-                out.update(self._db.execute(query, batch).fetchall())
+                read += self._db.execute(query, batch).fetchall()
+        self._recent.keep(read)
+        out.update(read)
         return out
 
     def walk(self, head: str, limit: int | None) -> list[Row]:
@@ -531,6 +596,15 @@ def stash(store: BlobStore, value: JSON, limit: int = 0) -> JSON:
     key = key_of(data)
     store.put([(key, None, data)])
     return {"type": _STASH_TAG, "key": key, "size": len(data)}
+
+
+def stash_row(value: JSON) -> tuple[JSON, Row]:
+    """The reference ``stash`` makes of ``value`` (by default), and the row it stores."""
+    data = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8", "surrogatepass"
+    )
+    key = key_of(data)
+    return {"type": _STASH_TAG, "key": key, "size": len(data)}, (key, None, data)
 
 
 def is_stashed(value: JSON) -> bool:

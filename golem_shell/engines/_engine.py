@@ -232,19 +232,19 @@ def run_input(
     conversation_id: str | None,
     store: BlobStore,
     options: RecordedOptions,
+    writes: BlobStore | None = None,
 ) -> JSON:
     """The JSON a durable run starts from: ids (checked as ``Agent`` checks them), the
     head of the history's chain (stored in ``store`` here, once per message: a message a previous
-    run stored is not written again), the prompt, the time it was submitted (the prompt
-    message's time) and the run's recorded keywords (``golem_shell.engines._keywords``).
-    The history and the prompt are stored held by the conversation; the input holds
-    their references only."""
-    history = check_history(history)
-    parts = prompt_parts(prompt)
+    run stored is not written again; or in ``writes``, a batch of ``store``'s writes the
+    caller flushes), the prompt, the time it was submitted (the prompt message's time)
+    and the run's recorded keywords (``golem_shell.engines._keywords``). The history and
+    the prompt are stored held by the conversation; the input holds their references."""
+    history, parts, writes = check_history(history), prompt_parts(prompt), writes or store
     run_id, conversation_id = run_ids(history, run_id, conversation_id)
     with owned_by(conversation_id):  # erasing the conversation erases them (ADR 0152)
-        head = messages_chain(store, history).head
-        prompt = None if parts is None else stash(store, PARTS[0](parts))
+        head = messages_chain(writes, history).head
+        prompt = None if parts is None else stash(writes, PARTS[0](parts))
     return {
         "runId": run_id,
         "conversationId": conversation_id,

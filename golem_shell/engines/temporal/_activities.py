@@ -73,22 +73,29 @@ def _reaching(step: Callable[[], T]) -> T:
 
 
 async def _beating(durable: Engine, work: Awaitable[JSON]) -> JSON:
-    """Await ``work``, heartbeating meanwhile, so a dead worker is noticed in time; its
-    result crosses stashed (ADR 0152: the history holds its hash only)."""
+    """Await ``work``, heartbeating meanwhile (a timer every third of the heartbeat
+    timeout, in the activity's context), so a dead worker is noticed in time; its result
+    crosses stashed (ADR 0152: the history holds its hash only)."""
     timeout = activity.info().heartbeat_timeout
-    task = asyncio.ensure_future(work)
-    if not timeout:
-        result = await task
-        return _reaching(lambda: stash(durable.blobs, result))
-    try:
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=timeout.total_seconds() / 3)
-            if done:
-                return _reaching(lambda: stash(durable.blobs, task.result()))
+    timer: list[asyncio.TimerHandle] = []
+    if timeout:
+        loop, every = asyncio.get_running_loop(), timeout.total_seconds() / 3
+
+        def beat() -> None:
             activity.heartbeat()
+            timer[0] = loop.call_later(every, beat)
+
+        timer.append(loop.call_later(every, beat))
+    try:
+        result = await work
+    except CorruptRecord:
+        raise
+    except Exception as e:  # as ``_reaching``: what the effect stores did not reach it
+        raise ApplicationError(f"the blob store cannot be reached: {e!r}", type=UNREACHABLE) from e
     finally:
-        if not task.done():
-            task.cancel()
+        if timer:
+            timer[0].cancel()
+    return _reaching(lambda: stash(durable.blobs, result))
 
 
 def _arrived(payload: JSON) -> tuple[Engine, JSON]:
@@ -113,14 +120,18 @@ def _history(durable: Engine, payload: JSON) -> tuple[Message, ...]:
     return _reaching(lambda: load_chain(durable.blobs, MESSAGE_CHAIN, head, "history")).values
 
 
-def _context(durable: Engine, payload: JSON) -> RunContext[Any]:
-    deps = durable.keywords.deps(recorded_options(payload), durable.deps)
-    return RunContext(deps, payload["runId"], payload["conversationId"])
-
-
 def _spec(durable: Engine, payload: JSON) -> RunSpec:
     """The run's spec, from the keywords its payload carries as the run recorded them."""
     return durable.keywords.spec(recorded_options(payload))
+
+
+def _run_of(durable: Engine, payload: JSON) -> tuple[RunSpec, RunContext[Any]]:
+    """The run's spec and its tools' context (its deps), from the keywords its payload
+    carries as the run recorded them (read once)."""
+    recorded = recorded_options(payload)
+    deps = durable.keywords.deps(recorded, durable.deps)
+    context = RunContext(deps, payload["runId"], payload["conversationId"])
+    return durable.keywords.spec(recorded), context
 
 
 def _seen(payload: JSON, messages: Sequence[Message] = ()) -> RunState:
@@ -154,8 +165,8 @@ def _set_up(durable: Engine, sent: JSON) -> ModelRequest:
 async def instructions_activity(payload: JSON) -> JSON:
     """Resolve the dynamic instructions of the run's agent."""
     durable, payload = _arrived(payload)
-    spec = _spec(durable, payload)
-    return await _beating(durable, resolve_instructions(spec, _context(durable, payload)))
+    spec, context = _run_of(durable, payload)
+    return await _beating(durable, resolve_instructions(spec, context))
 
 
 @activity.defn(name="golem.processor")
@@ -173,11 +184,17 @@ async def request_activity(payload: JSON) -> JSON:
     """Send one model request (its messages named by their chain's head); a failure
     comes back as a recorded ``ModelFailed``."""
     durable, payload = _arrived(payload)
+    request = _set_up(durable, payload["request"])
+    ids = payload.get("requestIds")  # the set-up is the agent's; the ids, the run's
+    run_id, conversation_id = (request.run_id, request.conversation_id) if ids is None else ids
     request = attrs.evolve(
-        _set_up(durable, payload["request"]), messages=_history(durable, payload)
+        request,
+        messages=_history(durable, payload),
+        run_id=run_id,
+        conversation_id=conversation_id,
     )
-    spec = _spec(durable, payload)
-    effects = AgentEffects(spec, _context(durable, payload), None)
+    spec, context = _run_of(durable, payload)
+    effects = AgentEffects(spec, context, None)
     log = durable.event_log
 
     async def once() -> JSON:
@@ -198,7 +215,7 @@ async def tool_activity(payload: JSON) -> JSON:
     system = MESSAGES[1](_reaching(lambda: read_kept(store, payload["system"], "system")), "system")
     toolset = _reaching(lambda: read_kept(store, payload.get("toolset"), "toolset"))
     state = _seen(payload, system + _history(durable, payload) + added)
-    spec, context = _spec(durable, payload), _context(durable, payload)
+    spec, context = _run_of(durable, payload)
 
     async def once() -> JSON:
         # a toolset's tool: made from the run's record, called through this worker's toolset
@@ -214,8 +231,8 @@ async def toolsets_activity(payload: JSON) -> JSON:
     """List the tools of the run's agent's toolsets, once at the run's start (the run
     offers the recorded list, and makes every call of one of them from it)."""
     durable, payload = _arrived(payload)
-    spec = _spec(durable, payload)
-    return await _beating(durable, list_toolsets(spec, _context(durable, payload)))
+    spec, context = _run_of(durable, payload)
+    return await _beating(durable, list_toolsets(spec, context))
 
 
 @activity.defn(name="golem.compact")

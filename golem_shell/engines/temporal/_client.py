@@ -57,6 +57,7 @@ from golem_shell.engines.temporal._common import (
     WAITING_QUERY,
     WORKFLOW_NAME,
 )
+from golem_shell.engines.temporal._refs import Batched
 from golem_shell.engines.temporal._workflow import GolemRun
 from golem_shell.models import Model
 from golem_shell.observe._observe import EventHandler
@@ -344,14 +345,16 @@ class TemporalAgent(Generic[DepsT, OutputT]):
     ) -> WorkflowHandle[Any, Any]:
         recorded = self.keywords.record(method, options, output_type)
         run_id, conversation_id = options.get("run_id"), options.get("conversation_id")
-        payload = run_input(prompt, history, run_id, conversation_id, self.blobs, recorded)
+        batch = Batched(self.blobs)  # the history, the prompt and the input: one write
+        payload = run_input(prompt, history, run_id, conversation_id, self.blobs, recorded, batch)
         with owned_by(payload["conversationId"]):  # the history holds no content (ADR 0152)
             stashed = {
                 "runId": payload["runId"],
                 "conversationId": payload["conversationId"],
                 "blobs": payload["blobs"],  # a worker of another store fails the run readably
-                "input": stash(self.blobs, payload),
+                "input": stash(batch, payload),
             }
+            batch.flush()
         try:
             return await client.start_workflow(
                 WORKFLOW_NAME,

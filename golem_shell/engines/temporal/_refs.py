@@ -20,10 +20,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from golem_core import Message, ToolCallPart
-from golem_shell.engines._blobs import BlobStore, Row, is_stashed, stash, unstash
+import attrs
+
+from golem_core import Message, ModelRequest, ToolCallPart
+from golem_shell.engines._blobs import BlobStore, Row, is_stashed, stash, stash_row, unstash
 from golem_shell.engines._records import CALL, MESSAGES, CorruptRecord, decode
-from golem_shell.engines.temporal._common import JSON
+from golem_shell.engines.temporal._common import CONVERTER, JSON
 
 __all__ = ["Batched", "Refs", "read_kept", "read_tool"]
 
@@ -72,6 +74,28 @@ class Refs:
         self.store = store
         self._kept: dict[str, tuple[Any, JSON]] = {}
         self.response: tuple[Message, JSON] | None = None  # the last request's, recorded
+        self._set_up: tuple[ModelRequest, JSON] | None = None  # this run's, stored
+
+    def set_up(self, request: ModelRequest) -> JSON:
+        """A request without its messages and ids (instructions, tool definitions,
+        settings, the output schema), by reference: a blob the same at every step of a
+        run and in every run of the agent (its ids go beside it: ``requestIds``), so an
+        activity's input is bounded by what a step adds, not by the size of the agent's
+        tools (ADR 0125), and an activity reads and structures it once per worker.
+        Stored at a run's first step (held by its conversation), unstructured once per
+        worker while it stays the same."""
+        bare = attrs.evolve(request, messages=(), run_id=None, conversation_id=None)
+        known = self._set_up
+        if known is not None and known[0] == bare:
+            return known[1]
+        made = _MADE.get("set-up")  # the last this worker made, any run's
+        if made is None or made[0] != bare:
+            unstructured = CONVERTER.unstructure(bare)
+            del unstructured["messages"]
+            made = _MADE["set-up"] = (bare, *stash_row(unstructured))
+        self.store.put([made[2]])  # written again: this run's conversation holds it
+        self._set_up = (bare, made[1])
+        return made[1]
 
     def kept(self, name: str, value: Any, unstructure: Callable[[Any], JSON] = lambda v: v) -> JSON:
         """A reference to ``value`` (unstructured), stored once while the run's ``name``
@@ -111,6 +135,7 @@ class Refs:
         return {"call": stash(self.store, CALL[0](call)), **kept}
 
 
+_MADE: dict[str, tuple[ModelRequest, JSON, Row]] = {}  # the last set-up made, its ref and row
 _KEPT: OrderedDict[str, JSON] = OrderedDict()  # values read back by key (one content each)
 _CACHED = 32
 

@@ -20,7 +20,7 @@ import attrs
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from golem_core import CompactionRecord, Message, ModelRequest, ToolCallPart, failed_outcome
+from golem_core import CompactionRecord, Message, ToolCallPart, failed_outcome
 from golem_core.loop import (
     Answered,
     CompactHistory,
@@ -81,7 +81,6 @@ from golem_shell.engines._toolsets import TOOLSETS_STEP, Listed, Recorder, listi
 from golem_shell.engines.temporal._common import (
     ANSWER_UPDATE,
     BROKEN,
-    CONVERTER,
     JSON,
     STEER_SIGNAL,
     WAITING_QUERY,
@@ -114,7 +113,8 @@ class GolemRun:
     async def run(self, agent: str, run: JSON) -> JSON:
         durable = registered(agent)
         self.agent = agent
-        if "input" in run:  # the ids and handshake inline, the rest by reference
+        checked = "input" in run  # the ids and handshake inline, the rest by reference
+        if checked:
             foreign = foreign_store("TemporalAgent", run, durable.blobs)
             if foreign is not None:  # the input cannot be read here: fail, readably
                 return encode(unreadable(durable.name, run, foreign))
@@ -124,7 +124,7 @@ class GolemRun:
         self.steered[:0] = run.get("steered", ())
         hold_in_task(run["conversationId"])  # what it stores, its conversation holds
         try:
-            result = await run_workflow(durable, run, self)
+            result = await run_workflow(durable, run, self, checked)
         except CorruptRecord as e:  # a workflow task failure would be retried without end
             close_run_sync(durable.event_log, run["runId"])
             raise ApplicationError(str(e), type=BROKEN, non_retryable=True) from e
@@ -185,12 +185,14 @@ class GolemRun:
             raise ApplicationError(str(rejected), list(rejected.call_ids), type="Rejected")
 
 
-async def run_workflow(durable: Engine, run_input: JSON, run_: GolemRun) -> JSON:
-    """The body of the run ``run_input`` of ``durable`` (deterministic: it replays). Its
-    spec is built once, from the run's recorded keywords; the activities build theirs
-    from the same record, which their payloads carry."""
+async def run_workflow(
+    durable: Engine, run_input: JSON, run_: GolemRun, checked: bool = False
+) -> JSON:
+    """The body of the run ``run_input`` of ``durable`` (deterministic: it replays; its
+    handshake ``checked`` already). Its spec is built once, from the run's recorded
+    keywords; the activities build theirs from the same record, which their payloads carry."""
     store = durable.blobs
-    foreign = foreign_store("TemporalAgent", run_input, store)
+    foreign = None if checked else foreign_store("TemporalAgent", run_input, store)
     if foreign is not None:  # before anything: a client and a worker of other stores
         return encode(unreadable(durable.name, run_input, foreign))  # inline: no content
     try:
@@ -406,8 +408,6 @@ class _TemporalEffects:
         self.cause: BaseException | None = None
         self.listed = Listed()  # the run's toolsets' tools, as recorded at its start
         self.streaming = durable.event_log is not None  # its deltas go to the event log
-        # (a request's set-up, without its messages; its reference)
-        self._request: tuple[ModelRequest, JSON] | None = None
         # a request's and a tool call's payload: inline, what it stores in one write
         self.pending = Batched(durable.blobs)
         self.refs = Refs(self.pending)
@@ -437,17 +437,6 @@ class _TemporalEffects:
         ids = (state.config.run_id, state.config.conversation_id)
         return {"history": self.chain.head, **(self.refs.added(added, ids) if added else {})}
 
-    def _set_up(self, request: ModelRequest) -> JSON:
-        """A request without its messages (instructions, tool definitions, settings, the
-        output schema), by reference: stored once as a blob, since it is the same at
-        every step of a run, so an activity's input is bounded by what a step adds, not
-        by the size of the agent's tools (ADR 0125). Unstructured only when it changed."""
-        if self._request is None or self._request[0] != request:
-            unstructured = CONVERTER.unstructure(request)
-            del unstructured["messages"]
-            self._request = (request, stash(self.pending, unstructured, limit=0))
-        return self._request[1]
-
     async def request(self, command: RequestModel, state: RunState) -> ModelResponded | ModelFailed:
         if self.journal.due():
             await self.journal.continue_as_new()
@@ -460,7 +449,8 @@ class _TemporalEffects:
             return payload_of(
                 self.durable,
                 self._ids(state),
-                request=self._set_up(attrs.evolve(command.request, messages=())),
+                request=self.refs.set_up(command.request),  # the agent's, by reference
+                requestIds=[command.request.run_id, command.request.conversation_id],
                 history=self._head(state),
                 requests=state.requests,
             )
