@@ -16,6 +16,7 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -151,41 +152,64 @@ def _frames(db: Path, key: str, *, timeout: float = 60) -> tuple[StreamRecord, l
     return asyncio.run(read())
 
 
+def _dying_and_other(tmp_path: Path, crash: str) -> tuple[Path, ExampleProcess, ExampleProcess]:
+    """Process ``a`` serving (dying at ``crash``), ``b`` on the same store, not started."""
+    db = tmp_path / "chat.db"
+    a = ExampleProcess(db, free_port(), "a", delay=0.01, crash=crash).start()
+    return db, a, ExampleProcess(db, free_port(), "b", delay=0.01)
+
+
+def _user(process: ExampleProcess) -> tuple[httpx.Client, str]:
+    """A client holding the uid cookie ``process`` set, and the uid."""
+    client = httpx.Client(timeout=60)
+    client.get(process.url + "/")
+    return client, client.cookies["uid"]
+
+
+def _recovered(
+    db: Path, a: ExampleProcess, b: ExampleProcess, key: str
+) -> tuple[StreamRecord, list[dict[str, Any]], str]:
+    """Start ``a`` (its crash point off) and ``b`` at once, both recovering the open stream
+    of ``key``; the stream once ended: its record, its chunks, the text it said. It must
+    end done, with one ``start`` and one ``finish``, and ``[DONE]``."""
+    a.crash = None
+    a.start(wait=False), b.start(wait=False)  # both recover the open stream at once
+    a.wait(), b.wait()
+    record, frames = _frames(db, key)
+    assert record.state == "done"
+    chunks = [json.loads(d) for d in frames[:-1]]
+    assert frames[-1] == "[DONE]" and chunks[-1]["type"] == "finish"
+    assert [c["type"] for c in chunks].count("start") == 1
+    assert [c["type"] for c in chunks].count("finish") == 1
+    return record, chunks, "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+
+
+def _stored(db: Path, uid: str, cid: str) -> tuple[Message, ...]:
+    store = SQLiteHistoryStore(db)
+    try:
+        return store.load_sync(uid, cid)
+    finally:
+        store.close()
+
+
 def test_a_durable_turn_whose_workflow_never_started_is_started_once_by_recovery(
     tmp_path: Path,
 ) -> None:
     """The process dies after storing the prompt and opening the stream, before starting
     the workflow (issue 50): both processes, starting, recover the turn; it runs once
     under its run id and the stream ends with its answer."""
-    db = tmp_path / "chat.db"
-    a = ExampleProcess(db, free_port(), "a", delay=0.01, crash="durable-start").start()
-    b = ExampleProcess(db, free_port(), "b", delay=0.01)
+    db, a, b = _dying_and_other(tmp_path, "durable-start")
     try:
-        client = httpx.Client(timeout=60)
-        client.get(a.url + "/")
-        uid = client.cookies["uid"]
+        client, uid = _user(a)
         with pytest.raises(httpx.HTTPError):  # the process died before it answered
             client.post(a.url + "/api/chat", json=_prompt("lost", "hello there"))
         assert a.process.wait(30) == -signal.SIGKILL
 
-        a.crash = None
-        a.start(wait=False), b.start(wait=False)  # both recover the open stream at once
-        a.wait(), b.wait()
-        record, frames = _frames(db, f"{uid}/lost/main")
-        assert record.state == "done"
-        chunks = [json.loads(d) for d in frames[:-1]]
-        assert frames[-1] == "[DONE]" and chunks[-1]["type"] == "finish"
-        assert [c["type"] for c in chunks].count("start") == 1
-        assert [c["type"] for c in chunks].count("finish") == 1
-        said = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+        record, _, said = _recovered(db, a, b, f"{uid}/lost/main")
         assert said.startswith("You said: hello there")
         assert client.get(b.url + "/api/chat/lost/stream").status_code == 204
 
-        store = SQLiteHistoryStore(db)
-        try:
-            stored = store.load_sync(uid, "lost")
-        finally:
-            store.close()
+        stored = _stored(db, uid, "lost")
         assert [m.role.value for m in stored] == ["user", "assistant"]  # answered once
         assert stored[-1].text == said and stored[-1].run_id == record.run_id
     finally:
@@ -201,13 +225,9 @@ def test_approvals_taken_by_a_process_that_died_before_sending_them_still_reach_
     (issue 50, found by the soak on Temporal: the stream stayed open with no frame, the
     run paused for ever, the transfer never made). Recovery sends the approval again from
     the stream's record: the transfer is made once, the stream ends with the answer."""
-    db = tmp_path / "chat.db"
-    a = ExampleProcess(db, free_port(), "a", delay=0.01, crash="durable-answer").start()
-    b = ExampleProcess(db, free_port(), "b", delay=0.01)
+    db, a, b = _dying_and_other(tmp_path, "durable-answer")
     try:
-        client = httpx.Client(timeout=60)
-        client.get(a.url + "/")
-        uid = client.cookies["uid"]
+        client, uid = _user(a)
         with client.stream("POST", a.url + "/api/chat", json=_prompt("pay", "pay bob 7")) as r:
             assert r.status_code == 200
             asked = [json.loads(d) for _, d in _events(r) if d != "[DONE]"]
@@ -228,22 +248,10 @@ def test_approvals_taken_by_a_process_that_died_before_sending_them_still_reach_
             client.post(a.url + "/api/chat", json=body)
         assert a.process.wait(30) == -signal.SIGKILL
 
-        a.crash = None
-        a.start(wait=False), b.start(wait=False)  # both recover the answering stream
-        a.wait(), b.wait()
-        record, frames = _frames(db, f"{uid}/pay/main")
-        assert record.state == "done"
-        chunks = [json.loads(d) for d in frames[:-1]]
-        assert frames[-1] == "[DONE]" and chunks[-1]["type"] == "finish"
-        assert [c["type"] for c in chunks].count("start") == 1
-        said = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+        _, _, said = _recovered(db, a, b, f"{uid}/pay/main")  # the answering stream
         assert said == "The send_money tool says: sent 7 cents to bob."
 
-        store = SQLiteHistoryStore(db)
-        try:
-            stored = store.load_sync(uid, "pay")
-        finally:
-            store.close()
+        stored = _stored(db, uid, "pay")
         assert [m.role.value for m in stored] == ["user", "assistant", "tool", "assistant"]
         assert stored[2].text == "sent 7 cents to bob"  # the transfer, made once
         assert stored[-1].text == said
