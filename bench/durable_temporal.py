@@ -18,6 +18,12 @@ over the rounds; the ratio golem / pydantic-ai is the ratio of those medians (ea
 round's own ratio beside it). Target: golem's CPU overhead per step at most 0.8x
 pydantic-ai's.
 
+Two more runs in the same rounds say where the overhead sits: bare Temporal (a workflow
+of as many no-op activities as golem's run records, payloads of golem's size: the SDK's
+and the server's cost of a step, which no library on Temporal avoids) and golem with its
+blobs in this process's memory (``MemoryBlobs``: golem's workflow and activities without
+a durable blob store).
+
 Then one more round of golem's durable runs, instrumented (``breakdown``): timers wrap
 the engine's serialization (golem's JSON of payloads, records and blob nodes, the
 converter's structuring, Temporal's JSON payload converter), blob hashing, blob reads
@@ -55,6 +61,8 @@ __all__ = ["main", "render"]
 PAI_NAME = "bench_temporal_pai"
 GOLEM_NAME = "bench-temporal-golem"
 TARGET = 0.8
+FLOOR_STEPS = 5
+"""The bare Temporal workflow's activities: as many as golem's run records."""
 """golem's CPU overhead per step over pydantic-ai's, at most (issue 46 item 7)."""
 
 
@@ -86,6 +94,7 @@ def _pai_agent() -> Any:
 
 
 _PaiRun: Any = None
+_Floor: Any = None
 try:
     from temporalio import workflow as _workflow
 except ImportError:  # Temporal is optional
@@ -107,6 +116,34 @@ if _workflow is not None:
             return str(result.output)
 
     _PaiRun = _PaiRunWorkflow
+
+    from datetime import timedelta
+
+    from temporalio import activity as _activity
+
+    @_activity.defn(name="bench.noop")
+    async def _noop(payload: dict[str, Any]) -> dict[str, Any]:
+        """Nothing: what a step costs Temporal alone (a reference-sized result)."""
+        return {"type": "golemBlob", "key": "0" * 64, "size": len(payload)}
+
+    @_workflow.defn(name="BenchTemporalFloor", sandboxed=False)
+    class _FloorWorkflow:
+        """Bare Temporal: the activities golem's run records (five), each a no-op
+        taking and returning payloads of the size golem's carry (ids and references)."""
+
+        @_workflow.run
+        async def run(self, steps: int) -> dict[str, Any]:
+            for n in range(steps):
+                payload = {"agent": GOLEM_NAME, "runId": "r" * 32, "history": "h" * 64, "n": n}
+                await _workflow.execute_activity(
+                    _noop,
+                    payload,
+                    start_to_close_timeout=timedelta(minutes=5),
+                    heartbeat_timeout=timedelta(seconds=30),
+                )
+            return {"type": "golemBlob", "key": "1" * 64, "size": steps}
+
+    _Floor = _FloorWorkflow
 
 
 # -- the breakdown: timers the child patches into golem's engine ----------------------------
@@ -250,12 +287,21 @@ async def _measure(address: str, runs: int, rounds: int, where: str) -> dict[str
     from temporalio.worker import Worker
 
     from bench.durable_children import make_agent
-    from golem_shell.engines._blobs import SQLiteBlobs
+    from golem_shell.engines._blobs import MemoryBlobs, SQLiteBlobs
     from golem_shell.temporal import TemporalAgent as GolemTemporalAgent
 
     store = SQLiteBlobs(Path(where) / "blobs.sqlite")
     golem_plain = make_agent()
     golem = GolemTemporalAgent(golem_plain, name=GOLEM_NAME, task_queue="golem", blobs=store)
+    # the same agent with its blobs in this process's memory: what no durable store costs
+    golem_memory = GolemTemporalAgent(
+        golem_plain, name=f"{GOLEM_NAME}-memory", task_queue="golem-memory", blobs=MemoryBlobs()
+    )
+    # and in a SQLite file flushed at checkpoints only (``synchronous="normal"``)
+    normal = SQLiteBlobs(Path(where) / "blobs-normal.sqlite", synchronous="normal")
+    golem_normal = GolemTemporalAgent(
+        golem_plain, name=f"{GOLEM_NAME}-normal", task_queue="golem-normal", blobs=normal
+    )
     pai_plain = _pai_agent()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # deprecated for TemporalDurability in 2.x
@@ -266,12 +312,28 @@ async def _measure(address: str, runs: int, rounds: int, where: str) -> dict[str
     pai_worker = Worker(
         pai_client, task_queue="pai", workflows=[_PaiRun], plugins=[AgentPlugin(pai)]
     )
+    floor_worker = Worker(golem_client, task_queue="floor", workflows=[_Floor], activities=[_noop])
     running = asyncio.create_task(pai_worker.run())  # never shut down: the child os._exits
+    floor_running = asyncio.create_task(floor_worker.run())
     counter = iter(range(10**9))
     prefix = f"{time.time_ns()}-"  # run ids never started before on this server
 
     async def golem_durable() -> str:
         return str((await golem.run(golem_client, "go", run_id=f"{prefix}g{next(counter)}")).output)
+
+    async def golem_memory_durable() -> str:
+        run_id = f"{prefix}m{next(counter)}"
+        return str((await golem_memory.run(golem_client, "go", run_id=run_id)).output)
+
+    async def golem_normal_durable() -> str:
+        run_id = f"{prefix}n{next(counter)}"
+        return str((await golem_normal.run(golem_client, "go", run_id=run_id)).output)
+
+    async def floor() -> str:
+        await golem_client.execute_workflow(
+            _Floor.run, FLOOR_STEPS, id=f"{prefix}f{next(counter)}", task_queue="floor"
+        )
+        return "finished: step 2 done"
 
     async def pai_durable() -> str:
         return str(
@@ -291,8 +353,15 @@ async def _measure(address: str, runs: int, rounds: int, where: str) -> dict[str
         "golem_durable": golem_durable,
         "pydantic_ai_plain": pai_direct,
         "pydantic_ai_durable": pai_durable,
+        "golem_memory_durable": golem_memory_durable,
+        "golem_normal_durable": golem_normal_durable,
+        "temporal_floor": floor,
     }
-    async with golem.worker(golem_client):
+    async with (
+        golem.worker(golem_client),
+        golem_memory.worker(golem_client),
+        golem_normal.worker(golem_client),
+    ):
         for _ in range(5):  # warm-up: imports, connections, caches
             for op in ops.values():
                 assert (await op()) == "finished: step 2 done"
@@ -304,6 +373,9 @@ async def _measure(address: str, runs: int, rounds: int, where: str) -> dict[str
         steps = {
             "golem": await _activities(golem_client, f"{prefix}g0"),
             "pydantic_ai": await _activities(pai_client, f"{prefix}p1"),
+            "golem_memory": await _activities(golem_client, f"{prefix}m2"),
+            "golem_normal": await _activities(golem_client, f"{prefix}n3"),
+            "temporal_floor": await _activities(golem_client, f"{prefix}f4"),
         }
         cpu: dict[str, list[float]] = {k: [] for k in ops}
         wall: dict[str, list[float]] = {k: [] for k in ops}
@@ -322,7 +394,8 @@ async def _measure(address: str, runs: int, rounds: int, where: str) -> dict[str
             instrumented = (time.process_time() - start) / runs * 1000
             after = _thread_cpu()
             threads = {k: (after[k] - threads[k]) / runs * 1000 for k in after}
-    assert not running.done() or running.exception() is None
+    for task in (running, floor_running):
+        assert not task.done() or task.exception() is None
     return _figures(cpu, wall, steps, rounds, runs, timers, instrumented, threads)
 
 
@@ -345,6 +418,19 @@ def _figures(
             ]
             for lib in ("golem", "pydantic_ai")
         }
+        # golem with its blobs in memory (its plain run subtracted, as golem's) and bare
+        # Temporal (no plain run: all of it is durability's cost)
+        per_round["golem_memory"] = [
+            (d - p) / steps["golem_memory"]
+            for p, d in zip(samples["golem_plain"], samples["golem_memory_durable"], strict=True)
+        ]
+        per_round["golem_normal"] = [
+            (d - p) / steps["golem_normal"]
+            for p, d in zip(samples["golem_plain"], samples["golem_normal_durable"], strict=True)
+        ]
+        per_round["temporal_floor"] = [
+            d / steps["temporal_floor"] for d in samples["temporal_floor"]
+        ]
         med = {k: statistics.median(v) for k, v in samples.items()}
         step = {lib: statistics.median(v) for lib, v in per_round.items()}
         out[clock] = {
@@ -356,6 +442,12 @@ def _figures(
                 round(g / p, 3)
                 for g, p in zip(per_round["golem"], per_round["pydantic_ai"], strict=True)
             ],
+            "golem_memory_step_ms": round(step["golem_memory"], 3),
+            "temporal_floor_step_ms": round(step["temporal_floor"], 3),
+            "golem_normal_step_ms": round(step["golem_normal"], 3),
+            "memory_ratio": round(step["golem_memory"] / step["pydantic_ai"], 3),
+            "normal_ratio": round(step["golem_normal"] / step["pydantic_ai"], 3),
+            "floor_ratio": round(step["temporal_floor"] / step["pydantic_ai"], 3),
         }
     n = steps["golem"]
     plain = out["cpu"]["golem_plain_ms"]
@@ -441,6 +533,7 @@ def render(data: dict[str, Any]) -> str:
         f" {ratio:.2f}x (the ratio of the medians), {verdict}; the median of the rounds'"
         f" own ratios is {statistics.median(r['cpu']['round_ratios']):.2f}x.",
         "",
+        *_floor_lines(r),
         "Where a golem step's CPU time goes (one more round of golem's durable runs,"
         " instrumented: the exclusive CPU time of each kind of work, by the thread's clock,"
         " and its wall time (a blob write waits for the disk's flush), per step; the"
@@ -465,6 +558,61 @@ def render(data: dict[str, Any]) -> str:
         f" | {b['other_ms']:.3f} | - | - |"
     )
     return "\n".join(lines) + "\n"
+
+
+def _floor_lines(r: dict[str, Any]) -> list[str]:
+    """Where the overhead sits: bare Temporal's cost of the same activities, golem
+    without a durable blob store, golem, pydantic-ai (the same rounds)."""
+    cpu, wall = r["cpu"], r["wall"]
+    if "temporal_floor_step_ms" not in cpu:
+        return []
+    floor, memory = cpu["temporal_floor_step_ms"], cpu["golem_memory_step_ms"]
+    golem, pai = cpu["golem_step_ms"], cpu["pydantic_ai_step_ms"]
+    rows = (
+        (
+            f"bare Temporal: a workflow of {r['steps']['temporal_floor']} no-op activities,"
+            " payloads of golem's size (ids and references)",
+            "temporal_floor_step_ms",
+            cpu["floor_ratio"],
+        ),
+        (
+            "golem, its blobs in this process's memory (`MemoryBlobs`: no durable store)",
+            "golem_memory_step_ms",
+            cpu["memory_ratio"],
+        ),
+        (
+            "golem, its blobs in a `SQLiteBlobs` file flushed at checkpoints only"
+            ' (`synchronous="normal"`: no flush per write)',
+            "golem_normal_step_ms",
+            cpu["normal_ratio"],
+        ),
+        (
+            "golem, its blobs in a `SQLiteBlobs` file (as above: the default, a flush per write)",
+            "golem_step_ms",
+            cpu["ratio"],
+        ),
+        ("pydantic-ai (as above)", "pydantic_ai_step_ms", 1.0),
+    )
+    lines = [
+        "Where the overhead sits (the same rounds; per step, medians over the rounds):",
+        "",
+        "| run | CPU ms/step | wall ms/step | CPU / pydantic-ai |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, key, ratio in rows:
+        lines.append(f"| {name} | {cpu[key]:.2f} | {wall[key]:.2f} | {ratio:.2f} |")
+    needed = TARGET * pai
+    lines += [
+        "",
+        f"Above bare Temporal, a step of golem costs {golem - floor:.2f} ms of CPU"
+        f" ({memory - floor:.2f} ms with no durable blob store), one of pydantic-ai"
+        f" {pai - floor:.2f} ms. At {TARGET}x pydantic-ai a golem step would cost"
+        f" {needed:.2f} ms: {needed - floor:.2f} ms above bare Temporal for golem's"
+        " workflow, activities and blob store together. The default's flush per write,"
+        f" against `normal`: {golem - cpu['golem_normal_step_ms']:+.2f} ms a step.",
+        "",
+    ]
+    return lines
 
 
 def _versions() -> dict[str, str]:

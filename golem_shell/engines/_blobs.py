@@ -59,11 +59,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeAlias, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
 from attrs import frozen
 
 from golem_core import Message, decode_message_or_raise, encode_message
+from golem_shell._errors import UsageError
 from golem_shell.engines._records import CorruptRecord
 
 __all__ = [
@@ -344,15 +345,36 @@ def _release_sqlite(
     return tuple(removed)
 
 
+_SYNCHRONOUS = ("full", "normal")
+
+
 class SQLiteBlobs:
     """Blobs in a SQLite file (table ``golem_blobs``, WAL): every process of one host
-    that opens the same path shares them. Safe across threads."""
+    that opens the same path shares them. Safe across threads.
 
-    def __init__(self, path: str | Path) -> None:
+    ``synchronous`` is SQLite's flush after each write: ``"full"`` (the default) flushes
+    the file to the disk before a write returns, so a blob a run's engine names (in
+    Temporal's history, in a DBOS step) outlives a power loss or an operating system
+    crash; ``"normal"`` flushes only at checkpoints: a write costs about half the CPU
+    (``bench/durable_temporal.py``), a killed process still loses nothing, but after a
+    power loss the writes since the last checkpoint may be gone, and a run that needs
+    one of them fails with ``RunError(stage="history")`` (docs/durable.md)."""
+
+    def __init__(
+        self, path: str | Path, *, synchronous: Literal["full", "normal"] = "full"
+    ) -> None:
+        if synchronous not in _SYNCHRONOUS:
+            raise UsageError(
+                f"SQLiteBlobs(synchronous={synchronous!r}): expected one of"
+                f" {', '.join(map(repr, _SYNCHRONOUS))}"
+            )
         self.path = str(path)
+        self.synchronous: Literal["full", "normal"] = synchronous
         self._lock = threading.Lock()
         self._recent = _Recent()  # what it wrote or read lately, served without a query
         self._db = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)
+        # per connection, not stored in the file: set before any write
+        self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
         with self._lock, self._db:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA secure_delete=ON")  # an erased blob's bytes are zeroed
@@ -364,7 +386,9 @@ class SQLiteBlobs:
                 self._db.execute(ddl)
 
     def __repr__(self) -> str:
-        return f"SQLiteBlobs({self.path!r})"
+        if self.synchronous == "full":
+            return f"SQLiteBlobs({self.path!r})"
+        return f"SQLiteBlobs({self.path!r}, synchronous={self.synchronous!r})"
 
     def put(self, rows: Sequence[Row]) -> None:
         owner = _OWNER.get()
