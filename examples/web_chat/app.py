@@ -287,6 +287,18 @@ def _same(client: object, stored: dict[str, Any]) -> bool:
     )
 
 
+def _newest(
+    message: dict[str, Any],
+) -> tuple[object, tuple[Message, ...], dict[str, DeferredAnswer]]:
+    """The newest message of a client's request (``chat``'s, or the one an answering
+    stream recorded), read from its role and parts only (the store holds the rest; a
+    client's ``metadata`` is never read as golem messages): its role, what it says, and
+    the approvals it answers with."""
+    role = message.get("role")
+    read, answers = ui_messages_to_history([{"role": role, "parts": message.get("parts", [])}])
+    return role, read, answers
+
+
 def _fit(prior: Sequence[Any], newest: Any, history: Sequence[Message]) -> int | None:
     """Where the newest message goes in ``history`` if the client's ``prior`` messages
     are its own (``None`` if they are not): the index of the rendered message it
@@ -635,21 +647,19 @@ class ChatServer:
             raise Refused(f"messages[{len(messages) - 1}]: expected an object")
         if last.get("role") == "system":
             raise Refused("a client may not send a system message: instructions are the server's")
-        # the newest message only, read from its parts: the store holds the rest
-        newest = {"role": last.get("role"), "parts": last.get("parts", [])}
-        read, answers = ui_messages_to_history([newest])
+        role, read, answers = _newest(last)
         if isinstance(cid, str) and cid:  # what a dead turn acknowledged is stored first
             names = [requested or MAIN]
             if requested is None:
                 names += [b.name for b in await self.store.branches(uid, cid) if b.name != MAIN]
             await self._dead_turns(uid, cid, names)
-        if self.durable is not None and newest["role"] == "assistant":
+        if self.durable is not None and role == "assistant":
             waiting = await self._paused(uid, cid, requested or MAIN, last)
             if waiting is not None:
                 return await self._answer_durable(
                     uid, cid, requested or MAIN, messages, *waiting, answers
                 )
-        if newest["role"] == "user":
+        if role == "user":
             steered = await self.steer(uid, cid, requested, messages, read)
             if steered is not None:
                 return steered
@@ -657,7 +667,7 @@ class ChatServer:
         assert isinstance(cid, str)
         if await self.runs.running(f"{uid}/{cid}/{branch}") is not None:
             raise Refused("a run of this conversation is in flight: resume its stream", 409)
-        if newest["role"] == "assistant":
+        if role == "assistant":
             return await self._answer(uid, cid, branch, history, answers)
         return await self._prompt(uid, cid, branch, history, read, position)
 
@@ -1096,8 +1106,7 @@ class ChatServer:
         waiting = await self.durable.waiting(run.run_id)
         if not waiting or waiting.pause != run.info["after_pause"]:
             return  # they arrived: the run went on
-        newest = {"role": message.get("role"), "parts": message.get("parts", [])}
-        _, answers = ui_messages_to_history([newest])
+        _, _, answers = _newest(message)
         try:
             await self.durable.answer(run.run_id, answers, pause=waiting)
         except DeferredResultsError:
