@@ -1284,8 +1284,8 @@ class ChatServer:
         )
         try:
             await self.durable.answer(paused.run_id, answers, pause=waiting)
-        except _BUGS:  # the answers do not fit the pause (nothing was applied): say so
-            await self.runs.end(run.stream, "abandoned")
+        except _BUGS:  # the answers do not fit the pause (nothing was applied): say so;
+            await self._still_paused(run, paused)  # and the run stays answerable
             raise
         except Exception as e:  # the engine or the database did not answer: the finisher
             _log.warning("answering run %r failed (%r): finishing sends it", run.run_id, e)
@@ -1293,6 +1293,27 @@ class ChatServer:
         else:
             self.runs.spawn(self.finish(run, answered=True))
         return self._follow(run, 0)
+
+    async def _still_paused(self, run: StoredRun, paused: StoredRun) -> None:
+        """After the run refused the answers ``run``'s stream was opened with (nothing was
+        applied, the run still waits), end that stream and put the pause back as the
+        newest stream of its key: a copy of ``paused`` (its run, its info, its frames),
+        ended ``paused``, which the next answer finds (``_paused``) and a reload shows
+        (``conversation``). Without it the newest stream was the abandoned answering
+        one: the paused run could never be answered again."""
+        await self.runs.end(run.stream, "abandoned")
+        frames: list[tuple[int, str]] = []
+        while batch := (await self.runs.log.read(paused.stream, len(frames)))[0]:
+            frames += batch
+        again = await self.runs.open(
+            paused.key,
+            run_id=paused.run_id,
+            info=paused.info,
+            owner=paused.info["uid"],
+            conversation_id=paused.info["cid"],
+        )
+        kept = [(f"paused:{n}", data) for n, data in frames]
+        await self.runs.write(again.stream, kept, end="paused")
 
     # -- AG-UI, stateless --------------------------------------------------------------------
 
