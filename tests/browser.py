@@ -198,31 +198,37 @@ async def start_browser(profile: Path, *, width: int = 1100, height: int = 760) 
         f"--window-size={width},{height}",
         "about:blank",
     ]
+    # its stderr goes to a file, not a pipe: nothing to drain while it runs, and no pipe
+    # left open for the garbage collector to warn about once it is closed
+    log = profile.with_name(profile.name + "-stderr.log")
+    log.parent.mkdir(parents=True, exist_ok=True)
     try:
-        process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        with log.open("wb") as err:
+            process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err)
     except OSError as e:
         raise BrowserUnavailable(f"{binary} could not start: {e}") from None
-    assert process.stderr is not None
-    seen: list[str] = []
 
-    def endpoint() -> str | None:
-        assert process.stderr is not None
-        for raw in process.stderr:
-            line = raw.decode(errors="replace")
-            seen.append(line)
-            found = re.search(r"DevTools listening on (ws://\S+)", line)
+    async def endpoint() -> str | None:
+        while True:
+            ended = process.poll() is not None
+            said = log.read_text(errors="replace")
+            found = re.search(r"DevTools listening on (ws://\S+)", said)
             if found:
                 return found.group(1)
-        return None
+            if ended:
+                return None
+            await asyncio.sleep(0.05)
 
-    url = await asyncio.wait_for(asyncio.to_thread(endpoint), 60)
+    try:
+        url = await asyncio.wait_for(endpoint(), 60)
+    except TimeoutError:
+        url = None
     if url is None:
         process.kill()
+        process.wait()
         raise BrowserUnavailable(
-            f"{binary} exited without a DevTools endpoint: {''.join(seen)[-2000:]}"
+            f"{binary} opened no DevTools endpoint: {log.read_text(errors='replace')[-2000:]}"
         )
-    # keep draining stderr so the browser never blocks on a full pipe
-    asyncio.get_running_loop().run_in_executor(None, _drain, process)
     ws = await connect(url, max_size=None, open_timeout=30)
     return Browser(process, ws)
 
@@ -261,9 +267,3 @@ async def send(page: Page, text: str) -> None:
     """Wait until the web chat page is idle, then type ``text`` and submit it."""
     await page.wait_for("document.querySelector('#status').textContent === 'idle'")
     await page.evaluate(compose(text))
-
-
-def _drain(process: subprocess.Popen[bytes]) -> None:
-    assert process.stderr is not None
-    for _ in process.stderr:
-        pass

@@ -89,6 +89,8 @@ def http_url() -> Iterator[str]:
         except subprocess.TimeoutExpired:  # pragma: no cover
             proc.kill()
             proc.wait(timeout=10)
+        if proc.stdout is not None:  # else the garbage collector warns of it in a later test
+            proc.stdout.close()
 
 
 def call(name: str, arguments: dict[str, Any], call_id: str) -> Message:

@@ -217,6 +217,35 @@ def test_a_durable_turn_whose_workflow_never_started_is_started_once_by_recovery
             p.stop()
 
 
+def _paused_payment(client: httpx.Client, process: ExampleProcess) -> dict[str, Any]:
+    """Ask ``process`` to "pay bob 7" in conversation ``pay``: the durable turn pauses for
+    the approval (a reload shows its request once); the body that approves it."""
+    with client.stream("POST", process.url + "/api/chat", json=_prompt("pay", "pay bob 7")) as r:
+        assert r.status_code == 200
+        asked = [json.loads(d) for _, d in _events(r) if d != "[DONE]"]
+    started = next(c for c in asked if c["type"] == "start")
+    ask = next(c for c in asked if c["type"] == "tool-approval-request")
+    view = client.get(process.url + "/api/conversations/pay").json()
+    assert [c["type"] for c in view["paused"]].count("tool-approval-request") == 1
+    part = {
+        "type": "tool-send_money",
+        "toolCallId": ask["toolCallId"],
+        "state": "approval-responded",
+        "input": {"to": "bob", "cents": 7},
+        "approval": {"id": ask["approvalId"], "approved": True},
+    }
+    approval = {"id": started["messageId"], "role": "assistant", "parts": [part]}
+    return {"id": "pay", "branch": "main", "messages": [*view["messages"], approval]}
+
+
+def _paid_once(db: Path, uid: str, said: str) -> None:
+    """The conversation ``pay`` holds the transfer made once, then the answer ``said``."""
+    stored = _stored(db, uid, "pay")
+    assert [m.role.value for m in stored] == ["user", "assistant", "tool", "assistant"]
+    assert stored[2].text == "sent 7 cents to bob"  # the transfer, made once
+    assert stored[-1].text == said
+
+
 def test_approvals_taken_by_a_process_that_died_before_sending_them_still_reach_the_run(
     tmp_path: Path,
 ) -> None:
@@ -228,36 +257,51 @@ def test_approvals_taken_by_a_process_that_died_before_sending_them_still_reach_
     db, a, b = _dying_and_other(tmp_path, "durable-answer")
     try:
         client, uid = _user(a)
-        with client.stream("POST", a.url + "/api/chat", json=_prompt("pay", "pay bob 7")) as r:
-            assert r.status_code == 200
-            asked = [json.loads(d) for _, d in _events(r) if d != "[DONE]"]
-        started = next(c for c in asked if c["type"] == "start")
-        ask = next(c for c in asked if c["type"] == "tool-approval-request")
-        view = client.get(a.url + "/api/conversations/pay").json()
-        assert [c["type"] for c in view["paused"]].count("tool-approval-request") == 1
-        part = {
-            "type": "tool-send_money",
-            "toolCallId": ask["toolCallId"],
-            "state": "approval-responded",
-            "input": {"to": "bob", "cents": 7},
-            "approval": {"id": ask["approvalId"], "approved": True},
-        }
-        approval = {"id": started["messageId"], "role": "assistant", "parts": [part]}
-        body = {"id": "pay", "branch": "main", "messages": [*view["messages"], approval]}
+        body = _paused_payment(client, a)
         with pytest.raises(httpx.HTTPError):  # the process died while sending the approval
             client.post(a.url + "/api/chat", json=body)
         assert a.process.wait(30) == -signal.SIGKILL
 
         _, _, said = _recovered(db, a, b, f"{uid}/pay/main")  # the answering stream
         assert said == "The send_money tool says: sent 7 cents to bob."
-
-        stored = _stored(db, uid, "pay")
-        assert [m.role.value for m in stored] == ["user", "assistant", "tool", "assistant"]
-        assert stored[2].text == "sent 7 cents to bob"  # the transfer, made once
-        assert stored[-1].text == said
+        _paid_once(db, uid, said)
     finally:
         for p in (a, b):
             p.stop()
+
+
+def test_an_answer_the_run_refuses_leaves_the_turn_paused_and_answerable(tmp_path: Path) -> None:
+    """A durable turn pauses for an approval; the run refuses the first answer (it comes
+    bound to a pause that is over, as a stale retry: the ``stale-answer`` hook; nothing is
+    applied). The client is told (400), a reload shows the approval request again, and the
+    next answer is taken: the turn's run (the same run id) goes on, the transfer is made
+    once. (The answering stream of the refused answer used to end abandoned as the newest
+    stream of the conversation: the pause was lost, the next answer found no paused run.)"""
+    db = tmp_path / "chat.db"
+    a = ExampleProcess(db, free_port(), "a", delay=0.01, crash="stale-answer").start()
+    try:
+        client, uid = _user(a)
+        body = _paused_payment(client, a)
+        paused, _ = _frames(db, f"{uid}/pay/main")
+        assert paused.state == "paused"
+
+        refused = client.post(a.url + "/api/chat", json=body)
+        assert refused.status_code == 400, refused.text
+        assert "a repeated or stale answer is not applied" in refused.json()["error"]
+        view = client.get(a.url + "/api/conversations/pay").json()
+        assert [c["type"] for c in view["paused"]].count("tool-approval-request") == 1
+
+        with client.stream("POST", a.url + "/api/chat", json=body) as r:
+            assert r.status_code == 200
+            chunks = [json.loads(d) for _, d in _events(r) if d != "[DONE]"]
+        assert chunks[-1]["type"] == "finish"
+        said = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+        assert said == "The send_money tool says: sent 7 cents to bob."
+        record, _ = _frames(db, f"{uid}/pay/main")
+        assert (record.state, record.run_id) == ("done", paused.run_id)
+        _paid_once(db, uid, said)
+    finally:
+        a.stop()
 
 
 def test_a_stored_plain_turn_whose_process_died_before_finish_resumes_at_once(

@@ -422,6 +422,7 @@ CRASH_POINTS = (
     "flaky-finish",
     "after-steer-202",
     "durable-answer",
+    "stale-answer",
 )
 """Where ``python tests/web_chat_server.py <point> <app args>`` SIGKILLs itself, once:
 ``durable-start``: a durable turn's prompt is stored and its stream open, its workflow
@@ -436,7 +437,10 @@ appends a line to the file ``faults`` beside the store). ``after-steer-202``: a
 steering message is answered 202, and the process dies a moment later, while the turn's
 ``get_weather`` (which takes a minute here) still runs: its run never took the message.
 ``durable-answer``: a paused durable turn's approvals are taken (its answering stream
-open), and the process dies while sending them to the run: they never reach it."""
+open), and the process dies while sending them to the run: they never reach it.
+``stale-answer``: the first answers sent to a paused durable run go bound to the pause
+before the one it is in, as a stale retry would: the run refuses them
+(``DeferredResultsError``, nothing applied); later answers go as sent."""
 
 
 def _crash_at(point: str) -> None:
@@ -549,6 +553,19 @@ def _crash_at(point: str) -> None:
             return response
 
         example.ChatServer.steer = steer_then_die
+    elif point == "stale-answer":
+        from golem_shell.durable import DurableAgent
+
+        answer = DurableAgent.answer
+        sent: list[str] = []
+
+        async def stale_once(self: Any, run_id: str, answers: Any, *, pause: Any = None) -> None:
+            if not sent:
+                sent.append(run_id)
+                pause = getattr(pause, "pause", pause) - 1  # the pause before this one
+            await answer(self, run_id, answers, pause=pause)
+
+        DurableAgent.answer = stale_once  # type: ignore[method-assign]
     else:
         raise SystemExit(f"unknown crash point {point!r}: one of {CRASH_POINTS}")
 

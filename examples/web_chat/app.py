@@ -287,6 +287,18 @@ def _same(client: object, stored: dict[str, Any]) -> bool:
     )
 
 
+def _newest(
+    message: dict[str, Any],
+) -> tuple[object, tuple[Message, ...], dict[str, DeferredAnswer]]:
+    """The newest message of a client's request (``chat``'s, or the one an answering
+    stream recorded), read from its role and parts only (the store holds the rest; a
+    client's ``metadata`` is never read as golem messages): its role, what it says, and
+    the approvals it answers with."""
+    role = message.get("role")
+    read, answers = ui_messages_to_history([{"role": role, "parts": message.get("parts", [])}])
+    return role, read, answers
+
+
 def _fit(prior: Sequence[Any], newest: Any, history: Sequence[Message]) -> int | None:
     """Where the newest message goes in ``history`` if the client's ``prior`` messages
     are its own (``None`` if they are not): the index of the rendered message it
@@ -635,21 +647,19 @@ class ChatServer:
             raise Refused(f"messages[{len(messages) - 1}]: expected an object")
         if last.get("role") == "system":
             raise Refused("a client may not send a system message: instructions are the server's")
-        # the newest message only, read from its parts: the store holds the rest
-        newest = {"role": last.get("role"), "parts": last.get("parts", [])}
-        read, answers = ui_messages_to_history([newest])
+        role, read, answers = _newest(last)
         if isinstance(cid, str) and cid:  # what a dead turn acknowledged is stored first
             names = [requested or MAIN]
             if requested is None:
                 names += [b.name for b in await self.store.branches(uid, cid) if b.name != MAIN]
             await self._dead_turns(uid, cid, names)
-        if self.durable is not None and newest["role"] == "assistant":
+        if self.durable is not None and role == "assistant":
             waiting = await self._paused(uid, cid, requested or MAIN, last)
             if waiting is not None:
                 return await self._answer_durable(
                     uid, cid, requested or MAIN, messages, *waiting, answers
                 )
-        if newest["role"] == "user":
+        if role == "user":
             steered = await self.steer(uid, cid, requested, messages, read)
             if steered is not None:
                 return steered
@@ -657,7 +667,7 @@ class ChatServer:
         assert isinstance(cid, str)
         if await self.runs.running(f"{uid}/{cid}/{branch}") is not None:
             raise Refused("a run of this conversation is in flight: resume its stream", 409)
-        if newest["role"] == "assistant":
+        if role == "assistant":
             return await self._answer(uid, cid, branch, history, answers)
         return await self._prompt(uid, cid, branch, history, read, position)
 
@@ -1096,8 +1106,7 @@ class ChatServer:
         waiting = await self.durable.waiting(run.run_id)
         if not waiting or waiting.pause != run.info["after_pause"]:
             return  # they arrived: the run went on
-        newest = {"role": message.get("role"), "parts": message.get("parts", [])}
-        _, answers = ui_messages_to_history([newest])
+        _, _, answers = _newest(message)
         try:
             await self.durable.answer(run.run_id, answers, pause=waiting)
         except DeferredResultsError:
@@ -1275,8 +1284,8 @@ class ChatServer:
         )
         try:
             await self.durable.answer(paused.run_id, answers, pause=waiting)
-        except _BUGS:  # the answers do not fit the pause (nothing was applied): say so
-            await self.runs.end(run.stream, "abandoned")
+        except _BUGS:  # the answers do not fit the pause (nothing was applied): say so;
+            await self._still_paused(run, paused)  # and the run stays answerable
             raise
         except Exception as e:  # the engine or the database did not answer: the finisher
             _log.warning("answering run %r failed (%r): finishing sends it", run.run_id, e)
@@ -1284,6 +1293,27 @@ class ChatServer:
         else:
             self.runs.spawn(self.finish(run, answered=True))
         return self._follow(run, 0)
+
+    async def _still_paused(self, run: StoredRun, paused: StoredRun) -> None:
+        """After the run refused the answers ``run``'s stream was opened with (nothing was
+        applied, the run still waits), end that stream and put the pause back as the
+        newest stream of its key: a copy of ``paused`` (its run, its info, its frames),
+        ended ``paused``, which the next answer finds (``_paused``) and a reload shows
+        (``conversation``). Without it the newest stream was the abandoned answering
+        one: the paused run could never be answered again."""
+        await self.runs.end(run.stream, "abandoned")
+        frames: list[tuple[int, str]] = []
+        while batch := (await self.runs.log.read(paused.stream, len(frames)))[0]:
+            frames += batch
+        again = await self.runs.open(
+            paused.key,
+            run_id=paused.run_id,
+            info=paused.info,
+            owner=paused.info["uid"],
+            conversation_id=paused.info["cid"],
+        )
+        kept = [(f"paused:{n}", data) for n, data in frames]
+        await self.runs.write(again.stream, kept, end="paused")
 
     # -- AG-UI, stateless --------------------------------------------------------------------
 
