@@ -18,7 +18,7 @@ sa = pytest.importorskip("sqlalchemy")
 ROOT = Path(__file__).resolve().parents[1]
 
 RACES = """
-import multiprocessing, os, sys, traceback
+import multiprocessing, os, sys, time, traceback
 import sqlalchemy as sa
 from golem_shell.durable import SQLBlobs
 url, n, attempts = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -46,8 +46,12 @@ for _ in range(attempts):  # a fresh schema each time: the race is at creation
     starters = [context.Process(target=start, args=(together,)) for _ in range(n)]
     for p in starters:
         p.start()
+    deadline = time.monotonic() + 60
     for p in starters:
-        p.join(120)
+        p.join(max(0.0, deadline - time.monotonic()))
+        if p.exitcode is None:  # stuck: said below, and not left behind
+            p.kill()
+            p.join()
     print(" ".join("started" if p.exitcode == 0 else f"exit {p.exitcode}" for p in starters))
 """
 """``attempts`` times, on a fresh schema: ``n`` processes, each with its own engine and
