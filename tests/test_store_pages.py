@@ -84,10 +84,14 @@ def test_the_async_form_and_every_boundary(backend: Backend) -> None:
     store = backend.open(signing_keys=KEY)
     fill(store, 2 * MARK_EVERY + 1)
     whole = store.load_sync(OWNER, "c")
-    for before in range(len(whole) + 1):
-        for limit in (1, 3, MARK_EVERY):
-            page = asyncio.run(store.load_page(OWNER, "c", limit=limit, before=before))
-            assert page.messages == whole[max(0, before - limit) : before]
+
+    async def every_page() -> None:  # one event loop (and connection) for them all
+        for before in range(len(whole) + 1):
+            for limit in (1, 3, MARK_EVERY):
+                page = await store.load_page(OWNER, "c", limit=limit, before=before)
+                assert page.messages == whole[max(0, before - limit) : before]
+
+    asyncio.run(every_page())
 
 
 def test_an_empty_conversation_a_missing_branch_and_bad_arguments(store: Store) -> None:
