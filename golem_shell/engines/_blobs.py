@@ -355,8 +355,8 @@ class SQLiteBlobs:
     ``synchronous`` is SQLite's flush after each write: ``"full"`` (the default) flushes
     the file to the disk before a write returns, so a blob a run's engine names (in
     Temporal's history, in a DBOS step) outlives a power loss or an operating system
-    crash; ``"normal"`` flushes only at checkpoints: a write costs about half the CPU
-    (``bench/durable_temporal.py``), a killed process still loses nothing, but after a
+    crash; ``"normal"`` flushes only at checkpoints: a write costs less CPU
+    (``bench/durable_temporal.py`` compares a step with each), a killed process still loses nothing, but after a
     power loss the writes since the last checkpoint may be gone, and a run that needs
     one of them fails with ``RunError(stage="history")`` (docs/durable.md)."""
 
@@ -612,14 +612,11 @@ def stash(store: BlobStore, value: JSON, limit: int = 0) -> JSON:
     most ``limit`` bytes; by default every value goes by reference, so the engine's
     records hold no content: ADR 0152). Deterministic: the same value gives the same
     reference). Keys keep their order (a message's extra fields are ordered)."""
-    data = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode(
-        "utf-8", "surrogatepass"
-    )
-    if len(data) <= limit:
+    ref, row = stash_row(value)
+    if ref["size"] <= limit:
         return value
-    key = key_of(data)
-    store.put([(key, None, data)])
-    return {"type": _STASH_TAG, "key": key, "size": len(data)}
+    store.put([row])
+    return ref
 
 
 def stash_row(value: JSON) -> tuple[JSON, Row]:
