@@ -615,9 +615,7 @@ class ChatServer:
             if len(history) <= base or history[-1].role is not Role.ASSISTANT:
                 return  # the turn is not stored (yet): its writer may still be at work
             await self._keep_steering(uid, cid, branch, record)  # what it acknowledged
-            frames: list[tuple[int, str]] = []
-            while batch := (await self.runs.log.read(record.stream, len(frames)))[0]:
-                frames += batch
+            frames = await self._frames(record.stream)
             chunks = [json.loads(data) for _, data in frames if data != DONE]
             waiting = [d.call for d in self.agent.waiting_calls(history) if d.kind == "approval"]
             closing = _closing(chunks, history[base:], waiting)
@@ -759,9 +757,7 @@ class ChatServer:
         gave back (``data-steering-returned``). Appended after the conversation (compare-
         and-set: once, whichever process gets there first), unanswered: the next turn
         answers them with its own message."""
-        frames: list[tuple[int, str]] = []
-        while batch := (await self.runs.log.read(record.stream, len(frames)))[0]:
-            frames += batch
+        frames = await self._frames(record.stream)
         chunks = [json.loads(data) for _, data in frames if data != DONE]
         pending = [
             m
@@ -1294,6 +1290,13 @@ class ChatServer:
             self.runs.spawn(self.finish(run, answered=True))
         return self._follow(run, 0)
 
+    async def _frames(self, stream: str) -> list[tuple[int, str]]:
+        """Every frame ``stream`` holds, as ``(number, data)``, read page by page."""
+        frames: list[tuple[int, str]] = []
+        while batch := (await self.runs.log.read(stream, len(frames)))[0]:
+            frames += batch
+        return frames
+
     async def _still_paused(self, run: StoredRun, paused: StoredRun) -> None:
         """After the run refused the answers ``run``'s stream was opened with (nothing was
         applied, the run still waits), end that stream and put the pause back as the
@@ -1302,9 +1305,7 @@ class ChatServer:
         (``conversation``). Without it the newest stream was the abandoned answering
         one: the paused run could never be answered again."""
         await self.runs.end(run.stream, "abandoned")
-        frames: list[tuple[int, str]] = []
-        while batch := (await self.runs.log.read(paused.stream, len(frames)))[0]:
-            frames += batch
+        frames = await self._frames(paused.stream)
         again = await self.runs.open(
             paused.key,
             run_id=paused.run_id,
