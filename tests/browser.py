@@ -233,6 +233,19 @@ async def start_browser(profile: Path, *, width: int = 1100, height: int = 760) 
     return Browser(process, ws)
 
 
+async def start_or_skip(profile: Path) -> Browser:
+    """``start_browser(profile)``; without Chromium the calling test skips, or fails when
+    ``GOLEM_REQUIRE_BROWSER=1`` (set by ``.ci/run``)."""
+    import pytest
+
+    try:
+        return await start_browser(profile)
+    except BrowserUnavailable as e:
+        if os.environ.get("GOLEM_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"headless Chromium is required here: {e}", pytrace=False)
+        pytest.skip(f"no headless Chromium: {e}")
+
+
 def browser_fixture() -> Any:
     """The pytest fixture ``browser`` for a test module (``browser = browser_fixture()``): a
     browser started with a fresh profile under the test's ``tmp_path`` and closed after the
@@ -242,12 +255,7 @@ def browser_fixture() -> Any:
 
     @pytest.fixture
     async def browser(tmp_path: Path) -> AsyncIterator[Browser]:
-        try:
-            started = await start_browser(tmp_path / "profile")
-        except BrowserUnavailable as e:
-            if os.environ.get("GOLEM_REQUIRE_BROWSER") == "1":
-                pytest.fail(f"headless Chromium is required here: {e}", pytrace=False)
-            pytest.skip(f"no headless Chromium: {e}")
+        started = await start_or_skip(tmp_path / "profile")
         yield started
         await started.close()
 

@@ -9,12 +9,11 @@ browser's stderr now goes to a file beside its profile.
 from __future__ import annotations
 
 import gc
-import os
 import warnings
 from pathlib import Path
 
 import pytest
-from browser import BrowserUnavailable, start_browser
+from browser import start_or_skip
 
 pytestmark = pytest.mark.anyio
 
@@ -23,12 +22,7 @@ async def test_a_closed_browser_leaves_no_unclosed_file_to_the_garbage_collector
     tmp_path: Path,
 ) -> None:
     gc.collect()  # what earlier tests left is not this helper's
-    try:
-        browser = await start_browser(tmp_path / "profile")
-    except BrowserUnavailable as e:
-        if os.environ.get("GOLEM_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"headless Chromium is required here: {e}", pytrace=False)
-        pytest.skip(f"no headless Chromium: {e}")
+    browser = await start_or_skip(tmp_path / "profile")
     page = await browser.page()
     assert await page.evaluate("1 + 1") == 2
     await browser.close()
