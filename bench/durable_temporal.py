@@ -61,9 +61,11 @@ __all__ = ["main", "render"]
 PAI_NAME = "bench_temporal_pai"
 GOLEM_NAME = "bench-temporal-golem"
 TARGET = 0.8
+"""golem's CPU overhead per step over pydantic-ai's, at most (issue 46 item 7)."""
 FLOOR_STEPS = 5
 """The bare Temporal workflow's activities: as many as golem's run records."""
-"""golem's CPU overhead per step over pydantic-ai's, at most (issue 46 item 7)."""
+ANSWER = "finished: step 2 done"
+"""What every run of the workload answers (bare Temporal's: how many no-ops it ran)."""
 
 
 # -- pydantic-ai's side ------------------------------------------------------------------
@@ -81,7 +83,7 @@ def _pai_agent() -> Any:
         if turns < 2:
             call = ToolCallPart("step", {"n": turns + 1}, tool_call_id=f"call_{turns + 1}")
             return ModelResponse(parts=[call], usage=usage)
-        return ModelResponse(parts=[TextPart("finished: step 2 done")], usage=usage)
+        return ModelResponse(parts=[TextPart(ANSWER)], usage=usage)
 
     agent = Agent(FunctionModel(answer), name=PAI_NAME)
 
@@ -313,7 +315,7 @@ async def _measure(address: str, runs: int, rounds: int, where: str) -> dict[str
         pai_client, task_queue="pai", workflows=[_PaiRun], plugins=[AgentPlugin(pai)]
     )
     floor_worker = Worker(golem_client, task_queue="floor", workflows=[_Floor], activities=[_noop])
-    running = asyncio.create_task(pai_worker.run())  # never shut down: the child os._exits
+    running = asyncio.create_task(pai_worker.run())  # never shut down: ``_leave_with``
     floor_running = asyncio.create_task(floor_worker.run())
     counter = iter(range(10**9))
     prefix = f"{time.time_ns()}-"  # run ids never started before on this server
@@ -330,10 +332,10 @@ async def _measure(address: str, runs: int, rounds: int, where: str) -> dict[str
         return str((await golem_normal.run(golem_client, "go", run_id=run_id)).output)
 
     async def floor() -> str:
-        await golem_client.execute_workflow(
+        result = await golem_client.execute_workflow(
             _Floor.run, FLOOR_STEPS, id=f"{prefix}f{next(counter)}", task_queue="floor"
         )
-        return "finished: step 2 done"
+        return f"{result['size']} no-ops"
 
     async def pai_durable() -> str:
         return str(
@@ -363,8 +365,9 @@ async def _measure(address: str, runs: int, rounds: int, where: str) -> dict[str
         golem_normal.worker(golem_client),
     ):
         for _ in range(5):  # warm-up: imports, connections, caches
-            for op in ops.values():
-                assert (await op()) == "finished: step 2 done"
+            for name, op in ops.items():
+                answer = f"{FLOOR_STEPS} no-ops" if name == "temporal_floor" else ANSWER
+                assert (await op()) == answer, name
         # as bench/timing.py does: what is alive now is frozen, so a collection scans
         # what the runs allocate, not the libraries' imports (a full collection of
         # those in one library's round would be charged to it)
@@ -627,6 +630,23 @@ def _versions() -> dict[str, str]:
     return found
 
 
+async def _leave_with(measuring: Awaitable[dict[str, Any]]) -> None:
+    """The child's body: its figures printed, it leaves from inside the event loop, so the
+    workers' tasks are never cancelled (a Temporal worker's shutdown can wait for ever on
+    a poll), nor the SDK's threads finalized; a failure leaves too, its traceback out."""
+    from bench.durable_children import child_exit
+
+    try:
+        figures = await measuring
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
+    child_exit(figures)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.durable_temporal", description=__doc__)
     parser.add_argument("--runs", type=int, default=20, help="runs per timed round")
@@ -639,18 +659,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dir", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        from bench.durable_children import child_exit
-
-        try:
-            figures = asyncio.run(_measure(args.child, args.runs, args.rounds, args.dir))
-        except BaseException:  # the SDK's threads would keep a failed child alive
-            import os
-            import traceback
-
-            traceback.print_exc()
-            sys.stderr.flush()
-            os._exit(1)
-        child_exit(figures)
+        asyncio.run(_leave_with(_measure(args.child, args.runs, args.rounds, args.dir)))
     if args.quick:
         args.runs, args.rounds = 3, 2
     if str(ROOT / "tests") not in sys.path:

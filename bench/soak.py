@@ -278,7 +278,6 @@ async def check(deploy: Deployment, oracle: Oracle, *, durable: bool) -> dict[st
         effect = json.loads(line)
         if effect.get("conversation") in ours:  # this phase's (the log is the deployment's)
             runs.setdefault(effect["call"], []).append(effect)
-    effects = {call: len(ran) for call, ran in runs.items()}
     again = 0
     for call in sorted(stored_results):
         ran = sorted(runs.get(call, []), key=lambda e: e.get("t", 0.0))
@@ -288,7 +287,7 @@ async def check(deploy: Deployment, oracle: Oracle, *, durable: bool) -> dict[st
             again += 1  # in flight when its process died: at least once (docs/durable.md)
         elif len(ran) != 1:
             faults["effects_once"].append(f"{call}: ran {len(ran)}x")
-    orphans = sorted(set(effects) - stored_results)
+    orphans = sorted(set(runs) - stored_results)
     result: dict[str, Any] = {
         name: {"ok": not found, "faults": found[:10], "count": len(found)}
         for name, found in faults.items()
