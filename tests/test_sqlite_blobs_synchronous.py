@@ -1,6 +1,6 @@
 """``SQLiteBlobs(path, synchronous=...)``: SQLite's flush after each write, ``"full"``
 by default (a blob an engine names outlives a power loss), ``"normal"`` on request
-(flushed at checkpoints: half a write's CPU, bench/durable_temporal.py). Both keep every
+(flushed at checkpoints: less CPU a write, bench/durable_temporal.py). Both keep every
 committed write when the writing process is killed; a mistyped level is refused before
 the file is touched."""
 
