@@ -356,9 +356,10 @@ class SQLiteBlobs:
     the file to the disk before a write returns, so a blob a run's engine names (in
     Temporal's history, in a DBOS step) outlives a power loss or an operating system
     crash; ``"normal"`` flushes only at checkpoints: a write costs less CPU
-    (``bench/durable_temporal.py`` compares a step with each), a killed process still loses nothing, but after a
-    power loss the writes since the last checkpoint may be gone, and a run that needs
-    one of them fails with ``RunError(stage="history")`` (docs/durable.md)."""
+    (``bench/durable_temporal.py`` compares a step with each), a killed process still
+    loses nothing, but after a power loss the writes since the last checkpoint may be
+    gone, and a run that needs one of them fails with ``RunError(stage="history")``
+    (docs/durable.md)."""
 
     def __init__(
         self, path: str | Path, *, synchronous: Literal["full", "normal"] = "full"
